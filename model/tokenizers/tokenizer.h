@@ -1,0 +1,34 @@
+#pragma once
+// Tokenizer interface: text <-> token ids, plus display strings for token axes.
+
+#include <QByteArray>
+#include <QString>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace attnscope {
+
+class Tokenizer {
+public:
+    virtual ~Tokenizer() = default;
+
+    /// Token ids for `text` (no BOS added). Never throws on any input, including invalid UTF-16.
+    virtual std::vector<int> encode(const QString& text) const = 0;
+    /// The raw bytes a sequence of ids stands for (joined, so multi-token UTF-8 decodes correctly).
+    virtual QByteArray decodeBytes(std::span<const int> ids) const = 0;
+    /// decodeBytes as UTF-8 text (invalid sequences become U+FFFD).
+    QString decode(std::span<const int> ids) const { return QString::fromUtf8(decodeBytes(ids)); }
+    /// One token as shown on axes and in tables: leading space as "␣", newline "↵", tab "→",
+    /// a token whose bytes are not complete UTF-8 as byte escapes ("\xF0\x9F").
+    virtual QString displayToken(int id) const = 0;
+    /// The vocabulary's own string for a token (e.g. "Ġthe" for GPT-2), for lookups and autocomplete.
+    virtual QString tokenString(int id) const = 0;
+    /// Id of an exact vocabulary string (as tokenString returns), if present.
+    virtual std::optional<int> tokenId(const QString& tokenString) const = 0;
+    virtual int vocabSize() const = 0;
+    /// The beginning-of-sequence token prepended when "Prepend BOS" is on (<|endoftext|> for GPT-2).
+    virtual std::optional<int> bosId() const = 0;
+};
+
+} // namespace attnscope

@@ -1,0 +1,34 @@
+#pragma once
+// The forward pass: tokens -> ActivationCache. Reads like the math, one short function per block.
+// Conventions follow Hugging Face GPT2LMHeadModel (modeling_gpt2.py): Conv1D weights [in, out],
+// LayerNorm with biased variance and eps from the config, gelu_new = tanh approximation,
+// scores scaled by 1/√d_head (and 1/(layer+1) when scale_attn_by_inverse_layer_idx).
+
+#include "model/core/progress.h"
+#include "model/transformer/activation_cache.h"
+#include "model/transformer/model.h"
+
+#include <span>
+
+namespace attnscope {
+
+struct ForwardOptions {
+    bool cacheHeadResults = true;   ///< store per-head result z_h·W_O^h ([head][pos, d_model])
+    bool allLogits = true;          ///< logits for every position; false = last position only
+};
+
+/// Runs the model on `tokens` (ids in [0, d_vocab)) and returns every intermediate.
+/// Throws InputError if tokens is empty, longer than n_ctx ("the prompt has N tokens but the model's
+/// context is n_ctx ...") or holds an out-of-range id; throws Cancelled if progress says so.
+/// Progress units: layers done out of n_layers + 1.
+ActivationCache runForward(const Model& model, std::span<const int> tokens,
+                           const ForwardOptions& options = {}, const Progress& progress = {});
+
+/// Normalisation as the config says, row-wise over d_model: LayerNorm (x-μ)/√(σ²+eps)·w + b or
+/// RMSNorm x/√(mean(x²)+eps)·w. x: [pos, d_model]. If scale is given it receives the divisor per row.
+Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale = nullptr);
+
+/// The MLP activation, elementwise, in place.
+void applyActivation(ActivationKind kind, Matrix& x);
+
+} // namespace attnscope

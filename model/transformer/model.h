@@ -1,0 +1,51 @@
+#pragma once
+// A loaded model: architecture description, tokenizer, and role-named weights backed by
+// read-only memory-mapped files. Immutable after loading and safe to share across threads.
+
+#include "model/tokenizers/tokenizer.h"
+#include "model/transformer/model_config.h"
+#include "model/transformer/weights.h"
+
+#include <QString>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace attnscope {
+
+/// What the model-info panel shows.
+struct ModelInfo {
+    QString name;          ///< folder name (or "demo")
+    QString path;          ///< folder or file the user opened
+    QString storageDtype;  ///< "F32", "F16", "BF16" (or "mixed")
+    qint64 fileBytes = 0;  ///< total size of the weight files
+    QStringList weightFiles;
+    bool hasNonFiniteWeights = false; ///< NaN/Inf seen in a weight tensor (checked lazily)
+};
+
+class Model {
+public:
+    Model(ModelConfig config, ModelInfo info, std::unique_ptr<Tokenizer> tokenizer,
+          std::unique_ptr<WeightResolver> resolver);
+
+    const ModelConfig& config() const { return config_; }
+    const ModelInfo& info() const { return info_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+
+    /// W_E, W_pos, ln_final, W_U. Resolved on first call (thread-safe).
+    const GlobalWeights& globals() const;
+    /// Weights of layer l in [0, n_layers). Resolved (F16/BF16 converted) on first call, thread-safe.
+    const LayerWeights& layer(int l) const;
+
+private:
+    ModelConfig config_;
+    ModelInfo info_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::unique_ptr<WeightResolver> resolver_;
+    mutable std::once_flag globalsOnce_;
+    mutable GlobalWeights globals_;
+    mutable std::vector<std::once_flag> layerOnce_;
+    mutable std::vector<LayerWeights> layers_;
+};
+
+} // namespace attnscope
