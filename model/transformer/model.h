@@ -7,6 +7,7 @@
 #include "model/transformer/weights.h"
 
 #include <QString>
+#include <QStringList>
 #include <memory>
 #include <mutex>
 #include <vector>
