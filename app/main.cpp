@@ -1,2 +1,37 @@
-// attnscope: GUI by default, headless CLI when --export / --dump-json are given.
-int main() { return 0; }
+// attnscope: the window by default; headless work (--export, --dump-json) with no window and no
+// display needed (the offscreen platform is selected before Qt starts).
+
+#include "app/command_line.h"
+#include "app/headless.h"
+#include "app/main_window.h"
+
+#include <QApplication>
+#include <QTextStream>
+#include <cstdio>
+
+int main(int argc, char** argv) {
+    const bool headless = attnscope::argvIsHeadless(argc, argv);
+    if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("AttnScope"));
+    QApplication::setOrganizationName(QStringLiteral("AttnScope"));
+    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+
+    QTextStream out(stdout), err(stderr);
+    attnscope::CommandLine cmd;
+    QString error, help;
+    if (!attnscope::parseCommandLine(QApplication::arguments(), &cmd, &error, &help)) {
+        if (error.isEmpty()) {
+            out << help;
+            return 0;
+        }
+        err << "attnscope: " << error << "\nTry 'attnscope --help'.\n";
+        return 2;
+    }
+    if (cmd.isHeadless()) return attnscope::runHeadless(cmd, out, err);
+
+    attnscope::MainWindow window;
+    window.show();
+    window.openModel(attnscope::resolveModelPath(cmd.modelPath), cmd.prompt);
+    return app.exec();
+}

@@ -1,0 +1,111 @@
+#include "app/command_line.h"
+
+#include <QCommandLineParser>
+#include <QFileInfo>
+#include <cstring>
+
+namespace attnscope {
+
+bool argvIsHeadless(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const char* a = argv[i];
+        for (const char* flag : {"--export", "--dump-json", "-export", "-dump-json", "--help", "-h", "--version"})
+            if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
+                return true;
+    }
+    return false;
+}
+
+QString resolveModelPath(const QString& path) {
+    if (path.isEmpty() || (path == QLatin1String("demo") && !QFileInfo::exists(path))) return QStringLiteral(":/demo");
+    return path;
+}
+
+bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error, QString* helpText) {
+    QCommandLineParser p;
+    p.setApplicationDescription(QStringLiteral(
+        "AttnScope: see what a transformer computes, head by head.\n"
+        "Without --export or --dump-json, opens the window (on PATH, or the bundled demo model)."));
+    const QCommandLineOption help = p.addHelpOption();
+    const QCommandLineOption version = p.addVersionOption();
+    const QCommandLineOption model({"m", "model"}, "Model folder (Hugging Face layout) or .safetensors file.", "PATH");
+    const QCommandLineOption prompt({"p", "prompt"}, "Prompt text.", "TEXT");
+    const QCommandLineOption noBos("no-bos", "Do not prepend the BOS token (<|endoftext|> for GPT-2).");
+    const QCommandLineOption layer("layer", "Layer (0-based).", "L");
+    const QCommandLineOption head("head", "Head (0-based).", "H");
+    const QCommandLineOption exportDir("export", "Write attention heatmaps into DIR (all heads unless --layer/--head).", "DIR");
+    const QCommandLineOption format("format", "Image format: png, svg or pdf (default png).", "FMT", "png");
+    const QCommandLineOption width("width", "Image width in pixels before --scale (default 1000).", "W", "1000");
+    const QCommandLineOption height("height", "Image height in pixels before --scale (default 900).", "H", "900");
+    const QCommandLineOption scale("scale", "Pixel scale factor for PNG (default 1).", "S", "1");
+    const QCommandLineOption dumpJson("dump-json", "Write tokens, top next tokens, last logits (and the pattern of --layer/--head) as JSON.", "FILE");
+    const QCommandLineOption force("force", "Overwrite existing output files.");
+    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force});
+    p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
+
+    if (!p.parse(args)) {
+        *error = p.errorText();
+        return false;
+    }
+    if (p.isSet(help) || p.isSet(version)) {
+        error->clear();
+        *helpText = p.isSet(help) ? p.helpText() : QStringLiteral("attnscope 0.1.0\n");
+        return false;
+    }
+    CommandLine c;
+    const QStringList pos = p.positionalArguments();
+    if (pos.size() > 1) {
+        *error = QStringLiteral("too many arguments: %1").arg(pos.join(' '));
+        return false;
+    }
+    c.modelPath = p.isSet(model) ? p.value(model) : pos.value(0);
+    if (p.isSet(model) && !pos.isEmpty()) {
+        *error = QStringLiteral("give the model either as --model or as PATH, not both");
+        return false;
+    }
+    c.prompt = p.value(prompt);
+    c.prependBos = !p.isSet(noBos);
+    auto parseInt = [&](const QCommandLineOption& o, int* v, int min) {
+        if (!p.isSet(o)) return true;
+        bool ok = false;
+        *v = p.value(o).toInt(&ok);
+        if (!ok || *v < min) {
+            *error = QStringLiteral("--%1 must be an integer ≥ %2, got '%3'").arg(o.names().last()).arg(min).arg(p.value(o));
+            return false;
+        }
+        return true;
+    };
+    int w = 1000, h = 900;
+    if (!parseInt(layer, &c.layer, 0) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
+        !parseInt(height, &h, 16))
+        return false;
+    c.size = QSize(w, h);
+    bool ok = false;
+    c.scale = p.value(scale).toDouble(&ok);
+    if (!ok || c.scale <= 0 || c.scale > 8) {
+        *error = QStringLiteral("--scale must be a number in (0, 8], got '%1'").arg(p.value(scale));
+        return false;
+    }
+    c.format = p.value(format).toLower();
+    if (!QStringList{"png", "svg", "pdf"}.contains(c.format)) {
+        *error = QStringLiteral("--format must be png, svg or pdf, got '%1'").arg(p.value(format));
+        return false;
+    }
+    c.exportDir = p.value(exportDir);
+    c.dumpJson = p.value(dumpJson);
+    c.force = p.isSet(force);
+    if ((c.layer >= 0) != (c.head >= 0)) {
+        *error = QStringLiteral("--layer and --head go together");
+        return false;
+    }
+    if (c.isHeadless()) {
+        if (!p.isSet(prompt)) {
+            *error = QStringLiteral("--prompt TEXT is required with --export / --dump-json");
+            return false;
+        }
+    }
+    *out = c;
+    return true;
+}
+
+} // namespace attnscope

@@ -1,0 +1,40 @@
+#pragma once
+// attnscope's command line: one parser for the GUI launch and the headless CLI.
+//   attnscope [PATH]                                   GUI (demo model when no PATH)
+//   attnscope --model PATH --prompt TEXT [--no-bos] [--layer L --head H]
+//             --export DIR [--format png|svg|pdf] [--width W --height H --scale S] [--force]
+//   attnscope --model PATH --prompt TEXT [--no-bos] --dump-json FILE [--layer L --head H] [--force]
+
+#include <QSize>
+#include <QString>
+#include <QStringList>
+
+namespace attnscope {
+
+struct CommandLine {
+    QString modelPath;      ///< --model or the positional PATH; empty or "demo" = the bundled demo model
+    QString prompt;
+    bool prependBos = true; ///< false with --no-bos
+    int layer = -1, head = -1;
+    QString exportDir;
+    QString format = QStringLiteral("png");
+    QSize size{1000, 900};  ///< PNG pixel size before --scale
+    double scale = 1.0;
+    QString dumpJson;
+    bool force = false;     ///< overwrite existing output files
+
+    /// True when the invocation asks for headless work (no window is opened).
+    bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty(); }
+};
+
+/// Parses argv (args[0] = program). Returns false with a usage error in *error; sets *helpText
+/// and returns false with an empty error for --help / --version.
+bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error, QString* helpText);
+
+/// Cheap pre-check on raw argv, before any QApplication exists: does it ask for headless work?
+bool argvIsHeadless(int argc, char** argv);
+
+/// The path the loader should open: the embedded demo model (":/demo") for "" or "demo".
+QString resolveModelPath(const QString& path);
+
+} // namespace attnscope

@@ -1,0 +1,87 @@
+#include "app/headless.h"
+
+#include "app/json_dump.h"
+#include "model/core/errors.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/forward.h"
+#include "model/transformer/prompt.h"
+#include "views/figure_export.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+namespace attnscope {
+
+namespace {
+
+ImageFormat formatFromName(const QString& name) {
+    if (name == QLatin1String("svg")) return ImageFormat::Svg;
+    if (name == QLatin1String("pdf")) return ImageFormat::Pdf;
+    return ImageFormat::Png;
+}
+
+QString refuseOverwrite(const QString& path, bool force) {
+    if (!force && QFileInfo::exists(path))
+        return QStringLiteral("%1: already exists (use --force to overwrite)").arg(path);
+    return {};
+}
+
+} // namespace
+
+int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
+    try {
+        const auto model = loadModel(resolveModelPath(cmd.modelPath));
+        const ModelConfig& cfg = model->config();
+        if (cmd.layer >= cfg.n_layers)
+            throw InputError(QStringLiteral("--layer %1 is out of range: the model has %2 layers (0..%3)")
+                                 .arg(cmd.layer).arg(cfg.n_layers).arg(cfg.n_layers - 1));
+        if (cmd.head >= cfg.n_heads)
+            throw InputError(QStringLiteral("--head %1 is out of range: the model has %2 heads per layer (0..%3)")
+                                 .arg(cmd.head).arg(cfg.n_heads).arg(cfg.n_heads - 1));
+        const std::vector<int> ids = tokenizePrompt(model->tokenizer(), cmd.prompt, cmd.prependBos);
+        ForwardOptions opt;
+        opt.allLogits = false;        // the dump needs the last position only
+        opt.cacheHeadResults = false; // no view here reads per-head results
+        const ActivationCache cache = runForward(*model, ids, opt);
+        const QStringList labels = tokenLabels(model->tokenizer(), cache.tokens);
+
+        if (!cmd.dumpJson.isEmpty()) {
+            if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
+            QString error;
+            if (!writeJsonFile(promptDump(*model, cache, cmd.layer, cmd.head), cmd.dumpJson, &error))
+                throw InputError(error);
+            out << "wrote " << cmd.dumpJson << "\n";
+        }
+        if (!cmd.exportDir.isEmpty()) {
+            if (!QDir().mkpath(cmd.exportDir))
+                throw InputError(QStringLiteral("%1: cannot create the folder").arg(cmd.exportDir));
+            const ImageFormat fmt = formatFromName(cmd.format);
+            auto dataFor = [&](int l, int h) {
+                return AttentionHeatmapData{cache.layers[size_t(l)].pattern[size_t(h)], labels,
+                                            heatmapTitle(model->info().name, l, h)};
+            };
+            std::vector<std::pair<int, int>> heads;
+            if (cmd.layer >= 0) heads.push_back({cmd.layer, cmd.head});
+            else
+                for (int l = 0; l < cfg.n_layers; ++l)
+                    for (int h = 0; h < cfg.n_heads; ++h) heads.push_back({l, h});
+            for (auto [l, h] : heads) {
+                const QString path = QDir(cmd.exportDir).filePath(headFileName(l, h, fmt));
+                if (QString e = refuseOverwrite(path, cmd.force); !e.isEmpty()) throw InputError(e);
+                QString error;
+                if (!exportHeatmap(dataFor(l, h), path, fmt, cmd.size, cmd.scale, &error)) throw InputError(error);
+            }
+            out << "wrote " << heads.size() << " heatmap(s) to " << cmd.exportDir << "\n";
+        }
+        return 0;
+    } catch (const ModelError& e) {
+        err << "attnscope: " << e.message() << "\n";
+    } catch (const InputError& e) {
+        err << "attnscope: " << e.message() << "\n";
+    } catch (const std::exception& e) {
+        err << "attnscope: " << e.what() << "\n";
+    }
+    return 1;
+}
+
+} // namespace attnscope

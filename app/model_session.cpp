@@ -1,0 +1,105 @@
+#include "app/model_session.h"
+
+#include "model/core/errors.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/forward.h"
+#include "model/transformer/prompt.h"
+
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QPointer>
+#include <QtConcurrent>
+
+namespace attnscope {
+
+ModelSession::ModelSession(QObject* parent) : QObject(parent) {
+    connect(&watcher_, &QFutureWatcher<JobResult>::finished, this, &ModelSession::finishJob);
+}
+
+ModelSession::~ModelSession() {
+    cancel();
+    watcher_.waitForFinished();
+}
+
+template <typename Work>
+void ModelSession::startJob(Work work, bool isLoad) {
+    if (busy_) return;
+    busy_ = true;
+    jobIsLoad_ = isLoad;
+    cancelFlag_ = std::make_shared<std::atomic<bool>>(false);
+    emit busyChanged(true);
+    Progress progress;
+    auto flag = cancelFlag_;
+    QPointer<ModelSession> self(this);
+    progress.isCancelled = [flag] { return flag->load(); };
+    progress.report = [self](qint64 done, qint64 total, const QString& what) {
+        // delivered on the GUI thread (queued); dropped if the session is gone
+        QMetaObject::invokeMethod(self, [self, done, total, what] {
+            if (self) emit self->progressChanged(done, total, what);
+        }, Qt::QueuedConnection);
+    };
+    watcher_.setFuture(QtConcurrent::run([work = std::move(work), progress]() -> JobResult {
+        try {
+            return work(progress);
+        } catch (const Cancelled&) {
+            return Failure{QString(), true};
+        } catch (const ModelError& e) {
+            return Failure{e.message()};
+        } catch (const InputError& e) {
+            return Failure{e.message()};
+        } catch (const std::bad_alloc&) {
+            return Failure{QCoreApplication::translate("ModelSession", "Out of memory.")};
+        } catch (const std::exception& e) {
+            return Failure{QString::fromUtf8(e.what())};
+        }
+    }));
+}
+
+void ModelSession::openModel(const QString& path) {
+    startJob([path](const Progress& p) -> JobResult { return LoadResult{loadModel(path, p)}; }, true);
+}
+
+void ModelSession::run(const QString& prompt, bool prependBos) {
+    auto model = model_;
+    if (!model) {
+        emit forwardFailed(tr("No model is open."));
+        return;
+    }
+    startJob([model, prompt, prependBos](const Progress& p) -> JobResult {
+        const std::vector<int> ids = tokenizePrompt(model->tokenizer(), prompt, prependBos);
+        return RunResult{std::make_shared<const ActivationCache>(runForward(*model, ids, {}, p))};
+    }, false);
+}
+
+void ModelSession::cancel() {
+    if (cancelFlag_) cancelFlag_->store(true);
+}
+
+void ModelSession::waitForIdle() {
+    while (busy_) {
+        watcher_.waitForFinished();
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+    }
+}
+
+void ModelSession::finishJob() {
+    const JobResult result = watcher_.result();
+    busy_ = false;
+    emit busyChanged(false);
+    if (const auto* f = std::get_if<Failure>(&result)) {
+        if (f->cancelled) emit cancelled();
+        else if (jobIsLoad_) emit modelLoadFailed(f->message);
+        else emit forwardFailed(f->message);
+    } else if (const auto* l = std::get_if<LoadResult>(&result)) {
+        model_ = l->model;
+        cache_.reset();
+        labels_.clear();
+        emit modelLoaded();
+    } else if (const auto* r = std::get_if<RunResult>(&result)) {
+        cache_ = r->cache;
+        labels_ = attnscope::tokenLabels(model_->tokenizer(), cache_->tokens);
+        emit forwardFinished();
+    }
+}
+
+} // namespace attnscope

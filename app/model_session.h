@@ -1,0 +1,67 @@
+#pragma once
+// The open model and the last forward pass, with loading and running done off the GUI thread
+// (QtConcurrent) with progress and cancel. Views never touch this directly; the main window
+// hands them what they draw.
+
+#include "model/transformer/activation_cache.h"
+#include "model/transformer/model.h"
+
+#include <QFutureWatcher>
+#include <QObject>
+#include <atomic>
+#include <memory>
+#include <variant>
+
+namespace attnscope {
+
+class ModelSession : public QObject {
+    Q_OBJECT
+public:
+    explicit ModelSession(QObject* parent = nullptr);
+    ~ModelSession() override;
+
+    std::shared_ptr<const Model> model() const { return model_; }
+    /// The last completed forward pass (null before the first run or after a new model opens).
+    std::shared_ptr<const ActivationCache> cache() const { return cache_; }
+    /// Display labels of the cached tokens.
+    QStringList tokenLabels() const { return labels_; }
+    bool isBusy() const { return busy_; }
+
+    /// Opens a model folder or .safetensors file in the background. On failure the previous model
+    /// stays open and modelLoadFailed carries "<file>: <problem>".
+    void openModel(const QString& path);
+    /// Tokenizes and runs the prompt in the background (full activation cache).
+    void run(const QString& prompt, bool prependBos);
+    /// Asks the running job to stop; it ends with `cancelled`.
+    void cancel();
+    /// Blocks until the current job (if any) has finished and its signals were delivered (tests, CLI).
+    void waitForIdle();
+
+signals:
+    void busyChanged(bool busy);
+    void progressChanged(qint64 done, qint64 total, const QString& what);
+    void modelLoaded();
+    void modelLoadFailed(const QString& message);
+    void forwardFinished();
+    void forwardFailed(const QString& message);
+    void cancelled();
+
+private:
+    struct LoadResult { std::shared_ptr<const Model> model; };
+    struct RunResult { std::shared_ptr<const ActivationCache> cache; };
+    struct Failure { QString message; bool cancelled = false; };
+    using JobResult = std::variant<LoadResult, RunResult, Failure>;
+
+    template <typename Work> void startJob(Work work, bool isLoad);
+    void finishJob();
+
+    std::shared_ptr<const Model> model_;
+    std::shared_ptr<const ActivationCache> cache_;
+    QStringList labels_;
+    bool busy_ = false;
+    bool jobIsLoad_ = false;
+    std::shared_ptr<std::atomic<bool>> cancelFlag_;
+    QFutureWatcher<JobResult> watcher_;
+};
+
+} // namespace attnscope
