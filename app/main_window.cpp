@@ -1,0 +1,432 @@
+#include "app/main_window.h"
+
+#include "model/analysis/top_tokens.h"
+#include "views/attention_heatmap.h"
+#include "views/figure_export.h"
+#include "views/head_grid.h"
+#include "views/top_tokens_view.h"
+
+#include <QAction>
+#include <QCheckBox>
+#include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QInputDialog>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+namespace attnscope {
+
+namespace {
+const char* kDefaultPrompt =
+    "In the beginning God created the heaven and the earth. In the beginning God created the heaven and the earth.";
+
+ImageFormat formatForSuffix(const QString& path) {
+    const QString s = QFileInfo(path).suffix().toLower();
+    if (s == QLatin1String("svg")) return ImageFormat::Svg;
+    if (s == QLatin1String("pdf")) return ImageFormat::Pdf;
+    return ImageFormat::Png;
+}
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(tr("AttnScope"));
+    buildUi();
+    buildMenus();
+    connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
+    connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
+    connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);
+    connect(&session_, &ModelSession::modelLoadFailed, this,
+            [this](const QString& m) { showError(tr("Cannot open model"), m); });
+    connect(&session_, &ModelSession::forwardFailed, this,
+            [this](const QString& m) { showError(tr("Cannot run the prompt"), m); });
+    connect(&session_, &ModelSession::cancelled, this, [this] { statusLabel_->setText(tr("Cancelled.")); });
+    connect(&session_, &ModelSession::progressChanged, this, [this](qint64 done, qint64 total, const QString& what) {
+        progress_->setRange(0, int(total));
+        progress_->setValue(int(done));
+        statusLabel_->setText(what);
+    });
+
+    QSettings s;
+    prompt_->setText(s.value("prompt", QString::fromUtf8(kDefaultPrompt)).toString());
+    prependBos_->setChecked(s.value("prependBos", true).toBool());
+    layerSpin_->setValue(s.value("layer", 0).toInt());
+    headSpin_->setValue(s.value("head", 0).toInt());
+    resize(1500, 920);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildUi() {
+    // prompt bar
+    auto* bar = addToolBar(tr("Prompt"));
+    bar->setMovable(false);
+    bar->addWidget(new QLabel(tr(" Prompt: ")));
+    prompt_ = new QLineEdit;
+    prompt_->setPlaceholderText(tr("Type a prompt and press Enter"));
+    prompt_->setClearButtonEnabled(true);
+    bar->addWidget(prompt_);
+    prependBos_ = new QCheckBox(tr("Prepend BOS"));
+    prependBos_->setToolTip(tr("Put the beginning-of-sequence token (<|endoftext|> for GPT-2) at position 0, "
+                               "as the model saw in training and as TransformerLens does by default."));
+    bar->addWidget(prependBos_);
+    runButton_ = new QPushButton(tr("Run"));
+    runButton_->setDefault(true);
+    bar->addWidget(runButton_);
+    connect(prompt_, &QLineEdit::returnPressed, this, &MainWindow::runPrompt);
+    connect(runButton_, &QPushButton::clicked, this, &MainWindow::runPrompt);
+    connect(prependBos_, &QCheckBox::toggled, this, [this] { if (session_.cache()) runPrompt(); });
+
+    // left panel: model info, selectors, predictions
+    auto* left = new QWidget;
+    auto* leftLayout = new QVBoxLayout(left);
+    auto* infoBox = new QGroupBox(tr("Model"));
+    auto* infoLayout = new QVBoxLayout(infoBox);
+    modelInfo_ = new QLabel(tr("No model open."));
+    modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    modelInfo_->setWordWrap(true);
+    infoLayout->addWidget(modelInfo_);
+    leftLayout->addWidget(infoBox);
+
+    auto* selBox = new QGroupBox(tr("Head"));
+    auto* form = new QFormLayout(selBox);
+    layerSpin_ = new QSpinBox;
+    headSpin_ = new QSpinBox;
+    layerSpin_->setToolTip(tr("Layer (Up/Down or PageUp/PageDown)"));
+    headSpin_->setToolTip(tr("Head (Left/Right)"));
+    form->addRow(tr("Layer"), layerSpin_);
+    form->addRow(tr("Head"), headSpin_);
+    leftLayout->addWidget(selBox);
+    connect(layerSpin_, &QSpinBox::valueChanged, this, [this] { updateHeatmap(); });
+    connect(headSpin_, &QSpinBox::valueChanged, this, [this] { updateHeatmap(); });
+
+    auto* topBox = new QGroupBox(tr("Top next tokens (last position)"));
+    auto* topLayout = new QVBoxLayout(topBox);
+    topTokens_ = new TopTokensView;
+    topLayout->addWidget(topTokens_);
+    leftLayout->addWidget(topBox, 1);
+    left->setMinimumWidth(260);
+    left->setMaximumWidth(360);
+
+    // centre: attention heatmap | head grid
+    heatmap_ = new AttentionHeatmap;
+    headGrid_ = new HeadGrid;
+    connect(headGrid_, &HeadGrid::headClicked, this, [this](int l, int h) { selectHead(l, h); });
+    auto* attnSplit = new QSplitter(Qt::Horizontal);
+    attnSplit->addWidget(heatmap_);
+    attnSplit->addWidget(headGrid_);
+    attnSplit->setStretchFactor(0, 3);
+    attnSplit->setStretchFactor(1, 2);
+    tabs_ = new QTabWidget;
+    tabs_->addTab(attnSplit, tr("Attention"));
+
+    auto* main = new QSplitter(Qt::Horizontal);
+    main->addWidget(left);
+    main->addWidget(tabs_);
+    main->setStretchFactor(1, 1);
+    setCentralWidget(main);
+
+    // status bar: message, progress, cancel
+    statusLabel_ = new QLabel;
+    progress_ = new QProgressBar;
+    progress_->setMaximumWidth(220);
+    progress_->setVisible(false);
+    cancelButton_ = new QPushButton(tr("Cancel"));
+    cancelButton_->setVisible(false);
+    connect(cancelButton_, &QPushButton::clicked, &session_, &ModelSession::cancel);
+    statusBar()->addWidget(statusLabel_, 1);
+    statusBar()->addPermanentWidget(progress_);
+    statusBar()->addPermanentWidget(cancelButton_);
+}
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("Open Model &Folder…"), QKeySequence::Open, this, &MainWindow::openFolderDialog);
+    file->addAction(tr("Open &Safetensors File…"), this, &MainWindow::openFileDialog);
+    file->addAction(tr("Open &Demo Model"), this, [this] { openModel(QStringLiteral(":/demo")); });
+    file->addSeparator();
+    QAction* exp = file->addAction(tr("&Export Heatmap…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportHeatmapDialog);
+    QAction* expAll = file->addAction(tr("Export &All Heads…"), QKeySequence(tr("Ctrl+Shift+E")), this,
+                                      &MainWindow::exportAllHeadsDialog);
+    needsCache_ << exp << expAll;
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* nav = menuBar()->addMenu(tr("&Navigate"));
+    struct Move { QString name; QList<QKeySequence> keys; int dl, dh; };
+    const QList<Move> moves{
+        {tr("Next Head"), {QKeySequence(Qt::Key_Right)}, 0, +1},
+        {tr("Previous Head"), {QKeySequence(Qt::Key_Left)}, 0, -1},
+        {tr("Next Layer"), {QKeySequence(Qt::Key_Down), QKeySequence(Qt::Key_PageDown)}, +1, 0},
+        {tr("Previous Layer"), {QKeySequence(Qt::Key_Up), QKeySequence(Qt::Key_PageUp)}, -1, 0},
+    };
+    for (const Move& m : moves) {
+        QAction* a = nav->addAction(m.name);
+        a->setShortcuts(m.keys);
+        // arrows stay with the prompt box while it has focus; elsewhere they move between heads
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        tabs_->addAction(a);
+        connect(a, &QAction::triggered, this, [this, m] { moveHead(m.dl, m.dh); });
+    }
+    for (QAction* a : needsCache_) a->setEnabled(false);
+}
+
+void MainWindow::openModel(const QString& path, const QString& prompt) {
+    if (!prompt.isEmpty()) prompt_->setText(prompt);
+    statusLabel_->setText(tr("Opening %1…").arg(path));
+    session_.openModel(path);
+}
+
+void MainWindow::setPrompt(const QString& text) { prompt_->setText(text); }
+
+void MainWindow::runPrompt() {
+    if (session_.isBusy() || !session_.model()) return;
+    session_.run(prompt_->text(), prependBos_->isChecked());
+}
+
+int MainWindow::layer() const { return layerSpin_->value(); }
+int MainWindow::head() const { return headSpin_->value(); }
+
+void MainWindow::selectHead(int layer, int head) {
+    const QSignalBlocker b1(layerSpin_), b2(headSpin_);
+    layerSpin_->setValue(layer);
+    headSpin_->setValue(head);
+    updateHeatmap();
+}
+
+void MainWindow::moveHead(int dLayer, int dHead) {
+    if (!session_.model()) return;
+    const ModelConfig& c = session_.model()->config();
+    int l = layer() + dLayer, h = head() + dHead;
+    if (h >= c.n_heads && l + 1 < c.n_layers) { h = 0; ++l; }          // wrap to the next layer
+    if (h < 0 && l > 0) { h = c.n_heads - 1; --l; }
+    selectHead(std::clamp(l, 0, c.n_layers - 1), std::clamp(h, 0, c.n_heads - 1));
+}
+
+void MainWindow::onModelLoaded() {
+    const auto model = session_.model();
+    const ModelConfig& c = model->config();
+    layerSpin_->setRange(0, c.n_layers - 1);
+    headSpin_->setRange(0, c.n_heads - 1);
+    setWindowTitle(tr("AttnScope — %1").arg(model->info().name));
+    updateModelInfo();
+    heatmap_->clear();
+    headGrid_->clear();
+    topTokens_->clear();
+    statusLabel_->setText(tr("Opened %1.").arg(model->info().path));
+    if (model->info().hasNonFiniteWeights)
+        statusLabel_->setText(tr("Warning: %1 has NaN or Inf weights; results may be NaN.").arg(model->info().path));
+    runPrompt();
+}
+
+void MainWindow::onForwardFinished() {
+    for (QAction* a : needsCache_) a->setEnabled(true);
+    updateHeadGrid();
+    updateHeatmap();
+    updateTopTokens();
+    const auto cache = session_.cache();
+    statusLabel_->setText(tr("Ran %1 tokens.").arg(cache->nPositions()));
+    if (!cache->logits.allFinite()) statusLabel_->setText(tr("Warning: the logits contain NaN or Inf."));
+    saveSettings();
+}
+
+void MainWindow::onBusyChanged(bool busy) {
+    progress_->setVisible(busy);
+    cancelButton_->setVisible(busy);
+    runButton_->setEnabled(!busy);
+    if (!busy) progress_->reset();
+}
+
+void MainWindow::showError(const QString& title, const QString& message) {
+    statusLabel_->setText(message);
+    QMessageBox::critical(this, title, message);
+}
+
+void MainWindow::updateModelInfo() {
+    const auto model = session_.model();
+    const ModelConfig& c = model->config();
+    const ModelInfo& i = model->info();
+    const QLocale loc;
+    modelInfo_->setText(
+        QStringLiteral("<b>%1</b> (%2)<br>layers %3 · heads %4<br>d_model %5 · d_head %6 · d_mlp %7<br>"
+                       "d_vocab %8 · n_ctx %9<br>storage %10 · %11<br><small>%12</small>")
+            .arg(i.name.toHtmlEscaped(), c.modelType)
+            .arg(c.n_layers).arg(c.n_heads).arg(c.d_model).arg(c.d_head).arg(c.d_mlp)
+            .arg(c.d_vocab).arg(c.n_ctx)
+            .arg(i.storageDtype, loc.formattedDataSize(i.fileBytes), i.path.toHtmlEscaped()));
+}
+
+void MainWindow::updateHeatmap() {
+    const auto model = session_.model();
+    const auto cache = session_.cache();
+    if (!model || !cache) return;
+    const int l = layer(), h = head();
+    if (l >= int(cache->layers.size()) || h >= int(cache->layers[size_t(l)].pattern.size())) return;
+    heatmap_->setData({cache->layers[size_t(l)].pattern[size_t(h)], session_.tokenLabels(),
+                       heatmapTitle(model->info().name, l, h)});
+    headGrid_->setSelected(l, h);
+    saveSettings();
+}
+
+void MainWindow::updateHeadGrid() {
+    const auto cache = session_.cache();
+    std::vector<std::vector<const Matrix*>> patterns;
+    for (const LayerCache& lc : cache->layers) {
+        patterns.emplace_back();
+        for (const Matrix& p : lc.pattern) patterns.back().push_back(&p);
+    }
+    headGrid_->setPatterns(patterns);
+}
+
+void MainWindow::updateTopTokens() {
+    const auto model = session_.model();
+    const auto cache = session_.cache();
+    const int row = cache->logitRow(cache->nPositions() - 1);
+    if (row < 0) return;
+    const std::vector<TokenScore> top = topTokens(cache->logits.row(row), 10);
+    QStringList labels;
+    for (const TokenScore& t : top) labels << model->tokenizer().displayToken(t.id);
+    topTokens_->setTokens(top, labels);
+}
+
+QString MainWindow::exportCurrentHeatmap(const QString& path, QSize size, double scale) {
+    const auto model = session_.model();
+    const auto cache = session_.cache();
+    if (!model || !cache) return tr("Nothing to export: run a prompt first.");
+    QString error;
+    const AttentionHeatmapData data{cache->layers[size_t(layer())].pattern[size_t(head())], session_.tokenLabels(),
+                                    heatmapTitle(model->info().name, layer(), head())};
+    exportHeatmap(data, path, formatForSuffix(path), size, scale, &error);
+    return error;
+}
+
+QString MainWindow::exportAllHeads(const QString& dir, const QString& ext, QSize size, double scale) {
+    const auto model = session_.model();
+    const auto cache = session_.cache();
+    if (!model || !cache) return tr("Nothing to export: run a prompt first.");
+    const ImageFormat fmt = formatForSuffix(QStringLiteral("x.") + ext);
+    for (int l = 0; l < int(cache->layers.size()); ++l)
+        for (int h = 0; h < int(cache->layers[size_t(l)].pattern.size()); ++h) {
+            QString error;
+            const AttentionHeatmapData data{cache->layers[size_t(l)].pattern[size_t(h)], session_.tokenLabels(),
+                                            heatmapTitle(model->info().name, l, h)};
+            if (!exportHeatmap(data, QDir(dir).filePath(headFileName(l, h, fmt)), fmt, size, scale, &error))
+                return error;
+        }
+    return {};
+}
+
+namespace {
+/// Asks for the PNG pixel size and scale. Returns false when cancelled.
+bool askImageSize(QWidget* parent, QSize* size, double* scale) {
+    QDialog d(parent);
+    d.setWindowTitle(QObject::tr("Image size"));
+    auto* form = new QFormLayout(&d);
+    auto* w = new QSpinBox;
+    auto* h = new QSpinBox;
+    auto* s = new QDoubleSpinBox;
+    w->setRange(200, 8000);
+    h->setRange(200, 8000);
+    w->setValue(size->width());
+    h->setValue(size->height());
+    s->setRange(0.5, 4.0);
+    s->setSingleStep(0.5);
+    s->setValue(*scale);
+    w->setSuffix(" px");
+    h->setSuffix(" px");
+    form->addRow(QObject::tr("Width"), w);
+    form->addRow(QObject::tr("Height"), h);
+    form->addRow(QObject::tr("Scale (PNG pixels per unit)"), s);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+    form->addRow(buttons);
+    QObject::connect(buttons, &QDialogButtonBox::accepted, &d, &QDialog::accept);
+    QObject::connect(buttons, &QDialogButtonBox::rejected, &d, &QDialog::reject);
+    if (d.exec() != QDialog::Accepted) return false;
+    *size = QSize(w->value(), h->value());
+    *scale = s->value();
+    return true;
+}
+} // namespace
+
+void MainWindow::exportHeatmapDialog() {
+    if (!session_.cache()) return;
+    const QString suggested = QDir::home().filePath(headFileName(layer(), head(), ImageFormat::Png));
+    // QFileDialog asks before overwriting an existing file
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export heatmap"), suggested,
+                                                      tr("PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"));
+    if (path.isEmpty()) return;
+    QSize size(1000, 900);
+    double scale = 1.0;
+    if (!askImageSize(this, &size, &scale)) return;
+    if (QString e = exportCurrentHeatmap(path, size, scale); !e.isEmpty()) showError(tr("Export failed"), e);
+    else statusLabel_->setText(tr("Exported %1").arg(path));
+}
+
+void MainWindow::exportAllHeadsDialog() {
+    if (!session_.cache()) return;
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Export all heads into folder"), QDir::homePath());
+    if (dir.isEmpty()) return;
+    QStringList formats{"png", "svg", "pdf"};
+    bool ok = false;
+    const QString ext = QInputDialog::getItem(this, tr("Format"), tr("Image format"), formats, 0, false, &ok);
+    if (!ok) return;
+    QSize size(1000, 900);
+    double scale = 1.0;
+    if (!askImageSize(this, &size, &scale)) return;
+    const auto cfg = session_.model()->config();
+    const QString first = QDir(dir).filePath(headFileName(0, 0, formatForSuffix("x." + ext)));
+    if (QFileInfo::exists(first) &&
+        QMessageBox::question(this, tr("Overwrite?"), tr("%1 already has exported heads. Overwrite them?").arg(dir)) !=
+            QMessageBox::Yes)
+        return;
+    if (QString e = exportAllHeads(dir, ext, size, scale); !e.isEmpty()) showError(tr("Export failed"), e);
+    else statusLabel_->setText(tr("Exported %1 heads to %2").arg(cfg.n_layers * cfg.n_heads).arg(dir));
+}
+
+void MainWindow::openFolderDialog() {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder (Hugging Face layout)"));
+    if (!dir.isEmpty()) openModel(dir);
+}
+
+void MainWindow::openFileDialog() {
+    const QString file = QFileDialog::getOpenFileName(this, tr("Open safetensors file"), QString(),
+                                                      tr("Safetensors (*.safetensors)"));
+    if (!file.isEmpty()) openModel(file);
+}
+
+void MainWindow::saveSettings() const {
+    QSettings s;
+    s.setValue("prompt", prompt_->text());
+    s.setValue("prependBos", prependBos_->isChecked());
+    s.setValue("layer", layer());
+    s.setValue("head", head());
+    if (session_.model()) s.setValue("lastModel", session_.model()->info().path);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    saveSettings();
+    session_.cancel();
+    event->accept();
+}
+
+} // namespace attnscope
