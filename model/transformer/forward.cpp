@@ -34,7 +34,7 @@ Matrix causalSoftmax(const Matrix& scores) {
 }
 
 /// Attention block of layer l: fills q, k, v, attn_scores, pattern, z, result, attn_out.
-void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& c, bool cacheResults) {
+void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& c, const ForwardOptions& opt) {
     const int H = cfg.n_heads, L = cfg.d_head, groups = cfg.n_heads / std::max(1, cfg.n_kv_heads);
     c.q = linear(c.ln1, w.W_Q, w.b_Q);   // [pos, H*L]
     c.k = linear(c.ln1, w.W_K, w.b_K);   // [pos, H_kv*L]
@@ -61,10 +61,16 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         // z_h = pattern_h · V_h   [pos, d_head]
         c.z.middleCols(h * L, L).noalias() = c.pattern[size_t(h)] * c.v.middleCols(h * L, L);
     }
+    for (const HeadAblation& a : opt.ablations) {
+        if (a.layer != l || a.head < 0 || a.head >= H) continue;
+        auto zh = c.z.middleCols(a.head * L, L);
+        if (a.kind == HeadAblation::Kind::Zero) zh.setZero();
+        else zh.rowwise() = RowVector(zh.colwise().mean());
+    }
     // concat heads then project: attn_out = z·W_O + b_O (what HF computes)
     c.attn_out = linear(c.z, w.W_O, w.b_O);
     c.result.clear();
-    if (cacheResults) {
+    if (opt.cacheHeadResults) {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
         c.result.assign(size_t(H), Matrix());
         for (int h = 0; h < H; ++h)
@@ -175,7 +181,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         LayerCache& c = cache.layers[size_t(l)];
         c.resid_pre = *resid;
         c.ln1 = applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b);
-        attentionBlock(cfg, l, w, c, options.cacheHeadResults);
+        attentionBlock(cfg, l, w, c, options);
         c.resid_mid = c.resid_pre + c.attn_out;
         c.ln2 = applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b);
         mlpBlock(cfg, w, c);

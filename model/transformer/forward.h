@@ -9,12 +9,25 @@
 #include "model/transformer/model.h"
 
 #include <span>
+#include <vector>
 
 namespace attnscope {
+
+/// A head whose output is replaced during the forward pass (ablation).
+struct HeadAblation {
+    enum class Kind {
+        Zero, ///< z_h = 0 at every position, so the head writes only nothing (b_O is shared and kept)
+        Mean  ///< z_h at every position = its mean over this prompt's positions
+    };
+    int layer = 0;
+    int head = 0;
+    Kind kind = Kind::Zero;
+};
 
 struct ForwardOptions {
     bool cacheHeadResults = true;   ///< store per-head result z_h·W_O^h ([head][pos, d_model])
     bool allLogits = true;          ///< logits for every position; false = last position only
+    std::vector<HeadAblation> ablations; ///< heads to ablate (applied to z before W_O)
 };
 
 /// Runs the model on `tokens` (ids in [0, d_vocab)) and returns every intermediate.
