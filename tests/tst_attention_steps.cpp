@@ -135,6 +135,8 @@ void checkAgainstCache(const Model& model, const ActivationCache& c, int layer, 
     QVERIFY2(dAdd <= 1e-5, qPrintable(QString("additive vs concat %1").arg(dAdd)));
     QCOMPARE(add.maxAbsDiff, dAdd);
     QVERIFY(add.note.contains("max |"));
+    qInfo("layer %d head %d: |scores·scale − attn_scores| ≤ %.3g, |additive − attn_out| ≤ %.3g", layer, head,
+          dScores, dAdd);
     QCOMPARE(maxAbsDiff(step(steps, "resid_mid").values, lc.resid_mid), 0.0);
     QCOMPARE(maxAbsDiff(step(steps, "resid_mid").values, Matrix(lc.resid_pre + lc.attn_out)), 0.0);
 }
