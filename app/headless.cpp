@@ -14,12 +14,6 @@ namespace attnscope {
 
 namespace {
 
-ImageFormat formatFromName(const QString& name) {
-    if (name == QLatin1String("svg")) return ImageFormat::Svg;
-    if (name == QLatin1String("pdf")) return ImageFormat::Pdf;
-    return ImageFormat::Png;
-}
-
 QString refuseOverwrite(const QString& path, bool force) {
     if (!force && QFileInfo::exists(path))
         return QStringLiteral("%1: already exists (use --force to overwrite)").arg(path);
@@ -55,7 +49,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         if (!cmd.exportDir.isEmpty()) {
             if (!QDir().mkpath(cmd.exportDir))
                 throw InputError(QStringLiteral("%1: cannot create the folder").arg(cmd.exportDir));
-            const ImageFormat fmt = formatFromName(cmd.format);
+            const ImageFormat fmt = imageFormatFromName(cmd.format).value_or(ImageFormat::Png);
             auto dataFor = [&](int l, int h) {
                 return AttentionHeatmapData{cache.layers[size_t(l)].pattern[size_t(h)], labels,
                                             heatmapTitle(model->info().name, l, h)};

@@ -42,10 +42,7 @@ const char* kDefaultPrompt =
     "In the beginning God created the heaven and the earth. In the beginning God created the heaven and the earth.";
 
 ImageFormat formatForSuffix(const QString& path) {
-    const QString s = QFileInfo(path).suffix().toLower();
-    if (s == QLatin1String("svg")) return ImageFormat::Svg;
-    if (s == QLatin1String("pdf")) return ImageFormat::Pdf;
-    return ImageFormat::Png;
+    return imageFormatFromName(path).value_or(ImageFormat::Png);
 }
 } // namespace
 
@@ -230,9 +227,9 @@ void MainWindow::onModelLoaded() {
     headSpin_->setRange(0, c.n_heads - 1);
     setWindowTitle(tr("AttnScope — %1").arg(model->info().name));
     updateModelInfo();
-    heatmap_->clear();
+    heatmap_->setData({});
     headGrid_->clear();
-    topTokens_->clear();
+    topTokens_->setRowCount(0);
     statusLabel_->setText(tr("Opened %1.").arg(model->info().path));
     if (model->info().hasNonFiniteWeights)
         statusLabel_->setText(tr("Warning: %1 has NaN or Inf weights; results may be NaN.").arg(model->info().path));
@@ -284,18 +281,15 @@ void MainWindow::updateHeatmap() {
     if (l >= int(cache->layers.size()) || h >= int(cache->layers[size_t(l)].pattern.size())) return;
     heatmap_->setData({cache->layers[size_t(l)].pattern[size_t(h)], session_.tokenLabels(),
                        heatmapTitle(model->info().name, l, h)});
-    headGrid_->setSelected(l, h);
+    headGrid_->setSelectedHead(l, h);
     saveSettings();
 }
 
 void MainWindow::updateHeadGrid() {
     const auto cache = session_.cache();
-    std::vector<std::vector<const Matrix*>> patterns;
-    for (const LayerCache& lc : cache->layers) {
-        patterns.emplace_back();
-        for (const Matrix& p : lc.pattern) patterns.back().push_back(&p);
-    }
-    headGrid_->setPatterns(patterns);
+    const int nHeads = cache->layers.empty() ? 0 : int(cache->layers[0].pattern.size());
+    headGrid_->setPatterns(int(cache->layers.size()), nHeads,
+                           [&](int l, int h) { return cache->layers[size_t(l)].pattern[size_t(h)]; });
 }
 
 void MainWindow::updateTopTokens() {
@@ -303,10 +297,10 @@ void MainWindow::updateTopTokens() {
     const auto cache = session_.cache();
     const int row = cache->logitRow(cache->nPositions() - 1);
     if (row < 0) return;
-    const std::vector<TokenScore> top = topTokens(cache->logits.row(row), 10);
-    QStringList labels;
-    for (const TokenScore& t : top) labels << model->tokenizer().displayToken(t.id);
-    topTokens_->setTokens(top, labels);
+    QVector<TopToken> rows;
+    for (const TokenScore& t : attnscope::topTokens(cache->logits.row(row), 10))
+        rows.push_back({t.id, model->tokenizer().displayToken(t.id), t.logit, t.prob});
+    topTokens_->setTokens(rows);
 }
 
 QString MainWindow::exportCurrentHeatmap(const QString& path, QSize size, double scale) {
@@ -324,15 +318,18 @@ QString MainWindow::exportAllHeads(const QString& dir, const QString& ext, QSize
     const auto model = session_.model();
     const auto cache = session_.cache();
     if (!model || !cache) return tr("Nothing to export: run a prompt first.");
-    const ImageFormat fmt = formatForSuffix(QStringLiteral("x.") + ext);
-    for (int l = 0; l < int(cache->layers.size()); ++l)
-        for (int h = 0; h < int(cache->layers[size_t(l)].pattern.size()); ++h) {
-            QString error;
-            const AttentionHeatmapData data{cache->layers[size_t(l)].pattern[size_t(h)], session_.tokenLabels(),
-                                            heatmapTitle(model->info().name, l, h)};
-            if (!exportHeatmap(data, QDir(dir).filePath(headFileName(l, h, fmt)), fmt, size, scale, &error))
-                return error;
-        }
+    const ImageFormat fmt = imageFormatFromName(ext).value_or(ImageFormat::Png);
+    const QStringList labels = session_.tokenLabels();
+    const QString name = model->info().name;
+    try {
+        attnscope::exportAllHeads(model->config().n_layers, model->config().n_heads, [&](int l, int h) {
+            return AttentionHeatmapData{cache->layers[size_t(l)].pattern[size_t(h)], labels, heatmapTitle(name, l, h)};
+        }, dir, fmt, size, scale);
+    } catch (const InputError& e) {
+        return e.message();
+    } catch (const Cancelled&) {
+        return tr("Cancelled.");
+    }
     return {};
 }
 

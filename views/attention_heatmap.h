@@ -46,6 +46,8 @@ public:
     int positions() const { return int(pattern_.rows()); }
     /// Title shown above the heatmap.
     QString title() const { return titleText_; }
+    /// The pattern shown ([query_pos, key_pos]; empty if none).
+    const Matrix& pattern() const { return pattern_; }
 
     /// Tooltip text of cell (query, key): "query 5 ␣sat → key 2 ␣cat: 0.734", or "… : masked".
     /// Empty when out of range.

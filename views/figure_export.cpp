@@ -141,6 +141,10 @@ bool exportHeatmap(const AttentionHeatmapData& data, const QString& filePath, Im
     return exportHeatmap(view, filePath, format, size, scale, error);
 }
 
+QString heatmapTitle(const QString& modelName, int layer, int head) {
+    return QStringLiteral("%1 — layer %2, head %3").arg(modelName).arg(layer).arg(head);
+}
+
 QString headFileName(int layer, int head, ImageFormat format) {
     return QStringLiteral("L%1_H%2.%3").arg(layer).arg(head).arg(imageFormatSuffix(format));
 }
