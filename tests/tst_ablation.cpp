@@ -3,6 +3,7 @@
 
 #include "model/analysis/ablation.h"
 #include "model/core/errors.h"
+#include "model/formats/model_loader.h"
 #include "support/handmade_model.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
@@ -34,6 +35,7 @@ private slots:
     void realHeadMatchesAblatedForward();
     void positionOtherThanLast();
     void rejectsBadOptions();
+    void meanDiffersFromZeroOnTinyGpt2();
 };
 
 void TestAblation::silentHeadChangesNothing() {
@@ -118,6 +120,25 @@ void TestAblation::rejectsBadOptions() {
     } catch (const InputError& e) {
         QCOMPARE(e.message(), QString("Position 8 is outside the prompt's positions [0, 8)."));
     }
+}
+
+void TestAblation::meanDiffersFromZeroOnTinyGpt2() {
+    auto model = loadModel(testdata("tiny-gpt2"));
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    const Matrix refLogits = matrixFromJson(ref["variants"].toObject()["float32"].toObject()["logits"].toArray());
+    const std::vector<int> ids = intsFromJson(ref["token_ids"].toArray());
+    AblationOptions o;
+    o.token = 7;
+    o.ablations = {{0, 2, Kind::Zero}};
+    const AblationPreview zero = previewAblation(*model, ids, o);
+    o.ablations = {{0, 2, Kind::Mean}};
+    const AblationPreview mean = previewAblation(*model, ids, o);
+    QVERIFY(std::abs(zero.before - refLogits(17, 7)) <= 1e-4); // clean logit = picoGPT's
+    QCOMPARE(zero.before, mean.before);
+    const double gap = double((zero.logitsAfter - mean.logitsAfter).cwiseAbs().maxCoeff());
+    QVERIFY2(gap > 1e-3, qPrintable(QString("zero vs mean ablation max logit gap %1").arg(gap)));
+    QVERIFY(std::abs(zero.delta) > 1e-4 && std::abs(mean.delta) > 1e-4);
+    QVERIFY(std::abs(zero.delta - mean.delta) > 1e-5);
 }
 
 QTEST_GUILESS_MAIN(TestAblation)

@@ -3,6 +3,7 @@
 
 #include "model/analysis/residual_decomposition.h"
 #include "model/core/errors.h"
+#include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "support/handmade_model.h"
 #include "support/reference_json.h"
@@ -45,6 +46,8 @@ private slots:
     void modelWithoutAttentionBiasHasNoBiasComponent();
     void normTable();
     void rejectsBadBoundaryAndPosition();
+    void sumsToResidualOnTinyGpt2();
+    void sumsToResidualOnDemoModel();
 };
 
 void TestDecomposition::componentsInForwardOrder() {
@@ -147,6 +150,25 @@ void TestDecomposition::rejectsBadBoundaryAndPosition() {
     } catch (const InputError& e) {
         QCOMPARE(e.message(), QString("Position 3 is outside the prompt's positions [0, 3)."));
     }
+}
+
+void TestDecomposition::sumsToResidualOnTinyGpt2() {
+    auto model = loadModel(testdata("tiny-gpt2"));
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    const ActivationCache cache = runForward(*model, intsFromJson(ref["token_ids"].toArray()));
+    const double err = worstError(*model, cache);
+    QVERIFY2(err <= 1e-4, qPrintable(QString("reconstruction error %1").arg(err)));
+    QCOMPARE(decomposeResidual(*model, cache, ResidualBoundary::finalResidual(model->config()), 17).components.size(),
+             size_t(2 + 2 * (4 + 2)));
+}
+
+void TestDecomposition::sumsToResidualOnDemoModel() {
+    if (!QFile::exists(demoDir() + "/model.safetensors")) QSKIP("resources/demo/model.safetensors is not in the tree yet");
+    auto model = loadModel(demoDir());
+    std::vector<int> ids;
+    for (int i = 0; i < std::min(12, model->config().n_ctx); ++i) ids.push_back((i * 37 + 1) % model->config().d_vocab);
+    const double err = worstError(*model, runForward(*model, ids));
+    QVERIFY2(err <= 1e-4, qPrintable(QString("reconstruction error %1").arg(err)));
 }
 
 QTEST_GUILESS_MAIN(TestDecomposition)

@@ -3,6 +3,7 @@
 
 #include "model/analysis/direct_logit_attribution.h"
 #include "model/core/errors.h"
+#include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "support/handmade_model.h"
 #include "support/reference_json.h"
@@ -66,6 +67,7 @@ private slots:
     void lastPositionOnlyCache();
     void json();
     void rejectsBadTokens();
+    void tinyGpt2MatchesPicoGptLogits();
 };
 
 void TestDla::sumEqualsLogitMinusBias() {
@@ -167,6 +169,29 @@ void TestDla::rejectsBadTokens() {
         } catch (const InputError& e) {
             QCOMPARE(e.message(), QString("Token id %1 is outside the vocabulary [0, 20).").arg(t2 >= 0 ? t2 : t));
         }
+    }
+}
+
+void TestDla::tinyGpt2MatchesPicoGptLogits() {
+    auto model = loadModel(testdata("tiny-gpt2"));
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    const QJsonObject f32 = ref["variants"].toObject()["float32"].toObject();
+    const Matrix refLogits = matrixFromJson(f32["logits"].toArray());        // picoGPT, float64
+    const std::vector<int> argmax = intsFromJson(f32["argmax_per_position"].toArray());
+    const ActivationCache cache = runForward(*model, intsFromJson(ref["token_ids"].toArray()));
+    for (int p : {17, 9}) {
+        const int t = argmax[size_t(p)], other = (t + 100) % 512;
+        const DirectLogitAttribution dla = directLogitAttribution(*model, cache, {p, t, -1});
+        checkSum(dla, double(refLogits(p, t)));
+        const DirectLogitAttribution diff = directLogitAttribution(*model, cache, {p, t, other});
+        checkSum(diff, double(refLogits(p, t)) - refLogits(p, other));
+        // tiny-gpt2 has no b_U (tied to wte): the bias term is ln_f.b · W_U[:, t] only
+        double bias = 0;
+        for (int d = 0; d < 64; ++d)
+            bias += double(model->globals().ln_final_b.view()(0, d)) * model->globals().W_E.view()(t, d);
+        QVERIFY(std::abs(dla.biasTerm - bias) <= 1e-5);
+        const double byHand = dlaOfHeadByHand(*model, cache, 1, 3, p, t);
+        QVERIFY(std::abs(named(dla, "L1H3").value - byHand) <= 1e-5 + 1e-5 * std::abs(byHand));
     }
 }
 

@@ -4,6 +4,7 @@
 
 #include "model/analysis/head_detectors.h"
 #include "model/core/errors.h"
+#include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "support/handmade_model.h"
 #include "support/reference_json.h"
@@ -55,6 +56,7 @@ private slots:
     void repeatedSequence();
     void induction();
     void formulas();
+    void tinyGpt2MatchesReferencePatterns();
 };
 
 void TestHeadDetectors::previousToken() {
@@ -150,6 +152,13 @@ void TestHeadDetectors::induction() {
     double byHand = 0;
     for (int i = 6; i <= 10; ++i) byHand += cache.layers[0].pattern[1](i, i - 5 + 1) / 5.0;
     QVERIFY(std::abs(scoreHeads(cache, HeadDetector::Induction).scores(0, 1) - byHand) <= 1e-6);
+    // with T = 2 the token after the previous occurrence is the previous token: the previous-token
+    // head is a perfect induction head on [BOS] a b a b
+    const RepeatedSequence two = repeatedRandomSequence(model->config(), -1, 2);
+    const HeadScores s2 = scoreHeads(runForward(*model, two.tokens), HeadDetector::Induction);
+    QCOMPARE(s2.nQueries, 2);
+    QVERIFY(std::abs(s2.scores(0, 0) - 1.0) <= 1e-6);
+    QVERIFY(std::abs(s2.scores(0, 1) - (1.0 / 4 + 1.0 / 5) / 2) <= 1e-6);
 }
 
 void TestHeadDetectors::formulas() {
@@ -158,6 +167,49 @@ void TestHeadDetectors::formulas() {
     QVERIFY(headDetectorFormula(HeadDetector::Induction).contains("pattern[i][i−T+1]"));
     QVERIFY(headDetectorFormula(HeadDetector::FirstToken).contains("pattern[i][0]"));
     QVERIFY(headDetectorFormula(HeadDetector::DuplicateToken).contains("token[j] = token[i]"));
+}
+
+void TestHeadDetectors::tinyGpt2MatchesReferencePatterns() {
+    // scores from picoGPT's recorded patterns (float64) for L0H0 and L1H3, computed here by hand
+    auto model = loadModel(testdata("tiny-gpt2"));
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    const QJsonObject f32 = ref["variants"].toObject()["float32"].toObject();
+    const std::vector<int> ids = intsFromJson(ref["token_ids"].toArray());
+    const ActivationCache cache = runForward(*model, ids);
+    const HeadScores prev = scoreHeads(cache, HeadDetector::PreviousToken);
+    const HeadScores first = scoreHeads(cache, HeadDetector::FirstToken);
+    const HeadScores dup = scoreHeads(cache, HeadDetector::DuplicateToken);
+    const int S = int(ids.size());
+    for (auto [l, h, key] : {std::tuple{0, 0, "attention_layer0_head0"}, std::tuple{1, 3, "attention_layer1_head3"}}) {
+        const Matrix pat = matrixFromJson(f32[key].toArray());
+        double p = 0, f = 0, d = 0;
+        int nd = 0;
+        for (int i = 1; i < S; ++i) {
+            p += pat(i, i - 1) / (S - 1);
+            f += pat(i, 0) / (S - 1);
+            double mass = 0;
+            bool any = false;
+            for (int j = 0; j < i; ++j)
+                if (ids[size_t(j)] == ids[size_t(i)]) mass += pat(i, j), any = true;
+            if (any) d += mass, ++nd;
+        }
+        QVERIFY(std::abs(prev.scores(l, h) - p) <= 1e-5);
+        QVERIFY(std::abs(first.scores(l, h) - f) <= 1e-5);
+        QCOMPARE(dup.nQueries, nd);
+        QVERIFY(std::abs(dup.scores(l, h) - d / nd) <= 1e-5);
+    }
+    QCOMPARE(dup.nQueries, 2); // token 265 occurs at 3, 5 and 9: queries 5 and 9
+    // induction on tiny-gpt2: T = 31 second-half queries, every score a probability mass
+    const HeadScores ind = inductionScores(*model);
+    QCOMPARE(ind.nQueries, 31);
+    const RepeatedSequence seq = repeatedRandomSequence(model->config(), 511);
+    const ActivationCache rc = runForward(*model, seq.tokens);
+    for (int l = 0; l < 2; ++l)
+        for (int h = 0; h < 4; ++h) {
+            double byHand = 0;
+            for (int i = 32; i <= 62; ++i) byHand += rc.layers[size_t(l)].pattern[size_t(h)](i, i - 31 + 1) / 31.0;
+            QVERIFY(std::abs(ind.scores(l, h) - byHand) <= 1e-5);
+        }
 }
 
 QTEST_GUILESS_MAIN(TestHeadDetectors)

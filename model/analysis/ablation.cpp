@@ -1,5 +1,6 @@
 #include "model/analysis/ablation.h"
 
+#include "model/analysis/input_checks.h"
 #include "model/core/errors.h"
 
 #include <QCoreApplication>
@@ -10,13 +11,9 @@ namespace {
 
 void checkOptions(const ModelConfig& cfg, int nPositions, const AblationOptions& o) {
     const int p = o.position < 0 ? nPositions - 1 : o.position;
-    if (p < 0 || p >= nPositions)
-        throw InputError(QCoreApplication::translate("analysis", "Position %1 is outside the prompt's positions [0, %2).")
-                             .arg(p).arg(nPositions));
-    for (int t : {o.token, o.counterToken >= 0 ? o.counterToken : 0})
-        if (t < 0 || t >= cfg.d_vocab)
-            throw InputError(QCoreApplication::translate("analysis", "Token id %1 is outside the vocabulary [0, %2).")
-                                 .arg(t).arg(cfg.d_vocab));
+    requirePosition(p, nPositions);
+    requireToken(cfg, o.token);
+    if (o.counterToken >= 0) requireToken(cfg, o.counterToken);
     for (const HeadAblation& a : o.ablations)
         if (a.layer < 0 || a.layer >= cfg.n_layers || a.head < 0 || a.head >= cfg.n_heads)
             throw InputError(QCoreApplication::translate("analysis", "Cannot ablate L%1H%2: the model has %3 layers of %4 heads.")

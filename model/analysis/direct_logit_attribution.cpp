@@ -1,20 +1,13 @@
 #include "model/analysis/direct_logit_attribution.h"
 
-#include "model/core/errors.h"
+#include "model/analysis/input_checks.h"
 
-#include <QCoreApplication>
 #include <QJsonArray>
 #include <cmath>
 
 namespace attnscope {
 
 namespace {
-
-void checkToken(const ModelConfig& cfg, int token) {
-    if (token < 0 || token >= cfg.d_vocab)
-        throw InputError(QCoreApplication::translate("analysis", "Token id %1 is outside the vocabulary [0, %2).")
-                             .arg(token).arg(cfg.d_vocab));
-}
 
 /// u = W_U[:, t] (- W_U[:, t']): [d_model], the logit (difference) direction in ln_final output space.
 Vector unembedDirection(const GlobalWeights& g, int token, int counterToken) {
@@ -35,8 +28,8 @@ double unembedBias(const GlobalWeights& g, int token, int counterToken) {
 DirectLogitAttribution directLogitAttribution(const Model& model, const ActivationCache& cache, const DlaOptions& options) {
     const ModelConfig& cfg = model.config();
     const GlobalWeights& g = model.globals();
-    checkToken(cfg, options.token);
-    if (options.counterToken >= 0) checkToken(cfg, options.counterToken);
+    requireToken(cfg, options.token);
+    if (options.counterToken >= 0) requireToken(cfg, options.counterToken);
     const int p = options.position < 0 ? cache.nPositions() - 1 : options.position;
     const ResidualDecomposition dec = decomposeResidual(model, cache, ResidualBoundary::finalResidual(cfg), p);
 

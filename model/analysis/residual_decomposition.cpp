@@ -1,5 +1,6 @@
 #include "model/analysis/residual_decomposition.h"
 
+#include "model/analysis/input_checks.h"
 #include "model/core/errors.h"
 
 #include <QCoreApplication>
@@ -12,12 +13,6 @@ void checkBoundary(const ActivationCache& cache, ResidualBoundary b) {
     if (b.layer < 0 || b.layer >= int(cache.layers.size()))
         throw InputError(QCoreApplication::translate("analysis", "Layer %1 is outside the model's layers [0, %2).")
                              .arg(b.layer).arg(cache.layers.size()));
-}
-
-void checkPosition(const ActivationCache& cache, int position) {
-    if (position < 0 || position >= cache.nPositions())
-        throw InputError(QCoreApplication::translate("analysis", "Position %1 is outside the prompt's positions [0, %2).")
-                             .arg(position).arg(cache.nPositions()));
 }
 
 /// Row `position` of head h's result in layer l: the cached z_h·W_O^h, or recomputed from z.
@@ -62,7 +57,7 @@ std::vector<ComponentId> residualComponents(const ModelConfig& cfg, ResidualBoun
 ResidualDecomposition decomposeResidual(const Model& model, const ActivationCache& cache, ResidualBoundary boundary,
                                         int position) {
     checkBoundary(cache, boundary);
-    checkPosition(cache, position);
+    requirePosition(position, cache.nPositions());
     const ModelConfig& cfg = model.config();
     ResidualDecomposition out;
     out.boundary = boundary;
