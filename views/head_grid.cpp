@@ -1,0 +1,216 @@
+#include "views/head_grid.h"
+
+#include "model/core/errors.h"
+#include "views/palettes.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+#include <cmath>
+#include <limits>
+
+namespace attnscope {
+
+HeadGrid::HeadGrid(QWidget* parent) : QWidget(parent) {
+    setMouseTracking(true);
+    setBackgroundRole(QPalette::Base);
+    setAutoFillBackground(true);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+}
+
+QImage HeadGrid::thumbnail(const Matrix& p, bool causal) const {
+    const int n = int(std::min(p.rows(), p.cols()));
+    if (n == 0) return {};
+    const int side = std::min(n, maxThumbnailSide());
+    QImage img(side, side, QImage::Format_ARGB32_Premultiplied);
+    QCPColorGradient gradient = viridisGradient();
+    std::vector<double> row(side);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    // Box average of the cells each thumbnail pixel covers; masked cells don't count.
+    for (int ty = 0; ty < side; ++ty) {
+        const int q0 = int(qint64(ty) * n / side), q1 = int(qint64(ty + 1) * n / side);
+        for (int tx = 0; tx < side; ++tx) {
+            const int k0 = int(qint64(tx) * n / side), k1 = int(qint64(tx + 1) * n / side);
+            double sum = 0;
+            int count = 0;
+            for (int q = q0; q < q1; ++q)
+                for (int k = k0; k < k1; ++k) {
+                    const float v = p(q, k);
+                    if ((causal && k > q) || std::isnan(v)) continue;
+                    sum += v;
+                    ++count;
+                }
+            row[tx] = count ? sum / count : nan;
+        }
+        gradient.colorize(row.data(), QCPRange(0, 1), reinterpret_cast<QRgb*>(img.scanLine(ty)), side);
+    }
+    return img;
+}
+
+void HeadGrid::setPatterns(int nLayers, int nHeads, const std::function<Matrix(int, int)>& patternFor, bool causal) {
+    if (nLayers < 0 || nHeads < 0) throw InputError(tr("negative layer or head count"));
+    nLayers_ = nLayers;
+    nHeads_ = nHeads;
+    thumbs_.clear();
+    thumbs_.reserve(size_t(nLayers) * nHeads);
+    for (int l = 0; l < nLayers; ++l)
+        for (int h = 0; h < nHeads; ++h) thumbs_.push_back(thumbnail(patternFor(l, h), causal));
+    scores_ = Matrix();
+    scoreName_.clear();
+    if (selLayer_ >= nLayers_ || selHead_ >= nHeads_) selLayer_ = selHead_ = -1;
+    updateGeometry();
+    update();
+}
+
+void HeadGrid::setPatterns(const std::vector<std::vector<Matrix>>& perLayerPerHead, bool causal) {
+    const int nHeads = perLayerPerHead.empty() ? 0 : int(perLayerPerHead.front().size());
+    for (const auto& layer : perLayerPerHead)
+        if (int(layer.size()) != nHeads) throw InputError(tr("layers have different numbers of heads"));
+    setPatterns(int(perLayerPerHead.size()), nHeads,
+                [&](int l, int h) { return perLayerPerHead[size_t(l)][size_t(h)]; }, causal);
+}
+
+void HeadGrid::clear() { setPatterns(0, 0, {}); }
+
+void HeadGrid::setHeadScores(const Matrix& scores, const QString& name) {
+    if (scores.size() != 0 && (scores.rows() != nLayers_ || scores.cols() != nHeads_))
+        throw InputError(tr("head scores are %1×%2, the grid has %3 layers × %4 heads")
+                             .arg(scores.rows()).arg(scores.cols()).arg(nLayers_).arg(nHeads_));
+    scores_ = scores;
+    scoreName_ = name;
+    update();
+}
+
+void HeadGrid::setSelectedHead(int layer, int head) {
+    const bool valid = layer >= 0 && head >= 0 && layer < nLayers_ && head < nHeads_;
+    selLayer_ = valid ? layer : -1;
+    selHead_ = valid ? head : -1;
+    update();
+}
+
+std::optional<std::pair<int, int>> HeadGrid::selectedHead() const {
+    if (selLayer_ < 0) return std::nullopt;
+    return std::make_pair(selLayer_, selHead_);
+}
+
+HeadGrid::Geometry HeadGrid::geometry() const {
+    const QFontMetrics fm(font());
+    Geometry g;
+    g.gap = 4;
+    g.left = fm.horizontalAdvance(QStringLiteral("L%1").arg(std::max(0, nLayers_ - 1))) + 10;
+    g.top = fm.height() + 6;
+    g.cell = 0;
+    g.bar = 0;
+    const int margin = 6;
+    if (nLayers_ == 0 || nHeads_ == 0) return g;
+    const int w = (width() - g.left - margin) / nHeads_ - g.gap;
+    int h = (height() - g.top - margin) / nLayers_ - g.gap;
+    if (scores_.size()) {
+        g.bar = std::clamp(h / 12, 3, 6) + 2; // bar plus a 2 px gap above it
+        h -= g.bar;
+    }
+    g.cell = std::max(4, std::min(w, h));
+    // Centre the grid horizontally.
+    g.left += std::max(0, (width() - g.left - margin - nHeads_ * g.pitchX()) / 2);
+    return g;
+}
+
+QRect HeadGrid::cellRect(int layer, int head) const {
+    const Geometry g = geometry();
+    return QRect(g.left + head * g.pitchX(), g.top + layer * g.pitchY(), g.cell, g.cell);
+}
+
+std::optional<std::pair<int, int>> HeadGrid::headAt(const QPoint& pos) const {
+    const Geometry g = geometry();
+    if (g.cell <= 0 || pos.x() < g.left || pos.y() < g.top) return std::nullopt;
+    const int head = (pos.x() - g.left) / g.pitchX();
+    const int layer = (pos.y() - g.top) / g.pitchY();
+    if (layer >= nLayers_ || head >= nHeads_ || !cellRect(layer, head).contains(pos)) return std::nullopt;
+    return std::make_pair(layer, head);
+}
+
+QSize HeadGrid::sizeHint() const {
+    const int cell = 56, gap = 4;
+    return QSize(40 + std::max(1, nHeads_) * (cell + gap), 30 + std::max(1, nLayers_) * (cell + gap));
+}
+
+QSize HeadGrid::minimumSizeHint() const {
+    return QSize(40 + std::max(1, nHeads_) * 12, 30 + std::max(1, nLayers_) * 12);
+}
+
+void HeadGrid::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    const Geometry g = geometry();
+    if (g.cell <= 0) {
+        p.setPen(palette().color(QPalette::PlaceholderText));
+        p.drawText(rect(), Qt::AlignCenter, tr("No attention patterns yet"));
+        return;
+    }
+    p.setPen(palette().color(QPalette::Text));
+    // Label every k-th row/column when cells are smaller than the labels.
+    const QFontMetrics fm(font());
+    const int colStep = std::max(1, int(std::ceil((fm.horizontalAdvance(QStringLiteral("H99")) + 2.0) / g.pitchX())));
+    const int rowStep = std::max(1, int(std::ceil((fm.height() + 1.0) / g.pitchY())));
+    for (int h = 0; h < nHeads_; h += colStep) {
+        const QRect r = cellRect(0, h);
+        p.drawText(QRect(r.left() - g.gap, 0, r.width() + 2 * g.gap, g.top - 3), Qt::AlignHCenter | Qt::AlignBottom,
+                   QStringLiteral("H%1").arg(h));
+    }
+    for (int l = 0; l < nLayers_; l += rowStep) {
+        const QRect r = cellRect(l, 0);
+        p.drawText(QRect(0, r.top(), g.left - 6, r.height()), Qt::AlignRight | Qt::AlignVCenter,
+                   QStringLiteral("L%1").arg(l));
+    }
+    for (int l = 0; l < nLayers_; ++l)
+        for (int h = 0; h < nHeads_; ++h) {
+            const QRect r = cellRect(l, h);
+            const QImage& img = thumbs_[size_t(l) * nHeads_ + h];
+            if (img.isNull()) {
+                p.fillRect(r, maskedCellColor());
+                continue;
+            }
+            // Upscaled thumbnails stay blocky (crisp cells); downscaled ones are filtered.
+            p.setRenderHint(QPainter::SmoothPixmapTransform, img.width() > r.width());
+            p.drawImage(r, img);
+            if (g.bar > 0) {
+                const double s = std::clamp(double(scores_(l, h)), 0.0, 1.0);
+                const QRect bar(r.left(), r.bottom() + 3, r.width(), g.bar - 2);
+                p.fillRect(bar, QColor(0xe0, 0xe0, 0xe0));
+                p.fillRect(QRect(bar.left(), bar.top(), int(std::lround(s * bar.width())), bar.height()),
+                           QColor(0xff, 0x8c, 0x00));
+            }
+        }
+    if (selLayer_ >= 0) {
+        p.setRenderHint(QPainter::Antialiasing, false);
+        p.setPen(QPen(QColor(0xe6, 0x19, 0x4b), 3));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(cellRect(selLayer_, selHead_).adjusted(-2, -2, 1, 1 + g.bar)); // around thumbnail and bar
+    }
+}
+
+void HeadGrid::mousePressEvent(QMouseEvent* event) {
+    if (event->button() != Qt::LeftButton) return QWidget::mousePressEvent(event);
+    if (const auto hit = headAt(event->pos())) {
+        setSelectedHead(hit->first, hit->second);
+        emit headClicked(hit->first, hit->second);
+    }
+}
+
+bool HeadGrid::event(QEvent* event) {
+    if (event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        if (const auto hit = headAt(help->pos())) {
+            QString text = tr("layer %1, head %2").arg(hit->first).arg(hit->second);
+            if (scores_.size())
+                text += QStringLiteral("\n%1: %2").arg(scoreName_).arg(double(scores_(hit->first, hit->second)), 0, 'f', 2);
+            QToolTip::showText(help->globalPos(), text, this);
+        } else {
+            QToolTip::hideText();
+            event->ignore();
+        }
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+} // namespace attnscope

@@ -1,0 +1,78 @@
+#pragma once
+// Overview of every head: a layers × heads grid of small attention-pattern thumbnails, rows
+// labelled L0.., columns H0... Click a thumbnail to pick that head. Thumbnails are QImages drawn
+// with QPainter (fast, crisp); the widget keeps only them, not the patterns.
+
+#include "model/core/tensor.h"
+
+#include <QImage>
+#include <QWidget>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace attnscope {
+
+class HeadGrid : public QWidget {
+    Q_OBJECT
+public:
+    explicit HeadGrid(QWidget* parent = nullptr);
+
+    /// Renders one thumbnail per head from patternFor(layer, head) = [query_pos, key_pos] (values
+    /// 0–1, viridis; key_pos > query_pos drawn masked when `causal`). Patterns larger than
+    /// maxThumbnailSide() are box-averaged down. Clears scores and keeps the selection if valid.
+    void setPatterns(int nLayers, int nHeads, const std::function<Matrix(int layer, int head)>& patternFor,
+                     bool causal = true);
+    /// Convenience: perLayerPerHead[layer][head]; all layers must have the same number of heads.
+    void setPatterns(const std::vector<std::vector<Matrix>>& perLayerPerHead, bool causal = true);
+    void clear();
+    int layers() const { return nLayers_; }
+    int heads() const { return nHeads_; }
+
+    /// Optional per-head score in [0, 1] (e.g. a head detector's), shape [layer, head]: drawn as an
+    /// orange bar under each thumbnail (length ∝ score) and shown in the tooltip as
+    /// "<name>: 0.83". An empty matrix removes it. Throws InputError on a shape mismatch.
+    void setHeadScores(const Matrix& scores, const QString& name);
+
+    /// Outlines (layer, head); (-1, -1) clears the selection. Does not emit headClicked.
+    void setSelectedHead(int layer, int head);
+    std::optional<std::pair<int, int>> selectedHead() const;
+
+    /// Thumbnail rectangle of (layer, head) in widget coordinates for the current size.
+    QRect cellRect(int layer, int head) const;
+    /// Head under a widget point, if any.
+    std::optional<std::pair<int, int>> headAt(const QPoint& pos) const;
+
+    static constexpr int maxThumbnailSide() { return 128; }
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+signals:
+    /// The user clicked the thumbnail of (layer, head); it is now selected.
+    void headClicked(int layer, int head);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    struct Geometry {
+        int left, top, cell, gap;
+        int bar; ///< height of the score bar under each cell (0 without scores)
+        int pitchX() const { return cell + gap; }
+        int pitchY() const { return cell + bar + gap; }
+    };
+    Geometry geometry() const;
+    QImage thumbnail(const Matrix& pattern, bool causal) const;
+
+    int nLayers_ = 0;
+    int nHeads_ = 0;
+    std::vector<QImage> thumbs_; ///< layer-major
+    Matrix scores_;
+    QString scoreName_;
+    int selLayer_ = -1, selHead_ = -1;
+};
+
+} // namespace attnscope

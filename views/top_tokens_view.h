@@ -1,0 +1,28 @@
+#pragma once
+// Table of the most likely next tokens: rank, token, logit, probability (with a bar).
+
+#include <QString>
+#include <QTableWidget>
+#include <QVector>
+
+namespace attnscope {
+
+/// One row of the table.
+struct TopToken {
+    int id = -1;        ///< token id in the vocabulary
+    QString display;    ///< display string ("␣the", "↵")
+    double logit = 0;   ///< unnormalised log-probability
+    double probability = 0; ///< softmax(logits)[id], 0–1
+};
+
+class TopTokensView : public QTableWidget {
+    Q_OBJECT
+public:
+    enum Column { RankColumn, TokenColumn, LogitColumn, ProbabilityColumn, ColumnCount };
+    explicit TopTokensView(QWidget* parent = nullptr);
+    /// Shows `tokens` in the given order (rank 1 first). The token id is in the token cell's tooltip
+    /// and in its Qt::UserRole data.
+    void setTokens(const QVector<TopToken>& tokens);
+};
+
+} // namespace attnscope
