@@ -1,0 +1,152 @@
+#include "model/formats/hf_config.h"
+
+#include "model/core/errors.h"
+#include "model/formats/json_file.h"
+
+#include <QFileInfo>
+#include <QJsonObject>
+#include <QStringList>
+#include <climits>
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+/// Reads config fields, each error naming the file and the field.
+class ConfigReader {
+public:
+    ConfigReader(const QJsonObject& o, const QString& file) : o_(o), file_(file) {}
+
+    [[noreturn]] void fail(const QString& problem) const { throw ModelError(file_, problem); }
+
+    /// A required positive integer (a size). `fallback` is a second field name tried when `key` is absent.
+    int positiveInt(const QString& key, const QString& fallback = {}) const {
+        QString used = key;
+        QJsonValue v = o_.value(key);
+        if ((v.isUndefined() || v.isNull()) && !fallback.isEmpty()) {
+            used = fallback;
+            v = o_.value(fallback);
+        }
+        if (v.isUndefined() || v.isNull())
+            fail(fallback.isEmpty() ? QStringLiteral("missing field %1").arg(key)
+                                    : QStringLiteral("missing field %1 (or %2)").arg(key, fallback));
+        return positiveValue(used, v);
+    }
+
+    /// An optional positive integer; `dflt` when absent or null.
+    int positiveIntOr(const QString& key, int dflt) const {
+        const QJsonValue v = o_.value(key);
+        return v.isUndefined() || v.isNull() ? dflt : positiveValue(key, v);
+    }
+
+    bool boolOr(const QString& key, bool dflt) const {
+        const QJsonValue v = o_.value(key);
+        if (v.isUndefined() || v.isNull()) return dflt;
+        if (!v.isBool()) fail(QStringLiteral("%1 must be true or false").arg(key));
+        return v.toBool();
+    }
+
+    /// A token id: non-negative integer, or -1 when absent/null.
+    int tokenIdOr(const QString& key) const {
+        const QJsonValue v = o_.value(key);
+        if (v.isUndefined() || v.isNull()) return -1;
+        const double d = v.toDouble(-1);
+        if (!v.isDouble() || d < 0 || d != std::floor(d) || d > INT_MAX)
+            fail(QStringLiteral("%1 must be a non-negative integer").arg(key));
+        return int(d);
+    }
+
+    double positiveNumberOr(const QString& key, double dflt) const {
+        const QJsonValue v = o_.value(key);
+        if (v.isUndefined() || v.isNull()) return dflt;
+        const double d = v.toDouble(-1);
+        if (!v.isDouble() || !(d > 0) || !std::isfinite(d)) fail(QStringLiteral("%1 must be a positive number").arg(key));
+        return d;
+    }
+
+    QString stringOr(const QString& key, const QString& dflt) const {
+        const QJsonValue v = o_.value(key);
+        if (v.isUndefined() || v.isNull()) return dflt;
+        if (!v.isString()) fail(QStringLiteral("%1 must be a string").arg(key));
+        return v.toString();
+    }
+
+private:
+    int positiveValue(const QString& key, const QJsonValue& v) const {
+        if (!v.isDouble()) fail(QStringLiteral("%1 must be a positive integer (got %2)").arg(key, describe(v)));
+        const double d = v.toDouble();
+        if (d != std::floor(d) || d <= 0)
+            fail(QStringLiteral("%1 must be a positive integer (got %2)").arg(key).arg(d));
+        if (d > INT_MAX) fail(QStringLiteral("%1 is too large (got %2)").arg(key).arg(d));
+        return int(d);
+    }
+
+    static QString describe(const QJsonValue& v) {
+        if (v.isString()) return QStringLiteral("\"%1\"").arg(v.toString());
+        if (v.isBool()) return v.toBool() ? QStringLiteral("true") : QStringLiteral("false");
+        if (v.isArray()) return QStringLiteral("an array");
+        if (v.isObject()) return QStringLiteral("an object");
+        return QStringLiteral("null");
+    }
+
+    QJsonObject o_;
+    QString file_;
+};
+
+ModelConfig parseGpt2(const ConfigReader& r) {
+    ModelConfig c;
+    c.modelType = QStringLiteral("gpt2");
+    c.n_layers = r.positiveInt(QStringLiteral("n_layer"));
+    c.n_heads = r.positiveInt(QStringLiteral("n_head"));
+    c.n_kv_heads = c.n_heads;
+    c.d_model = r.positiveInt(QStringLiteral("n_embd"));
+    if (c.d_model % c.n_heads != 0)
+        r.fail(QStringLiteral("n_embd (%1) is not divisible by n_head (%2)").arg(c.d_model).arg(c.n_heads));
+    c.d_head = c.d_model / c.n_heads;
+    if (c.d_model > INT_MAX / 4) r.fail(QStringLiteral("n_embd is too large (got %1)").arg(c.d_model));
+    c.d_mlp = r.positiveIntOr(QStringLiteral("n_inner"), 4 * c.d_model);
+    c.n_ctx = r.positiveInt(QStringLiteral("n_positions"), QStringLiteral("n_ctx"));
+    c.d_vocab = r.positiveInt(QStringLiteral("vocab_size"));
+    c.norm_eps = r.positiveNumberOr(QStringLiteral("layer_norm_epsilon"), 1e-5);
+    c.norm = NormKind::LayerNorm;
+    c.positions = PositionKind::Learned;
+    c.gatedMlp = false;
+
+    const QString act = r.stringOr(QStringLiteral("activation_function"), QStringLiteral("gelu_new"));
+    if (act == QLatin1String("gelu_new") || act == QLatin1String("gelu_pytorch_tanh"))
+        c.activation = ActivationKind::GeluNew;
+    else if (act == QLatin1String("gelu"))
+        c.activation = ActivationKind::GeluExact;
+    else if (act == QLatin1String("relu"))
+        c.activation = ActivationKind::Relu;
+    else
+        r.fail(QStringLiteral("unsupported activation_function '%1'; supported: gelu_new, gelu_pytorch_tanh, gelu, relu").arg(act));
+
+    c.scale_attn_weights = r.boolOr(QStringLiteral("scale_attn_weights"), true);
+    c.scale_attn_by_inverse_layer_idx = r.boolOr(QStringLiteral("scale_attn_by_inverse_layer_idx"), false);
+    c.bos_token_id = r.tokenIdOr(QStringLiteral("bos_token_id"));
+    c.eos_token_id = r.tokenIdOr(QStringLiteral("eos_token_id"));
+    return c;
+}
+
+} // namespace
+
+QStringList supportedModelTypes() { return {QStringLiteral("gpt2")}; }
+
+ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
+    const QJsonObject o = parseJsonObject(json, file);
+    const ConfigReader r(o, file);
+    const QString supported = supportedModelTypes().join(QLatin1String(", "));
+    const QJsonValue type = o.value(QLatin1String("model_type"));
+    if (!type.isString()) r.fail(QStringLiteral("missing model_type; supported: %1").arg(supported));
+    if (type.toString() == QLatin1String("gpt2")) return parseGpt2(r);
+    r.fail(QStringLiteral("unsupported model_type '%1'; supported: %2").arg(type.toString(), supported));
+}
+
+ModelConfig loadHfConfig(const QString& path, const QString& fileLabel) {
+    const QString label = fileLabel.isEmpty() ? QFileInfo(path).fileName() : fileLabel;
+    return parseHfConfig(readSmallFile(path, label, 16 * 1024 * 1024), label);
+}
+
+} // namespace attnscope

@@ -1,0 +1,128 @@
+#include "model/formats/model_loader.h"
+
+#include "model/core/errors.h"
+#include "model/formats/gpt2_weight_resolver.h"
+#include "model/formats/hf_config.h"
+#include "model/formats/sharded_index.h"
+#include "model/tokenizers/tokenizer_loader.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+namespace attnscope {
+
+namespace {
+
+const QString kSingleFile = QStringLiteral("model.safetensors");
+const QString kIndexFile = QStringLiteral("model.safetensors.index.json");
+const QString kConfigFile = QStringLiteral("config.json");
+
+/// Where a model's files are: its folder and either one weight file or an index.
+struct ModelLocation {
+    QString folder;
+    QString weightsFile; ///< file name inside folder
+    bool sharded = false;
+};
+
+ModelLocation locate(const QString& path) {
+    const QFileInfo fi(path);
+    if (!fi.exists()) throw ModelError(path, QStringLiteral("no such file or folder"));
+    ModelLocation loc;
+    if (fi.isDir()) {
+        loc.folder = fi.absoluteFilePath();
+        const QDir dir(loc.folder);
+        // Same preference as transformers: a single model.safetensors before an index.
+        if (dir.exists(kSingleFile)) {
+            loc.weightsFile = kSingleFile;
+        } else if (dir.exists(kIndexFile)) {
+            loc.weightsFile = kIndexFile;
+            loc.sharded = true;
+        } else {
+            QString hint;
+            if (dir.exists(QStringLiteral("pytorch_model.bin")))
+                hint = QStringLiteral(" (pytorch_model.bin is not supported; convert it to safetensors)");
+            throw ModelError(path, QStringLiteral("no weights found: expected %1 or %2%3").arg(kSingleFile, kIndexFile, hint));
+        }
+        return loc;
+    }
+    loc.folder = fi.absolutePath();
+    loc.weightsFile = fi.fileName();
+    if (loc.weightsFile.endsWith(QLatin1String(".index.json")))
+        loc.sharded = true;
+    else if (!loc.weightsFile.endsWith(QLatin1String(".safetensors")))
+        throw ModelError(path, QStringLiteral("not a model folder, .safetensors file or %1").arg(kIndexFile));
+    return loc;
+}
+
+/// Opens the weight files (validating each header) into a TensorSet.
+TensorSet openWeights(const ModelLocation& loc, const Progress& progress, qint64& done, qint64 total) {
+    const QDir dir(loc.folder);
+    TensorSet set;
+    if (!loc.sharded) {
+        progress.step(done, total, QStringLiteral("Reading %1").arg(loc.weightsFile));
+        set.add(SafetensorsFile::open(dir.filePath(loc.weightsFile), loc.weightsFile));
+        ++done;
+        return set;
+    }
+    const ShardedIndex index = loadShardedIndex(dir.filePath(loc.weightsFile), loc.weightsFile);
+    for (const QString& shard : index.shardFiles) {
+        progress.step(done, total, QStringLiteral("Reading %1").arg(shard));
+        const QString shardPath = dir.filePath(shard);
+        if (!QFileInfo(shardPath).isFile())
+            throw ModelError(loc.weightsFile, QStringLiteral("shard '%1' is missing (expected %2)").arg(shard, shardPath));
+        set.add(SafetensorsFile::open(shardPath, shard));
+        ++done;
+    }
+    for (auto it = index.weightMap.begin(); it != index.weightMap.end(); ++it) {
+        const TensorRef* ref = set.find(it.key());
+        if (!ref || ref->file->label() != it.value())
+            throw ModelError(it.value(), QStringLiteral("tensor %1 listed in %2 is not in this file").arg(it.key(), loc.weightsFile));
+    }
+    return set;
+}
+
+qint64 countShards(const ModelLocation& loc) {
+    if (!loc.sharded) return 1;
+    return loadShardedIndex(QDir(loc.folder).filePath(loc.weightsFile), loc.weightsFile).shardFiles.size();
+}
+
+} // namespace
+
+std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress) {
+    const ModelLocation loc = locate(path);
+    const QDir dir(loc.folder);
+
+    progress.checkCancelled();
+    const ModelConfig config = loadHfConfig(dir.filePath(kConfigFile), kConfigFile);
+
+    const qint64 nFiles = countShards(loc);
+    const qint64 total = 1 + nFiles + Gpt2WeightResolver::tensorCount(config) + 1;
+    qint64 done = 1;
+    progress.step(done, total, QStringLiteral("Read %1").arg(kConfigFile));
+
+    TensorSet tensors = openWeights(loc, progress, done, total);
+
+    ModelInfo info;
+    info.name = dir.dirName();
+    info.path = path;
+    for (const auto& f : tensors.files()) {
+        info.weightFiles << f->label();
+        info.fileBytes += f->fileSize();
+    }
+
+    auto resolver = std::make_unique<Gpt2WeightResolver>(config, std::move(tensors), loc.weightsFile, kConfigFile,
+                                                         progress, done, total);
+    done += Gpt2WeightResolver::tensorCount(config);
+    info.storageDtype = resolver->storageDtype();
+
+    progress.step(done, total, QStringLiteral("Reading the tokenizer"));
+    std::unique_ptr<Tokenizer> tokenizer = loadTokenizerFromFolder(loc.folder);
+    if (tokenizer->vocabSize() > config.d_vocab)
+        throw ModelError(kConfigFile, QStringLiteral("the tokenizer has %1 tokens but vocab_size is %2")
+                                          .arg(tokenizer->vocabSize()).arg(config.d_vocab));
+    progress.step(total, total, QStringLiteral("Loaded %1").arg(info.name));
+
+    return std::make_shared<const Model>(config, std::move(info), std::move(tokenizer), std::move(resolver));
+}
+
+} // namespace attnscope
