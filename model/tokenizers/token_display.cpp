@@ -1,0 +1,34 @@
+#include "model/tokenizers/token_display.h"
+
+#include <QStringDecoder>
+
+namespace attnscope {
+
+QString byteEscapes(QByteArrayView bytes) {
+    QString out;
+    out.reserve(bytes.size() * 4);
+    for (char c : bytes)
+        out += QStringLiteral("\\x") + QString::number(uint(static_cast<unsigned char>(c)), 16).rightJustified(2, QLatin1Char('0')).toUpper();
+    return out;
+}
+
+QString displayTokenBytes(const QByteArray& bytes) {
+    // Stateless: an incomplete sequence at the end counts as an error, not as pending state.
+    QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+    const QString text = decoder.decode(bytes);
+    if (decoder.hasError()) return byteEscapes(bytes);
+
+    QString out;
+    out.reserve(text.size());
+    for (QChar c : text) {
+        const char16_t u = c.unicode();
+        if (u == u' ') out += QChar(0x2423);
+        else if (u == u'\n') out += QChar(0x21B5);
+        else if (u == u'\t') out += QChar(0x2192);
+        else if (u < 0x20 || (u >= 0x7F && u <= 0x9F)) out += byteEscapes(QString(c).toUtf8());
+        else out += c;
+    }
+    return out;
+}
+
+} // namespace attnscope
