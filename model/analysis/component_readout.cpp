@@ -1,0 +1,51 @@
+#include "model/analysis/component_readout.h"
+
+#include "model/analysis/index_checks.h"
+
+#include <QCoreApplication>
+
+namespace attnscope {
+
+namespace {
+const LayerCache& layerCache(const ActivationCache& cache, int layer, int position) {
+    if (layer >= int(cache.layers.size()))
+        throw InputError(QCoreApplication::translate("analysis", "The activation cache has no layer %1.").arg(layer));
+    if (position < 0 || position >= cache.nPositions())
+        throw InputError(QCoreApplication::translate("analysis", "Position %1 is outside the prompt [0, %2).")
+                             .arg(position).arg(cache.nPositions()));
+    return cache.layers[size_t(layer)];
+}
+} // namespace
+
+RowVector headOutput(const Model& model, const ActivationCache& cache, int layer, int head, int position) {
+    const ModelConfig& cfg = model.config();
+    checkHead(cfg, layer, head);
+    const LayerCache& lc = layerCache(cache, layer, position);
+    if (size_t(head) < lc.result.size()) return lc.result[size_t(head)].row(position);
+    const int L = cfg.d_head;
+    return lc.z.row(position).segment(Eigen::Index(head) * L, L) * model.layer(layer).W_O_head(head, L).view();
+}
+
+RowVector mlpOutput(const Model& model, const ActivationCache& cache, int layer, int position) {
+    checkLayer(model.config(), layer);
+    return layerCache(cache, layer, position).mlp_out.row(position);
+}
+
+RowVector projectToVocab(const Model& model, const Eigen::Ref<const RowVector>& x) {
+    return x * model.globals().W_U_T.view().transpose();
+}
+
+ComponentReadout readout(const Model& model, const Eigen::Ref<const RowVector>& x, int k) {
+    const RowVector logits = projectToVocab(model, x);
+    return {topEntries(logits, k, true), topEntries(logits, k, false)};
+}
+
+ComponentReadout readHead(const Model& model, const ActivationCache& cache, int layer, int head, int position, int k) {
+    return readout(model, headOutput(model, cache, layer, head, position), k);
+}
+
+ComponentReadout readMlp(const Model& model, const ActivationCache& cache, int layer, int position, int k) {
+    return readout(model, mlpOutput(model, cache, layer, position), k);
+}
+
+} // namespace attnscope

@@ -1,0 +1,111 @@
+#include "model/analysis/embedding_projection.h"
+
+#include "model/analysis/index_checks.h"
+
+#include <QCoreApplication>
+#include <algorithm>
+
+namespace attnscope {
+
+namespace {
+
+/// K/V head serving query head h (grouped-query attention shares one K/V head among n_heads/n_kv_heads).
+int kvHead(const ModelConfig& cfg, int h) { return h / std::max(1, cfg.n_heads / std::max(1, cfg.n_kv_heads)); }
+
+} // namespace
+
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head) {
+    checkHead(model.config(), layer, head);
+    return pairFactors(model, kind, layer, head, model.globals().W_E.view());
+}
+
+Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int head) {
+    const ModelConfig& cfg = model.config();
+    checkHead(cfg, layer, head);
+    const LayerWeights& w = model.layer(layer);
+    const int L = cfg.d_head, kv = kvHead(cfg, head);
+    if (kind == PairProjectionKind::OV) return w.W_V_head(kv, L).view() * w.W_O_head(head, L).view();
+    return w.W_Q_head(head, L).view() * w.W_K_head(kv, L).view().transpose();
+}
+
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const MatrixView& E) {
+    const ModelConfig& cfg = model.config();
+    checkHead(cfg, layer, head);
+    if (E.cols() != cfg.d_model)
+        throw InputError(QCoreApplication::translate("analysis", "The embedding has %1 columns but the model's d_model is %2.")
+                             .arg(E.cols()).arg(cfg.d_model));
+    const LayerWeights& w = model.layer(layer);
+    const int L = cfg.d_head, kv = kvHead(cfg, head);
+    LowRankScores f;
+    if (kind == PairProjectionKind::OV) {
+        // E·W_V^h·W_O^h·Eᵀ = (E·W_V^h)·(E·W_O^hᵀ)ᵀ
+        f.A.noalias() = E * w.W_V_head(kv, L).view();
+        f.B.noalias() = E * w.W_O_head(head, L).view().transpose();
+    } else {
+        // E·W_Q^h·W_K^hᵀ·Eᵀ = (E·W_Q^h)·(E·W_K^h)ᵀ
+        f.A.noalias() = E * w.W_Q_head(head, L).view();
+        f.B.noalias() = E * w.W_K_head(kv, L).view();
+    }
+    return f;
+}
+
+PairProjection projectPairs(const Model& model, PairProjectionKind kind, int layer, int head, int k,
+                            const Progress& progress, int blockRows) {
+    const LowRankScores f = pairFactors(model, kind, layer, head);
+    const QString what = QStringLiteral("L%1H%2 %3 pairs").arg(layer).arg(head)
+                             .arg(kind == PairProjectionKind::OV ? QStringLiteral("OV") : QStringLiteral("QK"));
+    return {kind, layer, head, topKOfProduct(f.A, f.B, k, blockRows, progress, what)};
+}
+
+std::vector<ScoredToken> projectPairsForRow(const Model& model, PairProjectionKind kind, int layer, int head,
+                                            int rowToken, int k) {
+    checkToken(model.config(), rowToken);
+    const LowRankScores f = pairFactors(model, kind, layer, head);
+    const RowVector scores = f.A.row(rowToken) * f.B.transpose(); // [d_vocab]
+    return topEntries(scores, k);
+}
+
+RowVector neuronVector(const Model& model, NeuronVectorKind kind, int layer, int neuron) {
+    checkNeuron(model.config(), layer, neuron);
+    const LayerWeights& w = model.layer(layer);
+    if (kind == NeuronVectorKind::FFKey) return w.W_in.view().col(neuron).transpose(); // W_in [d_model, d_mlp]
+    return w.W_out.view().row(neuron);                                                // W_out [d_mlp, d_model]
+}
+
+NeuronProjection projectNeuron(const Model& model, NeuronVectorKind kind, int layer, int neuron, int k) {
+    const RowVector x = neuronVector(model, kind, layer, neuron);
+    const RowVector scores = x * model.globals().W_E.view().transpose(); // (E·x)ᵀ [d_vocab]
+    return {kind, layer, neuron, topEntries(scores, k, true), topEntries(scores, k, false)};
+}
+
+ReverseSearch reverseSearch(const Model& model, int token, int kHeads, int kNeurons, const Progress& progress) {
+    const ModelConfig& cfg = model.config();
+    checkToken(cfg, token);
+    const auto E = model.globals().W_E.view();
+    const RowVector e_t = E.row(token); // [d_model]
+    ReverseSearch out;
+    out.token = token;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        progress.step(l, cfg.n_layers, QStringLiteral("layer %1").arg(l));
+        const LayerWeights& w = model.layer(l);
+        for (int h = 0; h < cfg.n_heads; ++h) {
+            // column t of E·W_V^h·W_O^h·Eᵀ = E·(W_V^h·(W_O^h·e_tᵀ))
+            const Vector b_t = w.W_O_head(h, cfg.d_head).view() * e_t.transpose();       // [d_head]
+            const Vector u = w.W_V_head(kvHead(cfg, h), cfg.d_head).view() * b_t;         // [d_model]
+            const Vector col = E * u;                                                     // [d_vocab]
+            const ScoredToken best = topEntries(col.transpose(), 1).front();
+            out.heads.push_back({l, h, best.score, best.id});
+        }
+        const Vector v = w.W_out.view() * e_t.transpose(); // (E·v_i)[t] for every neuron i: [d_mlp]
+        for (int i = 0; i < cfg.d_mlp; ++i) out.neurons.push_back({l, i, v(i)});
+    }
+    // stable sorts keep (layer, index) order among equal scores
+    std::stable_sort(out.heads.begin(), out.heads.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+    std::stable_sort(out.neurons.begin(), out.neurons.end(), [](const auto& a, const auto& b) { return a.score > b.score; });
+    out.heads.resize(std::min(out.heads.size(), size_t(std::max(0, kHeads))));
+    out.neurons.resize(std::min(out.neurons.size(), size_t(std::max(0, kNeurons))));
+    progress.step(cfg.n_layers, cfg.n_layers, QStringLiteral("done"));
+    return out;
+}
+
+} // namespace attnscope

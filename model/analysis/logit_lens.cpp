@@ -1,0 +1,116 @@
+#include "model/analysis/logit_lens.h"
+
+#include "model/analysis/index_checks.h"
+#include "model/transformer/forward.h"
+
+#include <QCoreApplication>
+#include <QRegularExpression>
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+void checkBoundary(const ModelConfig& cfg, int boundary) {
+    if (boundary < 0 || boundary >= lensBoundaryCount(cfg))
+        throw InputError(QCoreApplication::translate("logit_lens", "Lens boundary %1 is outside [0, %2).")
+                             .arg(boundary).arg(lensBoundaryCount(cfg)));
+}
+
+/// normed [n, d_model] -> logits [n, d_vocab]: the unembedding of runForward.
+Matrix unembed(const GlobalWeights& g, const Matrix& normed) {
+    Matrix logits;
+    logits.noalias() = normed * g.W_U_T.view().transpose();
+    if (!g.b_U.empty()) logits.rowwise() += g.b_U.view().row(0);
+    return logits;
+}
+
+} // namespace
+
+int lensBoundaryCount(const ModelConfig& cfg) { return 2 * cfg.n_layers + 1; }
+
+QString lensBoundaryName(const ModelConfig& cfg, int boundary) {
+    checkBoundary(cfg, boundary);
+    if (boundary == 0) return QStringLiteral("embed");
+    const int l = (boundary - 1) / 2;
+    return QStringLiteral("L%1%2").arg(l).arg(boundary % 2 == 1 ? QStringLiteral("attn") : QStringLiteral("mlp"));
+}
+
+int lensBoundaryFromName(const ModelConfig& cfg, const QString& name) {
+    if (name == QLatin1String("embed")) return 0;
+    static const QRegularExpression re(QStringLiteral("^L(\\d+)(attn|mlp)$"));
+    const auto m = re.match(name);
+    if (m.hasMatch()) {
+        const int l = m.captured(1).toInt();
+        if (l < cfg.n_layers) return 2 * l + (m.captured(2) == QLatin1String("attn") ? 1 : 2);
+    }
+    throw InputError(QCoreApplication::translate("logit_lens",
+                         "Unknown lens layer \"%1\": expected embed, L{l}attn or L{l}mlp with l in [0, %2).")
+                         .arg(name).arg(cfg.n_layers));
+}
+
+const Matrix& lensResidual(const ModelConfig& cfg, const ActivationCache& cache, int boundary) {
+    checkBoundary(cfg, boundary);
+    if (int(cache.layers.size()) != cfg.n_layers)
+        throw InputError(QCoreApplication::translate("logit_lens", "The activation cache has %1 layers, the model %2.")
+                             .arg(cache.layers.size()).arg(cfg.n_layers));
+    if (boundary == 0) return cache.layers.front().resid_pre;
+    const LayerCache& lc = cache.layers[size_t((boundary - 1) / 2)];
+    return boundary % 2 == 1 ? lc.resid_mid : lc.resid_post;
+}
+
+Matrix lensLogits(const Model& model, const ActivationCache& cache, int boundary) {
+    const ModelConfig& cfg = model.config();
+    const GlobalWeights& g = model.globals();
+    return unembed(g, applyNorm(cfg, lensResidual(cfg, cache, boundary), g.ln_final_w, g.ln_final_b));
+}
+
+RowVector lensLogits(const Model& model, const ActivationCache& cache, int boundary, int position) {
+    const ModelConfig& cfg = model.config();
+    const Matrix& resid = lensResidual(cfg, cache, boundary);
+    if (position < 0 || position >= resid.rows())
+        throw InputError(QCoreApplication::translate("logit_lens", "Position %1 is outside the prompt [0, %2).")
+                             .arg(position).arg(resid.rows()));
+    const GlobalWeights& g = model.globals();
+    const Matrix row = resid.row(position);
+    return unembed(g, applyNorm(cfg, row, g.ln_final_w, g.ln_final_b));
+}
+
+std::vector<LensCell> logitLens(const Model& model, const ActivationCache& cache, int k, const Progress& progress) {
+    const int nb = lensBoundaryCount(model.config());
+    std::vector<LensCell> out;
+    for (int b = 0; b < nb; ++b) {
+        progress.step(b, nb, QStringLiteral("logit lens %1").arg(lensBoundaryName(model.config(), b)));
+        const Matrix logits = lensLogits(model, cache, b);
+        for (int p = 0; p < logits.rows(); ++p) out.push_back({b, p, topTokens(logits.row(p), k)});
+    }
+    progress.step(nb, nb, QStringLiteral("done"));
+    return out;
+}
+
+TokenRank rankOf(const Eigen::Ref<const RowVector>& logits, int tokenId) {
+    const float x = logits(tokenId);
+    int rank = 0;
+    for (int j = 0; j < logits.size(); ++j)
+        if (logits(j) > x || (logits(j) == x && j < tokenId)) ++rank;
+    const float m = logits.maxCoeff();
+    const double logZ = double(m) + std::log((logits.array() - m).exp().cast<double>().sum());
+    return {rank, float(std::exp(double(x) - logZ)), x};
+}
+
+std::vector<std::vector<TokenRank>> tokenRankings(const Model& model, const ActivationCache& cache, int tokenId,
+                                                  const Progress& progress) {
+    const ModelConfig& cfg = model.config();
+    checkToken(cfg, tokenId);
+    const int nb = lensBoundaryCount(cfg);
+    std::vector<std::vector<TokenRank>> out(static_cast<size_t>(nb));
+    for (int b = 0; b < nb; ++b) {
+        progress.step(b, nb, QStringLiteral("token rankings %1").arg(lensBoundaryName(cfg, b)));
+        const Matrix logits = lensLogits(model, cache, b);
+        for (int p = 0; p < logits.rows(); ++p) out[size_t(b)].push_back(rankOf(logits.row(p), tokenId));
+    }
+    progress.step(nb, nb, QStringLiteral("done"));
+    return out;
+}
+
+} // namespace attnscope

@@ -1,0 +1,53 @@
+#include "brute_force_topk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace attnscope::test {
+
+std::vector<RefCell> sortedCells(const MatrixD& S, bool highest) {
+    std::vector<RefCell> cells;
+    cells.reserve(size_t(S.size()));
+    for (int i = 0; i < S.rows(); ++i)
+        for (int j = 0; j < S.cols(); ++j) cells.push_back({i, j, S(i, j)});
+    std::sort(cells.begin(), cells.end(), [&](const RefCell& a, const RefCell& b) {
+        if (a.score != b.score) return highest ? a.score > b.score : a.score < b.score;
+        return a.row != b.row ? a.row < b.row : a.col < b.col;
+    });
+    return cells;
+}
+
+std::vector<RefCell> sortedEntries(const Eigen::VectorXd& v, bool highest) {
+    return sortedCells(MatrixD(v.transpose()), highest);
+}
+
+QString compareTopK(const std::vector<ScoredPair>& ours, const std::vector<RefCell>& ref, const MatrixD& S, int k,
+                    double tol) {
+    if (int(ours.size()) != k) return QStringLiteral("%1 entries, expected %2").arg(ours.size()).arg(k);
+    std::set<std::pair<int, int>> seen;
+    for (int i = 0; i < k; ++i) {
+        const ScoredPair& p = ours[size_t(i)];
+        if (!seen.insert({p.row, p.col}).second) return QStringLiteral("cell (%1,%2) twice").arg(p.row).arg(p.col);
+        if (std::abs(p.score - ref[size_t(i)].score) > tol)
+            return QStringLiteral("entry %1: score %2, reference %3").arg(i).arg(p.score).arg(ref[size_t(i)].score);
+        if (std::abs(p.score - S(p.row, p.col)) > tol)
+            return QStringLiteral("entry %1: score %2 but S(%3,%4) = %5").arg(i).arg(p.score).arg(p.row).arg(p.col)
+                .arg(S(p.row, p.col));
+        const bool tiedBefore = i > 0 && ref[size_t(i - 1)].score - ref[size_t(i)].score <= 2 * tol;
+        const bool tiedAfter = size_t(i + 1) < ref.size() && ref[size_t(i)].score - ref[size_t(i + 1)].score <= 2 * tol;
+        if (!tiedBefore && !tiedAfter && (p.row != ref[size_t(i)].row || p.col != ref[size_t(i)].col))
+            return QStringLiteral("entry %1: cell (%2,%3), reference (%4,%5)").arg(i).arg(p.row).arg(p.col)
+                .arg(ref[size_t(i)].row).arg(ref[size_t(i)].col);
+    }
+    return {};
+}
+
+QString compareTopK(const std::vector<ScoredToken>& ours, const std::vector<RefCell>& ref, const Eigen::VectorXd& v,
+                    int k, double tol) {
+    std::vector<ScoredPair> pairs;
+    for (const ScoredToken& t : ours) pairs.push_back({0, t.id, t.score});
+    return compareTopK(pairs, ref, MatrixD(v.transpose()), k, tol);
+}
+
+} // namespace attnscope::test
