@@ -1,6 +1,7 @@
 #include "app/main_window.h"
 
 #include "model/analysis/top_tokens.h"
+#include "views/analysis_panel.h"
 #include "views/attention_heatmap.h"
 #include "views/figure_export.h"
 #include "views/head_grid.h"
@@ -50,6 +51,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("AttnScope"));
     buildUi();
     buildMenus();
+    // analysis tabs, one line each: addPanel(new SomePanel);
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);
@@ -188,6 +190,22 @@ void MainWindow::buildMenus() {
     for (QAction* a : needsCache_) a->setEnabled(false);
 }
 
+void MainWindow::addPanel(AnalysisPanel* panel) {
+    panels_ << panel;
+    tabs_->addTab(panel, panel->title());
+    connect(panel, &AnalysisPanel::headRequested, this, [this](int l, int h) {
+        selectHead(l, h);
+        tabs_->setCurrentIndex(0);
+    });
+    connect(panel, &AnalysisPanel::statusMessage, statusLabel_, &QLabel::setText);
+    panel->setContext(session_.model(), session_.cache(), session_.tokenLabels());
+    panel->setSelectedHead(layer(), head());
+}
+
+void MainWindow::updatePanels() {
+    for (AnalysisPanel* p : panels_) p->setContext(session_.model(), session_.cache(), session_.tokenLabels());
+}
+
 void MainWindow::openModel(const QString& path, const QString& prompt) {
     if (!prompt.isEmpty()) prompt_->setText(prompt);
     statusLabel_->setText(tr("Opening %1…").arg(path));
@@ -230,6 +248,7 @@ void MainWindow::onModelLoaded() {
     heatmap_->setData({});
     headGrid_->clear();
     topTokens_->setRowCount(0);
+    updatePanels();
     statusLabel_->setText(tr("Opened %1.").arg(model->info().path));
     if (model->info().hasNonFiniteWeights)
         statusLabel_->setText(tr("Warning: %1 has NaN or Inf weights; results may be NaN.").arg(model->info().path));
@@ -241,6 +260,8 @@ void MainWindow::onForwardFinished() {
     updateHeadGrid();
     updateHeatmap();
     updateTopTokens();
+    updatePanels();
+    for (AnalysisPanel* p : panels_) p->setSelectedHead(layer(), head());
     const auto cache = session_.cache();
     statusLabel_->setText(tr("Ran %1 tokens.").arg(cache->nPositions()));
     if (!cache->logits.allFinite()) statusLabel_->setText(tr("Warning: the logits contain NaN or Inf."));
@@ -282,6 +303,7 @@ void MainWindow::updateHeatmap() {
     heatmap_->setData({cache->layers[size_t(l)].pattern[size_t(h)], session_.tokenLabels(),
                        heatmapTitle(model->info().name, l, h)});
     headGrid_->setSelectedHead(l, h);
+    for (AnalysisPanel* p : panels_) p->setSelectedHead(l, h);
     saveSettings();
 }
 

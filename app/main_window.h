@@ -18,6 +18,7 @@ class QAction;
 
 namespace attnscope {
 
+class AnalysisPanel;
 class AttentionHeatmap;
 class HeadGrid;
 class TopTokensView;
@@ -38,6 +39,10 @@ public:
     void selectHead(int layer, int head);
     void setPrompt(const QString& text);
     void runPrompt();
+    /// Adds an analysis tab; it is kept up to date with the model, the cache and the selected head.
+    void addPanel(AnalysisPanel* panel);
+    const QList<AnalysisPanel*>& panels() const { return panels_; }
+    QTabWidget* tabs() const { return tabs_; }
     AttentionHeatmap* heatmap() const { return heatmap_; }
     HeadGrid* headGrid() const { return headGrid_; }
     TopTokensView* topTokens() const { return topTokens_; }
@@ -60,6 +65,7 @@ private:
     void updateHeatmap();
     void updateHeadGrid();
     void updateTopTokens();
+    void updatePanels();
     void exportHeatmapDialog();
     void exportAllHeadsDialog();
     void openFolderDialog();
@@ -83,6 +89,7 @@ private:
     HeadGrid* headGrid_ = nullptr;
     TopTokensView* topTokens_ = nullptr;
     QList<QAction*> needsCache_;
+    QList<AnalysisPanel*> panels_;
 };
 
 } // namespace attnscope

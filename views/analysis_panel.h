@@ -1,0 +1,35 @@
+#pragma once
+// Base class of the main window's analysis tabs (attention steps, residual/DLA, logit lens,
+// projections, ...). A panel is handed the open model and the last forward pass and redraws;
+// it owns no model state and never runs long model math on the GUI thread (use QtConcurrent with
+// progress and cancel for anything slower than a frame).
+
+#include "model/transformer/activation_cache.h"
+#include "model/transformer/model.h"
+
+#include <QWidget>
+#include <memory>
+
+namespace attnscope {
+
+class AnalysisPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit AnalysisPanel(QWidget* parent = nullptr) : QWidget(parent) {}
+    /// Tab title.
+    virtual QString title() const = 0;
+    /// The model or the forward pass changed. `cache` is null until a prompt has run; `model` is
+    /// null when nothing is open. Called on the GUI thread.
+    virtual void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
+                            const QStringList& tokenLabels) = 0;
+    /// The selected layer/head changed (from the selectors, the keyboard or the head grid).
+    virtual void setSelectedHead(int layer, int head) { Q_UNUSED(layer); Q_UNUSED(head); }
+
+signals:
+    /// Ask the window to select (layer, head) and show its attention heatmap.
+    void headRequested(int layer, int head);
+    /// A line for the status bar.
+    void statusMessage(const QString& text);
+};
+
+} // namespace attnscope
