@@ -21,6 +21,7 @@
 #include <qcustomplot.h>
 
 #include <QFile>
+#include <QHeaderView>
 #include <QImage>
 #include <QLineEdit>
 #include <QSignalSpy>
@@ -111,6 +112,12 @@ void TestGuiResidual::heatmapShowsDlaTable() {
     QCOMPARE(line->dataCount(), int(direct.components.size()) + 1);
     QVERIFY(std::abs(line->data()->at(line->dataCount() - 1)->value - direct.logit) <= 1e-4);
     QCOMPARE(line->data()->at(0)->value, direct.biasTerm);
+    // the table lists the components in forward order
+    QTableWidget* table = panel_->componentsTable();
+    QCOMPARE(table->rowCount(), int(direct.components.size()));
+    QCOMPARE(table->item(0, ResidualPanel::NameColumn)->text(), QString("embed"));
+    QCOMPARE(table->item(2, ResidualPanel::NameColumn)->text(), QString("L0H0"));
+    QCOMPARE(table->item(2, ResidualPanel::DlaColumn)->data(Qt::UserRole).toDouble(), direct.components[2].value);
     // moving the position recomputes there
     panel_->setPosition(5);
     QCOMPARE(maxAbsDiff(panel_->heatmap()->figure().values,
@@ -162,6 +169,9 @@ void TestGuiResidual::detectorTableSortsByInduction() {
     QTableWidget* t = d->table();
     QCOMPARE(t->rowCount(), 8);
     const int col = HeadDetectorsView::columnOf(HeadDetector::Induction);
+    QCOMPARE(t->horizontalHeader()->sortIndicatorSection(), col); // sorted by induction from the start
+    QCOMPARE(t->horizontalHeader()->sortIndicatorOrder(), Qt::DescendingOrder);
+    t->sortByColumn(HeadDetectorsView::NameColumn, Qt::AscendingOrder);
     t->sortByColumn(col, Qt::DescendingOrder);
     double prev = 2;
     for (int r = 0; r < t->rowCount(); ++r) {

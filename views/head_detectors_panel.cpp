@@ -51,12 +51,14 @@ HeadDetectorsView::HeadDetectorsView(QWidget* parent) : QWidget(parent) {
     table_->setSelectionBehavior(QAbstractItemView::SelectRows);
     table_->verticalHeader()->setVisible(false);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    for (HeadDetector d : allDetectors()) table_->horizontalHeader()->setSectionResizeMode(columnOf(d), QHeaderView::Stretch);
+    table_->sortByColumn(columnOf(HeadDetector::Induction), Qt::DescendingOrder);
     table_->setSortingEnabled(true);
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(grid_);
     split->addWidget(table_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    split->setStretchFactor(0, 1);
+    split->setStretchFactor(1, 1);
     layout->addWidget(split, 1);
 
     connect(overlayCombo_, &QComboBox::currentIndexChanged, this, &HeadDetectorsView::applyOverlay);

@@ -90,11 +90,13 @@ void ResidualPanel::buildUi() {
                                "adding the components in forward order, starting from the bias term; the last point "
                                "is the model's logit (difference).\n\n") + dlaConvention());
     table_ = new QTableWidget(0, ColumnCount);
-    table_->setHorizontalHeaderLabels({tr("component"), tr("L2 norm"), tr("DLA"), tr("cumulative")});
+    table_->setHorizontalHeaderLabels({tr("#"), tr("component"), tr("L2 norm"), tr("DLA"), tr("cumulative")});
     table_->horizontalHeaderItem(DlaColumn)->setToolTip(dlaConvention());
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     table_->verticalHeader()->setVisible(false);
     table_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    table_->horizontalHeader()->setSectionResizeMode(OrderColumn, QHeaderView::ResizeToContents);
+    table_->sortByColumn(OrderColumn, Qt::AscendingOrder);
     table_->setSortingEnabled(true);
     auto* rightSplit = new QSplitter(Qt::Vertical);
     rightSplit->addWidget(cumulative_);
@@ -340,7 +342,8 @@ void ResidualPanel::fillTable() {
             item->setData(Qt::UserRole, exact);
             table_->setItem(i, col, item);
         };
-        set(NameColumn, d.components[size_t(i)].name, i); // UserRole: forward order
+        set(OrderColumn, i, i);
+        set(NameColumn, d.components[size_t(i)].name, i);
         set(NormColumn, norm, norm);
         set(DlaColumn, d.components[size_t(i)].value, d.components[size_t(i)].value);
         set(CumulativeColumn, d.cumulative[size_t(i)], d.cumulative[size_t(i)]);

@@ -28,8 +28,9 @@ class ResidualPanel : public AnalysisPanel {
 public:
     /// What the heatmap shows per component.
     enum class Measure { Norm, DlaToken, DlaDifference };
-    /// Columns of componentsTable(): name, L2 norm, DLA, cumulative logit (values also in Qt::UserRole).
-    enum Column { NameColumn, NormColumn, DlaColumn, CumulativeColumn, ColumnCount };
+    /// Columns of componentsTable(): forward-order index, name, L2 norm, DLA, cumulative logit (values
+    /// also in Qt::UserRole). Sorted by the index (forward order) until the user clicks a header.
+    enum Column { OrderColumn, NameColumn, NormColumn, DlaColumn, CumulativeColumn, ColumnCount };
 
     explicit ResidualPanel(QWidget* parent = nullptr);
     QString title() const override { return tr("Logit attribution"); }
