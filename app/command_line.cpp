@@ -9,7 +9,7 @@ namespace attnscope {
 bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
-        for (const char* flag : {"--export", "--dump-json", "-export", "-dump-json", "--help", "-h", "--version"})
+        for (const char* flag : {"--export", "--dump-json", "--dla", "--position", "-export", "-dump-json", "--help", "-h", "--version"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -40,7 +40,12 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption scale("scale", "Pixel scale factor for PNG (default 1).", "S", "1");
     const QCommandLineOption dumpJson("dump-json", "Write tokens, top next tokens, last logits (and the pattern of --layer/--head) as JSON.", "FILE");
     const QCommandLineOption force("force", "Overwrite existing output files.");
-    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force});
+    const QCommandLineOption dla("dla", "Add the direct logit attribution of every head/MLP to the logit of TOKEN "
+                                        "(or the difference TOKEN - TOKEN2) to --dump-json. TOKEN is the exact text "
+                                        "of one token, e.g. \" Mary\".", "TOKEN[,TOKEN2]");
+    const QCommandLineOption position("position", "Position for --dla (0-based; default the last).", "P");
+    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force, dla,
+                  position});
     p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
 
     if (!p.parse(args)) {
@@ -77,7 +82,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     };
     int w = 1000, h = 900;
     if (!parseInt(layer, &c.layer, 0) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
-        !parseInt(height, &h, 16))
+        !parseInt(height, &h, 16) || !parseInt(position, &c.position, 0))
         return false;
     c.size = QSize(w, h);
     bool ok = false;
@@ -94,6 +99,19 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.exportDir = p.value(exportDir);
     c.dumpJson = p.value(dumpJson);
     c.force = p.isSet(force);
+    c.dla = p.value(dla);
+    if (p.isSet(dla) && c.dla.isEmpty()) {
+        *error = QStringLiteral("--dla needs a token, e.g. --dla \" Mary\" or --dla \" Mary, John\"");
+        return false;
+    }
+    if ((p.isSet(dla) || p.isSet(position)) && c.dumpJson.isEmpty()) {
+        *error = QStringLiteral("--dla and --position add to the --dump-json output: give --dump-json FILE too");
+        return false;
+    }
+    if (p.isSet(position) && !p.isSet(dla)) {
+        *error = QStringLiteral("--position goes with --dla");
+        return false;
+    }
     if ((c.layer >= 0) != (c.head >= 0)) {
         *error = QStringLiteral("--layer and --head go together");
         return false;

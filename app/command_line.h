@@ -4,6 +4,7 @@
 //   attnscope --model PATH --prompt TEXT [--no-bos] [--layer L --head H]
 //             --export DIR [--format png|svg|pdf] [--width W --height H --scale S] [--force]
 //   attnscope --model PATH --prompt TEXT [--no-bos] --dump-json FILE [--layer L --head H] [--force]
+//             [--dla TOKEN[,TOKEN2] [--position P]]
 
 #include <QSize>
 #include <QString>
@@ -22,6 +23,8 @@ struct CommandLine {
     double scale = 1.0;
     QString dumpJson;
     bool force = false;     ///< overwrite existing output files
+    QString dla;            ///< --dla TOKEN[,TOKEN2]: add direct logit attribution to the JSON dump
+    int position = -1;      ///< --position P for --dla; -1 = the last position
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty(); }

@@ -1,6 +1,8 @@
 #include "app/headless.h"
 
 #include "app/json_dump.h"
+#include "model/analysis/direct_logit_attribution.h"
+#include "model/analysis/target_token.h"
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
@@ -33,16 +35,25 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             throw InputError(QStringLiteral("--head %1 is out of range: the model has %2 heads per layer (0..%3)")
                                  .arg(cmd.head).arg(cfg.n_heads).arg(cfg.n_heads - 1));
         const std::vector<int> ids = tokenizePrompt(model->tokenizer(), cmd.prompt, cmd.prependBos);
+        std::pair<int, int> dlaTokens{-1, -1};
+        if (!cmd.dla.isEmpty()) dlaTokens = parseTokenPair(model->tokenizer(), cmd.dla);
         ForwardOptions opt;
-        opt.allLogits = false;        // the dump needs the last position only
-        opt.cacheHeadResults = false; // no view here reads per-head results
+        opt.allLogits = !cmd.dla.isEmpty(); // --dla reads the logits of --position; the dump only the last
+        opt.cacheHeadResults = false;       // no view here reads per-head results (DLA recomputes them)
         const ActivationCache cache = runForward(*model, ids, opt);
+        if (cmd.position >= cache.nPositions())
+            throw InputError(QStringLiteral("--position %1 is out of range: the prompt has %2 tokens (0..%3)")
+                                 .arg(cmd.position).arg(cache.nPositions()).arg(cache.nPositions() - 1));
         const QStringList labels = tokenLabels(model->tokenizer(), cache.tokens);
 
         if (!cmd.dumpJson.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
             QString error;
-            if (!writeJsonFile(promptDump(*model, cache, cmd.layer, cmd.head), cmd.dumpJson, &error))
+            QJsonObject dump = promptDump(*model, cache, cmd.layer, cmd.head);
+            if (!cmd.dla.isEmpty())
+                dump.insert(QStringLiteral("dla"),
+                            dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));
+            if (!writeJsonFile(dump, cmd.dumpJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
         }

@@ -5,6 +5,7 @@
 #include "views/attention_heatmap.h"
 #include "views/figure_export.h"
 #include "views/head_grid.h"
+#include "views/residual_panel.h"
 #include "views/top_tokens_view.h"
 
 #include <QAction>
@@ -52,6 +53,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     buildUi();
     buildMenus();
     // analysis tabs, one line each: addPanel(new SomePanel);
+    {
+        auto* dla = new ResidualPanel;
+        addPanel(dla);
+        connect(dla, &ResidualPanel::headScoresChanged, headGrid_, [this](const Matrix& scores, const QString& name) {
+            if (scores.size() == 0 || (scores.rows() == headGrid_->layers() && scores.cols() == headGrid_->heads()))
+                headGrid_->setHeadScores(scores, name); // detector overlay on the attention tab's grid
+        });
+    }
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);
