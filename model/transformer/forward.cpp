@@ -1,5 +1,7 @@
 #include "model/transformer/forward.h"
 
+#include "model/core/column_parallel_product.h"
+
 #include <QCoreApplication>
 #include <cmath>
 #include <limits>
@@ -12,9 +14,11 @@ void addBias(Matrix& x, const Weight& b) {
     if (!b.empty()) x.rowwise() += b.view().row(0);
 }
 
-/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D).
+/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D). Column blocks across the
+/// threads (columnParallelProduct), so the weights are streamed once with no per-block barrier.
 Matrix linear(const Matrix& x, const Weight& W, const Weight& b) {
-    Matrix y = x * W.view();
+    Matrix y;
+    columnParallelProduct(x, W.view(), y);
     addBias(y, b);
     return y;
 }
@@ -201,10 +205,10 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     if (options.allLogits) {
         cache.logitPositions.resize(size_t(S));
         for (int p = 0; p < S; ++p) cache.logitPositions[size_t(p)] = p;
-        cache.logits.noalias() = cache.ln_final * g.W_U_T.view().transpose();
+        columnParallelProduct(cache.ln_final, g.W_U_T.view().transpose(), cache.logits, 1024);
     } else {
         cache.logitPositions = {S - 1};
-        cache.logits.noalias() = cache.ln_final.bottomRows(1) * g.W_U_T.view().transpose();
+        columnParallelProduct(cache.ln_final.bottomRows(1), g.W_U_T.view().transpose(), cache.logits, 1024);
     }
     addBias(cache.logits, g.b_U);
     progress.step(total, total, QStringLiteral("done"));
