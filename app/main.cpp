@@ -4,12 +4,14 @@
 #include "app/command_line.h"
 #include "app/headless.h"
 #include "app/main_window.h"
+#include "model/core/heap_reuse.h"
 
 #include <QApplication>
 #include <QTextStream>
 #include <cstdio>
 
 int main(int argc, char** argv) {
+    attnscope::keepFreedMemoryForReuse(); // the next forward reuses the last cache's pages
     const bool headless = attnscope::argvIsHeadless(argc, argv);
     if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);

@@ -56,7 +56,11 @@ void ModelSession::startJob(Work work, bool isLoad) {
 }
 
 void ModelSession::openModel(const QString& path) {
-    startJob([path](const Progress& p) -> JobResult { return LoadResult{loadModel(path, p)}; }, true);
+    startJob([path](const Progress& p) -> JobResult {
+        auto model = loadModel(path, p);
+        (void)model->tokenizer().vocabSize(); // waits for the background tokenizer; its errors fail the open
+        return LoadResult{model};
+    }, true);
 }
 
 void ModelSession::run(const QString& prompt, bool prependBos) {
@@ -67,7 +71,9 @@ void ModelSession::run(const QString& prompt, bool prependBos) {
     }
     startJob([model, prompt, prependBos](const Progress& p) -> JobResult {
         const std::vector<int> ids = tokenizePrompt(model->tokenizer(), prompt, prependBos);
-        return RunResult{std::make_shared<const ActivationCache>(runForward(*model, ids, {}, p))};
+        ForwardOptions opt;
+        opt.allLogits = false; // the views read the last position's logits; the lens computes its own rows
+        return RunResult{std::make_shared<const ActivationCache>(runForward(*model, ids, opt, p))};
     }, false);
 }
 

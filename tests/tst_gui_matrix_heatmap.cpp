@@ -13,6 +13,7 @@
 #include <QImage>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QXmlStreamReader>
 #include <limits>
 
 using namespace attnscope;
@@ -133,6 +134,14 @@ void TestGuiMatrixHeatmap::svgHasTitleAndEscapedLabels() {
     QVERIFY(svg.contains(QStringLiteral("<title>signed &lt;test&gt; &amp; co</title>")));
     QVERIFY(svg.contains(QStringLiteral("&lt;a&amp;b&gt;")));
     QVERIFY(!svg.contains(QStringLiteral("<a&b>")));
+    // well-formed XML whose <title> reads back as the figure title
+    QXmlStreamReader xml(svg);
+    QString title;
+    while (!xml.atEnd())
+        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("title") && title.isEmpty())
+            title = xml.readElementText();
+    QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+    QCOMPARE(title, QStringLiteral("signed <test> & co"));
     QVERIFY(svg.contains(QStringLiteral("␣The")));
 }
 

@@ -44,8 +44,9 @@ bool renderVector(QCustomPlot* plot, const QString& path, ImageFormat format, QS
         svg->setSize(size);
         svg->setViewBox(QRect(QPoint(0, 0), size));
         svg->setResolution(dpi);
-        svg->setTitle(title);
-        svg->setDescription(description);
+        // Qt 6.4's QSvgGenerator writes <title>/<desc> verbatim (a "<" or "&" makes the file invalid XML).
+        svg->setTitle(title.toHtmlEscaped());
+        svg->setDescription(description.toHtmlEscaped());
         device = std::move(svg);
     } else {
         auto pdf = std::make_unique<QPdfWriter>(path);

@@ -2,8 +2,14 @@
 
 #include <QCoreApplication>
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <limits>
 #include <numeric>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace attnscope {
 
@@ -64,8 +70,8 @@ std::vector<ScoredPair> topKOfProduct(const Matrix& A, const Matrix& B, int k, i
         throw InputError(QCoreApplication::translate("topk", "Block size must be at least 1 row, not %1.").arg(blockRows));
     const int rows = int(A.rows()), cols = int(B.rows());
     const qint64 nBlocks = (qint64(rows) + blockRows - 1) / blockRows;
-    TopKAccumulator acc(std::min<qint64>(k, qint64(rows) * cols));
-    if (acc.k() == 0 || rows == 0 || cols == 0) {
+    const int kk = int(std::min<qint64>(k, qint64(rows) * cols));
+    if (kk <= 0 || rows == 0 || cols == 0) {
         progress.step(nBlocks, nBlocks, what);
         return {};
     }
@@ -76,29 +82,79 @@ std::vector<ScoredPair> topKOfProduct(const Matrix& A, const Matrix& B, int k, i
     std::vector<int> order(static_cast<size_t>(rows));
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return aNorm(x) > aNorm(y); });
+    const Matrix Bt = B.transpose(); // [r, cols], so a tile GEMM is [m, r]·[r, w]
 
-    const Matrix Bt = B.transpose();               // [r, cols], so a block GEMM is [n, r]·[r, cols]
-    Matrix aBlock(blockRows, A.cols());
-    Matrix scores(blockRows, cols);                 // the reusable buffer
-    for (qint64 blk = 0; blk < nBlocks; ++blk) {
-        progress.step(blk, nBlocks, what);
-        const int r0 = int(blk * blockRows), n = std::min(blockRows, rows - r0);
-        // Bound on every score in this block and after it; slack covers float rounding of the GEMM.
-        const float bound = aNorm(order[size_t(r0)]) * bMaxNorm;
-        if (bound * 1.0001f + 1e-6f < acc.threshold()) break;
-        for (int i = 0; i < n; ++i) aBlock.row(i) = A.row(order[size_t(r0 + i)]);
-        auto s = scores.topRows(n);
-        s.noalias() = aBlock.topRows(n) * Bt;
-        for (int i = 0; i < n; ++i) {
-            const auto row = s.row(i);
-            if (row.maxCoeff() < acc.threshold()) continue; // nothing in this row can enter
-            const int src = order[size_t(r0 + i)];
-            for (int j = 0; j < cols; ++j)
-                if (row(j) >= acc.threshold()) acc.offer(src, j, row(j));
+    // Blocks are handed to the OpenMP threads in order; each thread keeps its own top-k. The largest
+    // of the threads' k-th best scores is a lower bound of the global k-th best (each thread's k cells
+    // are all ≥ it), so every thread may skip what is below it. Tiles of kTileRows × kTileCols keep the
+    // scores a GEMM writes in cache while the scan reads them back. Only the calling thread (0) reports
+    // progress and polls for cancellation.
+    constexpr int kTileRows = 128, kTileCols = 4096;
+    int nThreads = 1;
+#ifdef _OPENMP
+    nThreads = std::max(1, omp_get_max_threads());
+#endif
+    std::vector<TopKAccumulator> accs;
+    for (int t = 0; t < nThreads; ++t) accs.emplace_back(kk);
+    std::atomic<float> sharedThreshold(-std::numeric_limits<float>::infinity());
+    std::atomic<qint64> nextBlock(0), blocksDone(0);
+    std::atomic<bool> stop(false);
+    std::exception_ptr error;
+#pragma omp parallel num_threads(nThreads)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        TopKAccumulator& acc = accs[size_t(t)];
+        Matrix aTile(kTileRows, A.cols()), scores(kTileRows, kTileCols);
+        auto threshold = [&] { return std::max(acc.threshold(), sharedThreshold.load(std::memory_order_relaxed)); };
+        while (!stop.load()) {
+            if (t == 0) {
+                try {
+                    progress.step(blocksDone.load(), nBlocks, what);
+                } catch (...) {
+                    error = std::current_exception();
+                    stop = true;
+                    break;
+                }
+            }
+            const qint64 blk = nextBlock++;
+            if (blk >= nBlocks) break;
+            const int r0 = int(blk * blockRows), n = std::min(blockRows, rows - r0);
+            // Bound on every score in this block and after it; slack covers float rounding of the GEMM.
+            const float bound = aNorm(order[size_t(r0)]) * bMaxNorm;
+            if (bound * 1.0001f + 1e-6f < threshold()) {
+                stop = true;
+                break;
+            }
+            for (int i0 = 0; i0 < n; i0 += kTileRows) {
+                const int m = std::min(kTileRows, n - i0);
+                for (int i = 0; i < m; ++i) aTile.row(i) = A.row(order[size_t(r0 + i0 + i)]);
+                for (int c0 = 0; c0 < cols; c0 += kTileCols) {
+                    const int w = std::min(kTileCols, cols - c0);
+                    auto s = scores.topLeftCorner(m, w);
+                    s.noalias() = aTile.topRows(m) * Bt.middleCols(c0, w);
+                    for (int i = 0; i < m; ++i) {
+                        const auto row = s.row(i);
+                        if (row.maxCoeff() < threshold()) continue; // nothing in this row can enter
+                        const int src = order[size_t(r0 + i0 + i)];
+                        for (int j = 0; j < w; ++j)
+                            if (row(j) >= acc.threshold()) acc.offer(src, c0 + j, row(j));
+                    }
+                }
+            }
+            float shared = sharedThreshold.load();
+            while (acc.threshold() > shared && !sharedThreshold.compare_exchange_weak(shared, acc.threshold())) {}
+            ++blocksDone;
         }
     }
+    if (error) std::rethrow_exception(error);
     progress.step(nBlocks, nBlocks, what);
-    return acc.sorted();
+    TopKAccumulator merged(kk);
+    for (const TopKAccumulator& a : accs)
+        for (const ScoredPair& p : a.sorted()) merged.offer(p.row, p.col, p.score);
+    return merged.sorted();
 }
 
 } // namespace attnscope

@@ -61,7 +61,10 @@ std::vector<ScoredToken> topEntries(const Eigen::Ref<const RowVector>& values, i
 ///  - a whole block is skipped (and so are all later ones) once ‖a_i‖·max_j‖b_j‖ (Cauchy–Schwarz
 ///    bound on any score of the block) falls below the current k-th best score;
 ///  - a row of the block is scanned only if its maximum is not below the k-th best score.
-/// Progress units: blocks done out of ceil(rows / blockRows), labelled `what`; throws Cancelled.
+/// Blocks are shared among the OpenMP threads (each computes [128, 4096] score tiles that stay in cache
+/// and keeps its own top-k; the result is merged and independent of the thread count).
+/// Progress units: blocks done out of ceil(rows / blockRows), labelled `what`, reported (and
+/// cancellation polled) on the calling thread only; throws Cancelled.
 /// Throws InputError if A and B have different numbers of columns or blockRows < 1.
 std::vector<ScoredPair> topKOfProduct(const Matrix& A, const Matrix& B, int k, int blockRows,
                                       const Progress& progress = {}, const QString& what = {});

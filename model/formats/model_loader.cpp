@@ -4,6 +4,7 @@
 #include "model/formats/gpt2_weight_resolver.h"
 #include "model/formats/hf_config.h"
 #include "model/formats/sharded_index.h"
+#include "model/tokenizers/lazy_tokenizer.h"
 #include "model/tokenizers/tokenizer_loader.h"
 
 #include <QDir>
@@ -116,10 +117,16 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
     info.storageDtype = resolver->storageDtype();
 
     progress.step(done, total, QStringLiteral("Reading the tokenizer"));
-    std::unique_ptr<Tokenizer> tokenizer = loadTokenizerFromFolder(loc.folder);
-    if (tokenizer->vocabSize() > config.d_vocab)
-        throw ModelError(kConfigFile, QStringLiteral("the tokenizer has %1 tokens but vocab_size is %2")
-                                          .arg(tokenizer->vocabSize()).arg(config.d_vocab));
+    requireTokenizerFiles(loc.folder); // a missing tokenizer fails the open; parsing errors fail first use
+    // Parsed on a background thread (~0.1 s for GPT-2's 50k entries); waited for on first use, where
+    // a bad tokenizer file or a vocabulary larger than vocab_size throws ModelError.
+    std::unique_ptr<Tokenizer> tokenizer = std::make_unique<LazyTokenizer>([folder = loc.folder, d_vocab = config.d_vocab] {
+        std::unique_ptr<Tokenizer> t = loadTokenizerFromFolder(folder);
+        if (t->vocabSize() > d_vocab)
+            throw ModelError(kConfigFile, QStringLiteral("the tokenizer has %1 tokens but vocab_size is %2")
+                                              .arg(t->vocabSize()).arg(d_vocab));
+        return t;
+    });
     progress.step(total, total, QStringLiteral("Loaded %1").arg(info.name));
 
     return std::make_shared<const Model>(config, std::move(info), std::move(tokenizer), std::move(resolver));

@@ -17,6 +17,10 @@ namespace attnscope {
 /// safetensors header and every tensor shape is validated before any weight is used.
 /// Progress units: config, each weight file, each tensor checked (Gpt2WeightResolver::tensorCount),
 /// tokenizer. Throws ModelError naming the file and the problem, or Cancelled.
+/// The tokenizer is parsed on a background thread and waited for on first use (LazyTokenizer): its
+/// errors (bad vocab.json/merges.txt, missing files, more tokens than vocab_size) are thrown as
+/// ModelError from the first Tokenizer call, so callers that must report them at open time call
+/// model->tokenizer().vocabSize() once.
 std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress = {});
 
 } // namespace attnscope

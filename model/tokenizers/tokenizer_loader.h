@@ -14,4 +14,8 @@ namespace attnscope {
 /// when neither is present, and the loaders' ModelError for a bad file.
 std::unique_ptr<Tokenizer> loadTokenizerFromFolder(const QString& dir);
 
+/// Cheap check that `dir` has tokenizer files (vocab.json + merges.txt, or tokenizer.json), without
+/// parsing them. Throws the same ModelError as loadTokenizerFromFolder when neither is present.
+void requireTokenizerFiles(const QString& dir);
+
 } // namespace attnscope

@@ -1,5 +1,7 @@
 #include "model/transformer/forward.h"
 
+#include "model/core/column_parallel_product.h"
+
 #include <QCoreApplication>
 #include <cmath>
 #include <limits>
@@ -12,25 +14,27 @@ void addBias(Matrix& x, const Weight& b) {
     if (!b.empty()) x.rowwise() += b.view().row(0);
 }
 
-/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D).
+/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D). Column blocks across the
+/// threads (columnParallelProduct), so the weights are streamed once with no per-block barrier.
 Matrix linear(const Matrix& x, const Weight& W, const Weight& b) {
-    Matrix y = x * W.view();
+    Matrix y;
+    columnParallelProduct(x, W.view(), y);
     addBias(y, b);
     return y;
 }
 
-/// Causal softmax of scaled scores [query_pos, key_pos]: row i is softmax over keys 0..i, zero beyond.
-/// Equivalent to HF's masked_fill(finfo.min) followed by softmax.
-Matrix causalSoftmax(const Matrix& scores) {
+/// Causal softmax of scaled scores [query_pos, key_pos] into p (same shape): row i is softmax over
+/// keys 0..i, zero beyond. Equivalent to HF's masked_fill(finfo.min) followed by softmax.
+void causalSoftmax(const Matrix& scores, Matrix& p) {
     const Eigen::Index S = scores.rows();
-    Matrix p = Matrix::Zero(S, scores.cols());
+    p.resize(S, scores.cols());
     for (Eigen::Index i = 0; i < S; ++i) {
         const auto row = scores.row(i).head(i + 1);
-        const float m = row.maxCoeff();
-        auto e = (row.array() - m).exp();
-        p.row(i).head(i + 1) = e / e.sum();
+        auto out = p.row(i);
+        out.head(i + 1) = (row.array() - row.maxCoeff()).exp().matrix();
+        out.head(i + 1) /= out.head(i + 1).sum();
+        out.tail(S - i - 1).setZero();
     }
-    return p;
 }
 
 /// Attention block of layer l: fills q, k, v, attn_scores, pattern, z, result, attn_out.
@@ -50,14 +54,15 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     }
     const float scale = float(cfg.attnScale(l));
     const Eigen::Index S = c.ln1.rows();
-    c.attn_scores.assign(size_t(H), Matrix());
-    c.pattern.assign(size_t(H), Matrix());
+    c.attn_scores.resize(size_t(H)); // resize, not assign: a reused scratch layer keeps its buffers
+    c.pattern.resize(size_t(H));
     c.z.resize(S, Eigen::Index(H) * L);
-#pragma omp parallel for schedule(static) if (S >= 64)
+    // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
+#pragma omp parallel for schedule(static)
     for (int h = 0; h < H; ++h) {
         // scores = Q_h·K_hᵀ · scale   [query_pos, key_pos]
         c.attn_scores[size_t(h)].noalias() = (c.q.middleCols(h * L, L) * c.k.middleCols(h * L, L).transpose()) * scale;
-        c.pattern[size_t(h)] = causalSoftmax(c.attn_scores[size_t(h)]);
+        causalSoftmax(c.attn_scores[size_t(h)], c.pattern[size_t(h)]);
         // z_h = pattern_h · V_h   [pos, d_head]
         c.z.middleCols(h * L, L).noalias() = c.pattern[size_t(h)] * c.v.middleCols(h * L, L);
     }
@@ -69,10 +74,11 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     }
     // concat heads then project: attn_out = z·W_O + b_O (what HF computes)
     c.attn_out = linear(c.z, w.W_O, w.b_O);
-    c.result.clear();
-    if (opt.cacheHeadResults) {
+    if (!opt.cacheHeadResults) c.result.clear();
+    else {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
-        c.result.assign(size_t(H), Matrix());
+        c.result.resize(size_t(H));
+#pragma omp parallel for schedule(static)
         for (int h = 0; h < H; ++h)
             c.result[size_t(h)].noalias() = c.z.middleCols(h * L, L) * w.W_O_head(h, L).view();
     }
@@ -100,6 +106,7 @@ Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
     const float eps = float(cfg.norm_eps);
     Matrix y(S, x.cols());
     if (scale) scale->resize(S);
+#pragma omp parallel for schedule(static) if (S >= 32)
     for (Eigen::Index i = 0; i < S; ++i) {
         auto row = x.row(i).array();
         float divisor;
@@ -120,23 +127,28 @@ Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
 }
 
 void applyActivation(ActivationKind kind, Matrix& x) {
-    auto a = x.array();
-    switch (kind) {
-    case ActivationKind::GeluNew: {
-        // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
-        const float c = 0.7978845608028654f;
-        a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
-        break;
-    }
-    case ActivationKind::GeluExact:
-        a = a.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2))); });
-        break;
-    case ActivationKind::Relu:
-        a = a.max(0.0f);
-        break;
-    case ActivationKind::Silu:
-        a = a / (1.0f + (-a).exp());
-        break;
+    // rows split across the OpenMP threads; each block is one vectorised Eigen expression
+    const Eigen::Index rows = x.rows(), block = 16;
+#pragma omp parallel for schedule(static) if (x.size() >= (1 << 15))
+    for (Eigen::Index r0 = 0; r0 < rows; r0 += block) {
+        auto a = x.middleRows(r0, std::min(block, rows - r0)).array();
+        switch (kind) {
+        case ActivationKind::GeluNew: {
+            // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
+            const float c = 0.7978845608028654f;
+            a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
+            break;
+        }
+        case ActivationKind::GeluExact:
+            a = a.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2))); });
+            break;
+        case ActivationKind::Relu:
+            a = a.max(0.0f);
+            break;
+        case ActivationKind::Silu:
+            a = a / (1.0f + (-a).exp());
+            break;
+        }
     }
 }
 
@@ -171,33 +183,32 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     else
         cache.pos_embed = Matrix::Zero(S, cfg.d_model);
 
-    cache.layers.resize(size_t(cfg.n_layers));
-    const Matrix* resid = nullptr;
-    Matrix resid0 = cache.embed + cache.pos_embed;
-    resid = &resid0;
+    LayerCache scratch; // the only layer when !cacheLayers: its buffers are reused layer after layer
+    if (options.cacheLayers) cache.layers.resize(size_t(cfg.n_layers));
+    Matrix resid = cache.embed + cache.pos_embed;
     for (int l = 0; l < cfg.n_layers; ++l) {
         progress.step(l, total, QStringLiteral("layer %1").arg(l));
         const LayerWeights& w = model.layer(l);
-        LayerCache& c = cache.layers[size_t(l)];
-        c.resid_pre = *resid;
+        LayerCache& c = options.cacheLayers ? cache.layers[size_t(l)] : scratch;
+        c.resid_pre = resid;
         c.ln1 = applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b);
         attentionBlock(cfg, l, w, c, options);
         c.resid_mid = c.resid_pre + c.attn_out;
         c.ln2 = applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b);
         mlpBlock(cfg, w, c);
         c.resid_post = c.resid_mid + c.mlp_out;
-        resid = &c.resid_post;
+        resid = c.resid_post;
     }
     progress.step(cfg.n_layers, total, QStringLiteral("unembedding"));
 
-    cache.ln_final = applyNorm(cfg, *resid, g.ln_final_w, g.ln_final_b, &cache.ln_final_scale);
+    cache.ln_final = applyNorm(cfg, resid, g.ln_final_w, g.ln_final_b, &cache.ln_final_scale);
     if (options.allLogits) {
         cache.logitPositions.resize(size_t(S));
         for (int p = 0; p < S; ++p) cache.logitPositions[size_t(p)] = p;
-        cache.logits.noalias() = cache.ln_final * g.W_U_T.view().transpose();
+        columnParallelProduct(cache.ln_final, g.W_U_T.view().transpose(), cache.logits, 1024);
     } else {
         cache.logitPositions = {S - 1};
-        cache.logits.noalias() = cache.ln_final.bottomRows(1) * g.W_U_T.view().transpose();
+        columnParallelProduct(cache.ln_final.bottomRows(1), g.W_U_T.view().transpose(), cache.logits, 1024);
     }
     addBias(cache.logits, g.b_U);
     progress.step(total, total, QStringLiteral("done"));

@@ -27,6 +27,8 @@ struct HeadAblation {
 struct ForwardOptions {
     bool cacheHeadResults = true;   ///< store per-head result z_h·W_O^h ([head][pos, d_model])
     bool allLogits = true;          ///< logits for every position; false = last position only
+    bool cacheLayers = true;        ///< false: keep no per-layer activations (ActivationCache::layers stays
+                                    ///< empty; one scratch layer is reused), for logits-only runs
     std::vector<HeadAblation> ablations; ///< heads to ablate (applied to z before W_O)
 };
 

@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""Prints AttnScope / PyTorch ratios from the JSON files of torch_reference.py and attnscope_bench."""
+import json
+import sys
+
+
+def main():
+    torch = json.load(open(sys.argv[1]))
+    ours = {}
+    gemm = None
+    for path in sys.argv[2:]:
+        d = json.load(open(path))
+        ours.update(d["models"])
+        gemm = d.get("eigen_gemm_2048_gflops", gemm)
+    print(f"\nEigen GEMM 2048^3: {gemm:.0f} GFLOP/s (the compute bound below uses it)")
+    print(f"{'model':12} {'what':44} {'ours ms':>9} {'torch ms':>9} {'ratio':>7} {'bound ms':>9} {'ours/bound':>10}")
+    for name, o in ours.items():
+        t = torch["models"].get(name)
+        if t is None:
+            continue
+
+        def row(what, a, b, bound=None):
+            if a is None or b is None:
+                return
+            r = a["median_ms"] / b["median_ms"]
+            bs = f"{bound:9.1f} {a['median_ms'] / bound:10.2f}" if bound else ""
+            print(f"{name:12} {what:44} {a['median_ms']:9.1f} {b['median_ms']:9.1f} {r:7.2f} {bs}")
+
+        row("open (ours: loadModel; torch: read+views)", o.get("open"), t.get("open"))
+        for S in o.get("forward_full_cache", {}):
+            f = o["forward_full_cache"][S]
+            row(f"forward + full cache, all logits, S={S}", f, t["forward_full_cache"].get(S), f["gflop"] / gemm * 1e3)
+            a = o.get("forward_app_cache", {}).get(S)
+            if a:
+                row(f"forward + full cache, last logits, S={S}", a, t["forward_full_cache"].get(S), a["gflop"] / gemm * 1e3)
+            lo = o["forward_logits_only"].get(S)
+            row(f"forward, logits only, S={S}", lo, t["forward_logits_only"].get(S), lo["gflop"] / gemm * 1e3 if lo else None)
+        for S in o.get("logit_lens", {}):
+            row(f"logit lens (L+1)xS rows top-10, S={S}", o["logit_lens"][S], t["logit_lens"].get(S))
+        row("W_OV top-100 (one head)", o.get("wov_top100"), t.get("wov_top100"))
+        if "another_head_512" in o:
+            print(f"{name:12} {'show another head, S=512':44} {o['another_head_512']['median_ms']:9.1f} {'-':>9}")
+        print(f"{name:12} {'RSS right after open (MiB; file MiB)':44} {o['rss_after_open_mib']:9.1f} "
+              f"{t['rss_after_open_mib']:9.1f}   (file {o['file_mib']:.0f})")
+        print(f"{name:12} {'peak RSS of the whole run (MiB)':44} {o['peak_rss_mib_process']:9.0f} {t['peak_rss_mib_process']:9.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+#!/usr/bin/python3
+"""PyTorch reference for attnscope_bench: the same work on the same files, as a TransformerLens user
+would run it (hand-parsed safetensors, a plain GPT-2 forward with hooks caching every intermediate,
+logits only, chunked top-k for W_OV, logit lens). Run it through bench/run_comparison.sh, which sets
+the tuning of ../shared/BASELINE.md before Python starts (OPENBLAS_CORETYPE, OMP_WAIT_POLICY,
+GLIBC_TUNABLES). Use Debian's /usr/bin/python3 (python3-torch).
+
+Writes JSON with the same keys as attnscope_bench: models.<name>.{open, forward_full_cache.<S>,
+forward_logits_only.<S>, logit_lens.<S>, wov_top100}, times in ms (median of N after 1 warm-up).
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import struct
+import sys
+import time
+
+import numpy as np
+import torch
+
+torch.set_num_threads(2)
+torch.set_grad_enabled(False)
+
+
+def peak_rss_mib():
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def reset_peak_rss():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def current_rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1048576.0
+
+
+def time_it(runs, fn):
+    reset_peak_rss()
+    fn()
+    ms = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        ms.append((time.perf_counter() - t) * 1e3)
+    ms.sort()
+    return {"median_ms": ms[len(ms) // 2], "min_ms": ms[0], "max_ms": ms[-1], "peak_rss_mib": peak_rss_mib()}
+
+
+# ---------------------------------------------------------------- loading (hand-parsed safetensors)
+
+DTYPES = {"F32": np.float32, "F16": np.float16}
+
+
+def load_safetensors(path):
+    """read() the whole file into one buffer, zero-copy torch views of every tensor."""
+    with open(path, "rb") as f:
+        buf = bytearray(os.fstat(f.fileno()).st_size)
+        f.readinto(buf)
+    n = struct.unpack("<Q", buf[:8])[0]
+    header = json.loads(bytes(buf[8:8 + n]))
+    base = 8 + n
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        arr = np.frombuffer(buf, dtype=DTYPES[info["dtype"]], count=(b - a) // 4 if info["dtype"] == "F32" else (b - a) // 2,
+                            offset=base + a).reshape(info["shape"])
+        tensors[name] = torch.from_numpy(arr)
+    return tensors
+
+
+def load_model(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    t = load_safetensors(os.path.join(folder, "model.safetensors"))
+    t = {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in t.items()}
+    return cfg, t
+
+
+# ---------------------------------------------------------------- the model (HF GPT2LMHeadModel math)
+
+class HookedGPT2:
+    """Plain GPT-2 forward; with cache=dict, stores every TransformerLens hook point."""
+
+    def __init__(self, cfg, t):
+        self.cfg, self.t = cfg, t
+        self.L, self.H, self.D = cfg["n_layer"], cfg["n_head"], cfg["n_embd"]
+        self.d_head = self.D // self.H
+        self.eps = cfg.get("layer_norm_epsilon", 1e-5)
+        self.W_U = t["wte.weight"]  # tied
+
+    def ln(self, x, w, b):
+        return torch.nn.functional.layer_norm(x, (self.D,), w, b, self.eps)
+
+    def forward(self, tokens, cache=None, last_only=False):
+        t, H, dh, S = self.t, self.H, self.d_head, tokens.shape[0]
+        hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
+        embed = t["wte.weight"][tokens]
+        pos = t["wpe.weight"][:S]
+        hook("hook_embed", embed)
+        hook("hook_pos_embed", pos)
+        x = embed + pos
+        mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
+        for l in range(self.L):
+            p = f"h.{l}."
+            hook(f"blocks.{l}.hook_resid_pre", x)
+            ln1 = self.ln(x, t[p + "ln_1.weight"], t[p + "ln_1.bias"])
+            hook(f"blocks.{l}.ln1.hook_normalized", ln1)
+            qkv = torch.addmm(t[p + "attn.c_attn.bias"], ln1, t[p + "attn.c_attn.weight"])
+            q, k, v = (m.reshape(S, H, dh).transpose(0, 1) for m in qkv.split(self.D, dim=1))  # [H, S, dh]
+            hook(f"blocks.{l}.attn.hook_q", q)
+            hook(f"blocks.{l}.attn.hook_k", k)
+            hook(f"blocks.{l}.attn.hook_v", v)
+            scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(dh)
+            scores = scores.masked_fill(mask, float("-inf"))
+            hook(f"blocks.{l}.attn.hook_attn_scores", scores)
+            pattern = torch.softmax(scores, dim=-1)
+            hook(f"blocks.{l}.attn.hook_pattern", pattern)
+            z = torch.bmm(pattern, v)  # [H, S, dh]
+            hook(f"blocks.{l}.attn.hook_z", z)
+            z_cat = z.transpose(0, 1).reshape(S, self.D)
+            W_O = t[p + "attn.c_proj.weight"]
+            if cache is not None:  # per-head result z_h·W_O^h (hook_result), as AttnScope caches it
+                hook(f"blocks.{l}.attn.hook_result", torch.bmm(z, W_O.reshape(H, dh, self.D)))
+            attn_out = torch.addmm(t[p + "attn.c_proj.bias"], z_cat, W_O)
+            hook(f"blocks.{l}.hook_attn_out", attn_out)
+            x = x + attn_out
+            hook(f"blocks.{l}.hook_resid_mid", x)
+            ln2 = self.ln(x, t[p + "ln_2.weight"], t[p + "ln_2.bias"])
+            hook(f"blocks.{l}.ln2.hook_normalized", ln2)
+            pre = torch.addmm(t[p + "mlp.c_fc.bias"], ln2, t[p + "mlp.c_fc.weight"])
+            hook(f"blocks.{l}.mlp.hook_pre", pre)
+            post = torch.nn.functional.gelu(pre, approximate="tanh")
+            hook(f"blocks.{l}.mlp.hook_post", post)
+            mlp_out = torch.addmm(t[p + "mlp.c_proj.bias"], post, t[p + "mlp.c_proj.weight"])
+            hook(f"blocks.{l}.hook_mlp_out", mlp_out)
+            x = x + mlp_out
+            hook(f"blocks.{l}.hook_resid_post", x)
+        xf = self.ln(x[-1:] if last_only else x, t["ln_f.weight"], t["ln_f.bias"])
+        hook("ln_final.hook_normalized", xf)
+        return xf @ self.W_U.T
+
+    def lens(self, cache, k=10):
+        """Logit lens: resid_pre of every layer and the final residual, LN_final + W_U, softmax top-k."""
+        t = self.t
+        out = []
+        for b in range(self.L + 1):
+            r = cache[f"blocks.{b}.hook_resid_pre"] if b < self.L else cache[f"blocks.{self.L - 1}.hook_resid_post"]
+            logits = self.ln(r, t["ln_f.weight"], t["ln_f.bias"]) @ self.W_U.T
+            probs = torch.softmax(logits, dim=-1)
+            out.append(torch.topk(probs, k, dim=-1))
+        return out
+
+    def wov_top(self, layer, head, k=100, chunk=1024):
+        """Top-k of E·W_V^h·W_O^h·Eᵀ over all d_vocab² pairs: A = E·W_V^h, B = E·W_O^hᵀ, chunks of A·Bᵀ;
+        rows whose max is below the current k-th best are skipped (BASELINE.md method)."""
+        t, dh, D = self.t, self.d_head, self.D
+        E = t["wte.weight"]
+        W = t[f"h.{layer}.attn.c_attn.weight"]
+        W_V = W[:, 2 * D + head * dh: 2 * D + (head + 1) * dh]
+        W_O = t[f"h.{layer}.attn.c_proj.weight"][head * dh:(head + 1) * dh]
+        A, B = E @ W_V, E @ W_O.T  # [V, dh]
+        V = E.shape[0]
+        best_vals = torch.full((k,), float("-inf"))
+        best_idx = torch.zeros(k, dtype=torch.long)
+        for r0 in range(0, V, chunk):
+            s = A[r0:r0 + chunk] @ B.T  # [chunk, V]
+            thr = best_vals.min()
+            rmax = s.max(dim=1).values
+            rows = torch.nonzero(rmax > thr).flatten()
+            if rows.numel() == 0:
+                continue
+            v, i = torch.topk(s[rows], min(k, V), dim=1)
+            flat = (rows[:, None] + r0) * V + i
+            cand_v = torch.cat([best_vals, v.flatten()])
+            cand_i = torch.cat([best_idx, flat.flatten()])
+            top = torch.topk(cand_v, k)
+            best_vals, best_idx = top.values, cand_i[top.indices]
+        return best_vals, best_idx // V, best_idx % V
+
+
+def bench_model(folder, seqs, lens_seqs, runs, wov):
+    out = {}
+    rss0 = current_rss_mib()
+    t0 = time.perf_counter()
+    cfg, t = load_model(folder)
+    out["first_open_ms"] = (time.perf_counter() - t0) * 1e3
+    out["rss_after_open_mib"] = current_rss_mib() - rss0
+    out["open"] = time_it(runs, lambda: load_model(folder))
+    print(f"\n{folder}\n  open {out['open']['median_ms']:.1f} ms", flush=True)
+    m = HookedGPT2(cfg, t)
+    V = cfg["vocab_size"]
+    full, logits_only, lens = {}, {}, {}
+    for S in seqs:
+        if S > cfg["n_positions"]:
+            continue
+        tokens = torch.from_numpy(np.random.default_rng(S).integers(0, V, S))
+        state = {}
+
+        def run_full():
+            state.pop("cache", None)  # free the previous cache first
+            c = {}
+            c["logits"] = m.forward(tokens, cache=c)
+            state["cache"] = c
+
+        full[str(S)] = time_it(runs, run_full)
+        logits_only[str(S)] = time_it(runs, lambda: m.forward(tokens, last_only=True))
+        print(f"  S={S}: full cache {full[str(S)]['median_ms']:.1f} ms, logits only {logits_only[str(S)]['median_ms']:.1f} ms",
+              flush=True)
+        if S in lens_seqs:
+            lens[str(S)] = time_it(runs, lambda: m.lens(state["cache"]))
+            print(f"  S={S}: logit lens {lens[str(S)]['median_ms']:.1f} ms", flush=True)
+        state.clear()
+    out["forward_full_cache"] = full
+    out["forward_logits_only"] = logits_only
+    out["logit_lens"] = lens
+    if wov:
+        layer = cfg["n_layer"] // 2
+        res = {}
+        r = time_it(max(1, runs // 2), lambda: res.__setitem__("top", m.wov_top(layer, 0)))
+        vals, rows, cols = res["top"]
+        r.update({"layer": layer, "best_score": float(vals[0]), "score_100": float(vals[-1]), "runs": max(1, runs // 2)})
+        out["wov_top100"] = r
+        print(f"  W_OV top-100 L{layer}H0 {r['median_ms']:.1f} ms, best {int(rows[0])} -> {int(cols[0])} ({float(vals[0]):.6g})",
+              flush=True)
+    out["peak_rss_mib_process"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", action="append", required=True, help="model folder (repeatable)")
+    ap.add_argument("--seq", default="20,128,512,1024")
+    ap.add_argument("--lens-seq", default="20,128,512,1024")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--no-wov", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    seqs = [int(s) for s in a.seq.split(",") if s]
+    lens_seqs = [int(s) for s in a.lens_seq.split(",") if s]
+    root = {"tool": "torch_reference", "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "env": {k: os.environ.get(k, "") for k in ("OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "GLIBC_TUNABLES",
+                                                        "OPENBLAS_NUM_THREADS")},
+            "runs": a.runs, "models": {}}
+    for folder in a.model:
+        root["models"][os.path.basename(os.path.normpath(folder))] = bench_model(folder, seqs, lens_seqs, a.runs,
+                                                                                   not a.no_wov)
+    text = json.dumps(root, indent=1)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text)
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
