@@ -9,7 +9,8 @@ namespace attnscope {
 bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
-        for (const char* flag : {"--export", "--dump-json", "-export", "-dump-json", "--help", "-h", "--version"})
+        for (const char* flag : {"--export", "--dump-json", "--dump-steps", "-export", "-dump-json", "-dump-steps",
+                                 "--help", "-h", "--version"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -25,7 +26,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     QCommandLineParser p;
     p.setApplicationDescription(QStringLiteral(
         "AttnScope: see what a transformer computes, head by head.\n"
-        "Without --export or --dump-json, opens the window (on PATH, or the bundled demo model)."));
+        "Without --export, --dump-json or --dump-steps, opens the window (on PATH, or the bundled demo model)."));
     const QCommandLineOption help = p.addHelpOption();
     const QCommandLineOption version = p.addVersionOption();
     const QCommandLineOption model({"m", "model"}, "Model folder (Hugging Face layout) or .safetensors file.", "PATH");
@@ -39,8 +40,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption height("height", "Image height in pixels before --scale (default 900).", "H", "900");
     const QCommandLineOption scale("scale", "Pixel scale factor for PNG (default 1).", "S", "1");
     const QCommandLineOption dumpJson("dump-json", "Write tokens, top next tokens, last logits (and the pattern of --layer/--head) as JSON.", "FILE");
+    const QCommandLineOption dumpSteps("dump-steps", "Write the attention steps of --layer/--head (embed … resid_mid) as JSON.", "FILE");
     const QCommandLineOption force("force", "Overwrite existing output files.");
-    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force});
+    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, dumpSteps, force});
     p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
 
     if (!p.parse(args)) {
@@ -93,14 +95,19 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     c.exportDir = p.value(exportDir);
     c.dumpJson = p.value(dumpJson);
+    c.dumpSteps = p.value(dumpSteps);
     c.force = p.isSet(force);
     if ((c.layer >= 0) != (c.head >= 0)) {
         *error = QStringLiteral("--layer and --head go together");
         return false;
     }
+    if (!c.dumpSteps.isEmpty() && c.layer < 0) {
+        *error = QStringLiteral("--dump-steps needs --layer L and --head H");
+        return false;
+    }
     if (c.isHeadless()) {
         if (!p.isSet(prompt)) {
-            *error = QStringLiteral("--prompt TEXT is required with --export / --dump-json");
+            *error = QStringLiteral("--prompt TEXT is required with --export / --dump-json / --dump-steps");
             return false;
         }
     }

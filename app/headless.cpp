@@ -1,6 +1,7 @@
 #include "app/headless.h"
 
 #include "app/json_dump.h"
+#include "model/analysis/steps_json.h"
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
@@ -35,7 +36,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         const std::vector<int> ids = tokenizePrompt(model->tokenizer(), cmd.prompt, cmd.prependBos);
         ForwardOptions opt;
         opt.allLogits = false;        // the dump needs the last position only
-        opt.cacheHeadResults = false; // no view here reads per-head results
+        opt.cacheHeadResults = !cmd.dumpSteps.isEmpty(); // only the steps read per-head results
         const ActivationCache cache = runForward(*model, ids, opt);
         const QStringList labels = tokenLabels(model->tokenizer(), cache.tokens);
 
@@ -45,6 +46,14 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (!writeJsonFile(promptDump(*model, cache, cmd.layer, cmd.head), cmd.dumpJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
+        }
+        if (!cmd.dumpSteps.isEmpty()) {
+            if (QString e = refuseOverwrite(cmd.dumpSteps, cmd.force); !e.isEmpty()) throw InputError(e);
+            QString error;
+            const auto steps = attentionSteps(*model, cache, cmd.layer, cmd.head);
+            if (!writeJsonFile(attentionStepsToJson(steps, cmd.layer, cmd.head), cmd.dumpSteps, &error))
+                throw InputError(error);
+            out << "wrote " << cmd.dumpSteps << "\n";
         }
         if (!cmd.exportDir.isEmpty()) {
             if (!QDir().mkpath(cmd.exportDir))
