@@ -140,8 +140,9 @@ void AttentionSandboxPanel::buildWorksheet() {
     big.setPointSizeF(big.pointSizeF() * 1.15);
     intro_->setFont(big);
     grid->addWidget(intro_, 0, 0, 1, 4);
-    // [given] X W_Q W_K W_V / [projections] Q K V / [attention] scores scaled A Z
-    const QList<QStringList> rows{{"X", "W_Q", "W_K", "W_V"}, {"Q", "K", "V"}, {"scores", "scaled", "A", "Z"}};
+    // [given] X W_Q W_K W_V / [projections] Q K V / scores scaled / A Z: narrow enough for one screen
+    // even with the hand-arithmetic tables next to scaled, A and Z.
+    const QList<QStringList> rows{{"X", "W_Q", "W_K", "W_V"}, {"Q", "K", "V"}, {"scores", "scaled"}, {"A", "Z"}};
     for (int r = 0; r < rows.size(); ++r)
         for (int c = 0; c < rows[r].size(); ++c) {
             const QString name = rows[r][c];

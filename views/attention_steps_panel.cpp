@@ -82,13 +82,15 @@ AttentionStepsPanel::AttentionStepsPanel(QWidget* parent) : AnalysisPanel(parent
     table_->setModel(tableModel_);
     table_->horizontalHeader()->setDefaultSectionSize(64);
     table_->verticalHeader()->setDefaultSectionSize(22);
+    // [heatmap over comparison heatmap (additive step only)] | table
+    auto* maps = new QSplitter(Qt::Vertical);
+    maps->addWidget(heatmap_);
+    maps->addWidget(compare_);
     auto* split = new QSplitter(Qt::Horizontal);
-    split->addWidget(heatmap_);
-    split->addWidget(compare_);
+    split->addWidget(maps);
     split->addWidget(table_);
     split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 3);
-    split->setStretchFactor(2, 2);
+    split->setStretchFactor(1, 2);
 
     auto* head = new QHBoxLayout;
     head->addWidget(name_, 1);
