@@ -9,7 +9,8 @@ namespace attnscope {
 bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
-        for (const char* flag : {"--export", "--dump-json", "--dla", "--position", "-export", "-dump-json", "--help", "-h", "--version"})
+        for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "-export",
+                                 "-dump-json", "-dump-steps", "--help", "-h", "--version"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -25,7 +26,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     QCommandLineParser p;
     p.setApplicationDescription(QStringLiteral(
         "AttnScope: see what a transformer computes, head by head.\n"
-        "Without --export or --dump-json, opens the window (on PATH, or the bundled demo model)."));
+        "Without --export, --dump-json or --dump-steps, opens the window (on PATH, or the bundled demo model)."));
     const QCommandLineOption help = p.addHelpOption();
     const QCommandLineOption version = p.addVersionOption();
     const QCommandLineOption model({"m", "model"}, "Model folder (Hugging Face layout) or .safetensors file.", "PATH");
@@ -39,12 +40,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption height("height", "Image height in pixels before --scale (default 900).", "H", "900");
     const QCommandLineOption scale("scale", "Pixel scale factor for PNG (default 1).", "S", "1");
     const QCommandLineOption dumpJson("dump-json", "Write tokens, top next tokens, last logits (and the pattern of --layer/--head) as JSON.", "FILE");
+    const QCommandLineOption dumpSteps("dump-steps", "Write the attention steps of --layer/--head (embed … resid_mid) as JSON.", "FILE");
     const QCommandLineOption force("force", "Overwrite existing output files.");
     const QCommandLineOption dla("dla", "Add the direct logit attribution of every head/MLP to the logit of TOKEN "
                                         "(or the difference TOKEN - TOKEN2) to --dump-json. TOKEN is the exact text "
                                         "of one token, e.g. \" Mary\".", "TOKEN[,TOKEN2]");
     const QCommandLineOption position("position", "Position for --dla (0-based; default the last).", "P");
-    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force, dla,
+    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, dumpSteps, force, dla,
                   position});
     p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
 
@@ -98,6 +100,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     c.exportDir = p.value(exportDir);
     c.dumpJson = p.value(dumpJson);
+    c.dumpSteps = p.value(dumpSteps);
     c.force = p.isSet(force);
     c.dla = p.value(dla);
     if (p.isSet(dla) && c.dla.isEmpty()) {
@@ -116,9 +119,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--layer and --head go together");
         return false;
     }
+    if (!c.dumpSteps.isEmpty() && c.layer < 0) {
+        *error = QStringLiteral("--dump-steps needs --layer L and --head H");
+        return false;
+    }
     if (c.isHeadless()) {
         if (!p.isSet(prompt)) {
-            *error = QStringLiteral("--prompt TEXT is required with --export / --dump-json");
+            *error = QStringLiteral("--prompt TEXT is required with --export / --dump-json / --dump-steps");
             return false;
         }
     }

@@ -5,6 +5,7 @@
 //             --export DIR [--format png|svg|pdf] [--width W --height H --scale S] [--force]
 //   attnscope --model PATH --prompt TEXT [--no-bos] --dump-json FILE [--layer L --head H] [--force]
 //             [--dla TOKEN[,TOKEN2] [--position P]]
+//   attnscope --model PATH --prompt TEXT [--no-bos] --layer L --head H --dump-steps FILE [--force]
 
 #include <QSize>
 #include <QString>
@@ -22,12 +23,13 @@ struct CommandLine {
     QSize size{1000, 900};  ///< PNG pixel size before --scale
     double scale = 1.0;
     QString dumpJson;
+    QString dumpSteps;      ///< --dump-steps: attention steps of --layer/--head as JSON
     bool force = false;     ///< overwrite existing output files
     QString dla;            ///< --dla TOKEN[,TOKEN2]: add direct logit attribution to the JSON dump
     int position = -1;      ///< --position P for --dla; -1 = the last position
 
     /// True when the invocation asks for headless work (no window is opened).
-    bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty(); }
+    bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty(); }
 };
 
 /// Parses argv (args[0] = program). Returns false with a usage error in *error; sets *helpText

@@ -3,6 +3,7 @@
 #include "app/json_dump.h"
 #include "model/analysis/direct_logit_attribution.h"
 #include "model/analysis/target_token.h"
+#include "model/analysis/steps_json.h"
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
@@ -39,7 +40,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         if (!cmd.dla.isEmpty()) dlaTokens = parseTokenPair(model->tokenizer(), cmd.dla);
         ForwardOptions opt;
         opt.allLogits = !cmd.dla.isEmpty(); // --dla reads the logits of --position; the dump only the last
-        opt.cacheHeadResults = false;       // no view here reads per-head results (DLA recomputes them)
+        opt.cacheHeadResults = !cmd.dumpSteps.isEmpty(); // only the steps read per-head results (DLA recomputes them)
         const ActivationCache cache = runForward(*model, ids, opt);
         if (cmd.position >= cache.nPositions())
             throw InputError(QStringLiteral("--position %1 is out of range: the prompt has %2 tokens (0..%3)")
@@ -56,6 +57,14 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (!writeJsonFile(dump, cmd.dumpJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
+        }
+        if (!cmd.dumpSteps.isEmpty()) {
+            if (QString e = refuseOverwrite(cmd.dumpSteps, cmd.force); !e.isEmpty()) throw InputError(e);
+            QString error;
+            const auto steps = attentionSteps(*model, cache, cmd.layer, cmd.head);
+            if (!writeJsonFile(attentionStepsToJson(steps, cmd.layer, cmd.head), cmd.dumpSteps, &error))
+                throw InputError(error);
+            out << "wrote " << cmd.dumpSteps << "\n";
         }
         if (!cmd.exportDir.isEmpty()) {
             if (!QDir().mkpath(cmd.exportDir))

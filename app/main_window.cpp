@@ -2,6 +2,8 @@
 
 #include "model/analysis/top_tokens.h"
 #include "views/analysis_panel.h"
+#include "views/attention_sandbox_panel.h"
+#include "views/attention_steps_panel.h"
 #include "views/attention_heatmap.h"
 #include "views/figure_export.h"
 #include "views/head_grid.h"
@@ -61,6 +63,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                 headGrid_->setHeadScores(scores, name); // detector overlay on the attention tab's grid
         });
     }
+    addPanel(new AttentionStepsPanel);
+    addPanel(new AttentionSandboxPanel);
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);

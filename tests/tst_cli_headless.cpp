@@ -45,6 +45,7 @@ private slots:
     void exportsOneHeadAsSvgAndPdf();
     void reportsErrors();
     void refusesToOverwriteWithoutForce();
+    void dumpStepsMatchesDumpJson();
 };
 
 void TestCliHeadless::dumpJsonMatchesReference() {
@@ -164,6 +165,50 @@ void TestCliHeadless::refusesToOverwriteWithoutForce() {
     r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "x", "--dump-json", out, "--force"});
     QCOMPARE(r.exitCode, 0);
     QVERIFY(readJsonObject(out).contains("logits_last"));
+}
+
+// --dump-steps: steps in the documented order, shapes with S = 18, masked cells as null, and the
+// pattern step equal to --dump-json's attention pattern (and so to the picoGPT reference).
+void TestCliHeadless::dumpStepsMatchesDumpJson() {
+    QTemporaryDir dir;
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    const QString steps = dir.filePath("steps.json"), dump = dir.filePath("dump.json");
+    const QStringList common{"--model", testdata("tiny-gpt2"), "--prompt", ref["prompt"].toString(), "--layer", "1",
+                             "--head", "3"};
+    Run r = runExe(common + QStringList{"--dump-steps", steps});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains("wrote " + steps));
+    r = runExe(common + QStringList{"--dump-json", dump});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject s = readJsonObject(steps);
+    QCOMPARE(s["layer"].toInt(), 1);
+    QCOMPARE(s["head"].toInt(), 3);
+    const QJsonArray list = s["steps"].toArray();
+    QStringList names;
+    for (const QJsonValue& v : list) names << v.toObject()["name"].toString();
+    QCOMPARE(names, (QStringList{"embed", "pos_embed", "resid_pre", "ln1", "q", "k", "v", "scores", "scaled", "masked",
+                                 "pattern", "z", "concat", "attn_out", "head_result_0", "head_result_1",
+                                 "head_result_2", "head_result_3", "attn_out_additive", "resid_mid"}));
+    const QJsonObject q = list[4].toObject();
+    QCOMPARE(q["shape"].toArray(), (QJsonArray{18, 16}));
+    QCOMPARE(q["values"].toArray().size(), 18);
+    QCOMPARE(q["values"].toArray()[0].toArray().size(), 16);
+    const QJsonArray masked = list[9].toObject()["values"].toArray();
+    QVERIFY(masked[0].toArray()[1].isNull());
+    QVERIFY(masked[1].toArray()[0].isDouble());
+    const Matrix pattern = matrixFromJson(list[10].toObject()["values"].toArray());
+    const Matrix fromDump = matrixFromJson(readJsonObject(dump)["attention"].toObject()["pattern"].toArray());
+    QCOMPARE(pattern.rows(), Eigen::Index(18));
+    QVERIFY2(maxAbsDiff(pattern, fromDump) <= 1e-6, qPrintable(QString::number(maxAbsDiff(pattern, fromDump))));
+    const QJsonObject f32 = ref["variants"].toObject()["float32"].toObject();
+    QVERIFY(maxAbsDiff(pattern, matrixFromJson(f32["attention_layer1_head3"].toArray())) <= 1e-5);
+    // refuses to overwrite, and --layer/--head are required
+    r = runExe(common + QStringList{"--dump-steps", steps});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains(steps + ": already exists (use --force to overwrite)"), qPrintable(r.err));
+    r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "hi", "--dump-steps", dir.filePath("x.json")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains("--dump-steps needs --layer L and --head H"), qPrintable(r.err));
 }
 
 QTEST_GUILESS_MAIN(TestCliHeadless)

@@ -91,8 +91,8 @@ void MatrixHeatmap::setFigure(const MatrixFigure& figure) {
     y->setLabel(figure.rowTitle);
     d_->xTicker->setTokens(axisLabels(figure.colLabels, cols));
     d_->yTicker->setTokens(axisLabels(figure.rowLabels, rows));
-    // Short index labels read better horizontally; they still fit the thinning's one-line spacing.
-    x->setTickLabelRotation(figure.colLabels.isEmpty() && cols <= 100 ? 0 : -90);
+    // A few short index labels read better horizontally (the thinning spaces labels by one line height).
+    x->setTickLabelRotation(figure.colLabels.isEmpty() && cols <= 20 ? 0 : -90);
 
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (int r = 0; r < rows; ++r)

@@ -1,0 +1,91 @@
+#include "views/block_diagram.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+
+namespace attnscope {
+namespace {
+
+constexpr double kArrow = 14; // horizontal gap between boxes, holding the arrow
+constexpr double kMargin = 4;
+
+} // namespace
+
+BlockDiagram::BlockDiagram(QWidget* parent) : QWidget(parent) {
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    setToolTip(tr("One attention block; the current step is highlighted. Click a box to jump to it."));
+}
+
+QStringList BlockDiagram::boxLabels() {
+    return {QStringLiteral("embed"),   QStringLiteral("+ pos"),   QStringLiteral("ln_1"),
+            QStringLiteral("Q/K/V"),   QStringLiteral("scores"),  QStringLiteral("scale"),
+            QStringLiteral("mask"),    QStringLiteral("softmax"), QStringLiteral("· V"),
+            QStringLiteral("concat"),  QStringLiteral("W_O"),     QStringLiteral("+ resid")};
+}
+
+int BlockDiagram::boxForStep(const QString& name) {
+    static const QStringList order{"embed", "pos_embed", "ln1", "qkv", "scores", "scaled",
+                                   "masked", "pattern", "z", "concat", "attn_out", "resid_mid"};
+    if (name == QLatin1String("resid_pre")) return 1;
+    if (name == QLatin1String("q") || name == QLatin1String("k") || name == QLatin1String("v")) return 3;
+    if (name.startsWith(QLatin1String("head_result_")) || name == QLatin1String("attn_out_additive")) return 10;
+    return int(order.indexOf(name));
+}
+
+void BlockDiagram::setCurrentBox(int index) {
+    if (index == current_) return;
+    current_ = index;
+    update();
+}
+
+QRectF BlockDiagram::boxRect(int index) const {
+    const int n = int(boxLabels().size());
+    const double w = (width() - 2 * kMargin - (n - 1) * kArrow) / n;
+    return QRectF(kMargin + index * (w + kArrow), kMargin, w, height() - 2 * kMargin);
+}
+
+QSize BlockDiagram::sizeHint() const { return {900, fontMetrics().height() * 2 + 16}; }
+
+QSize BlockDiagram::minimumSizeHint() const { return {600, fontMetrics().height() * 2 + 16}; }
+
+void BlockDiagram::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    const QStringList labels = boxLabels();
+    const QColor accent = palette().color(QPalette::Highlight);
+    for (int i = 0; i < labels.size(); ++i) {
+        const QRectF r = boxRect(i);
+        const bool on = i == current_;
+        p.setPen(QPen(on ? accent.darker(130) : palette().color(QPalette::Mid), on ? 2 : 1));
+        p.setBrush(on ? accent : palette().color(QPalette::Base));
+        p.drawRoundedRect(r, 5, 5);
+        QFont f = font();
+        f.setBold(on);
+        p.setFont(f);
+        p.setPen(on ? palette().color(QPalette::HighlightedText) : palette().color(QPalette::Text));
+        p.drawText(r, Qt::AlignCenter | Qt::TextWordWrap, labels[i]);
+        if (i + 1 < labels.size()) { // arrow to the next box
+            const double y = r.center().y(), x0 = r.right() + 2, x1 = r.right() + kArrow - 2;
+            p.setPen(QPen(palette().color(QPalette::Text), 1.2));
+            p.drawLine(QPointF(x0, y), QPointF(x1, y));
+            QPainterPath head;
+            head.moveTo(x1, y);
+            head.lineTo(x1 - 4, y - 3);
+            head.lineTo(x1 - 4, y + 3);
+            head.closeSubpath();
+            p.fillPath(head, palette().color(QPalette::Text));
+        }
+    }
+}
+
+void BlockDiagram::mousePressEvent(QMouseEvent* event) {
+    for (int i = 0; i < boxLabels().size(); ++i)
+        if (boxRect(i).contains(event->position())) {
+            emit boxClicked(i);
+            return;
+        }
+    QWidget::mousePressEvent(event);
+}
+
+} // namespace attnscope

@@ -1,0 +1,42 @@
+#pragma once
+// A small diagram of one attention block, drawn with QPainter as a chain of boxes
+//   embed → +pos → ln_1 → Q/K/V → scores → scale → mask → softmax → ·V → concat → W_O → + resid
+// with the box of the current step filled. Clicking a box emits boxClicked (jump to that step).
+
+#include <QStringList>
+#include <QWidget>
+
+namespace attnscope {
+
+class BlockDiagram : public QWidget {
+    Q_OBJECT
+public:
+    explicit BlockDiagram(QWidget* parent = nullptr);
+
+    /// The box captions, left to right.
+    static QStringList boxLabels();
+    /// The box an attentionSteps() step belongs to ("q" → "Q/K/V", "head_result_2" → "W_O", …);
+    /// -1 for an unknown name.
+    static int boxForStep(const QString& stepName);
+
+    /// Highlights box `index` (-1 = none).
+    void setCurrentBox(int index);
+    int currentBox() const { return current_; }
+    /// Rectangle of box `index` in widget coordinates (for tests and hit testing).
+    QRectF boxRect(int index) const;
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+signals:
+    void boxClicked(int index);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+
+private:
+    int current_ = -1;
+};
+
+} // namespace attnscope
