@@ -9,7 +9,7 @@ namespace attnscope {
 bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
-        for (const char* flag : {"--export", "--dump-json", "-export", "-dump-json", "--help", "-h", "--version"})
+        for (const char* flag : {"--export", "--dump-json", "-export", "-dump-json", "--project", "--help", "-h", "--version"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -40,7 +40,14 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption scale("scale", "Pixel scale factor for PNG (default 1).", "S", "1");
     const QCommandLineOption dumpJson("dump-json", "Write tokens, top next tokens, last logits (and the pattern of --layer/--head) as JSON.", "FILE");
     const QCommandLineOption force("force", "Overwrite existing output files.");
-    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force});
+    const QCommandLineOption project("project",
+        "With --dump-json and no prompt: project a parameter into embedding space (Dar et al. 2022): ov or qk of "
+        "--layer/--head (top token pairs), ffkey or ffvalue of --layer/--neuron (top and bottom tokens).", "KIND");
+    const QCommandLineOption neuron("neuron", "FF neuron (0-based) for --project ffkey/ffvalue.", "N");
+    const QCommandLineOption top("top", "Entries per projection / tokens per logit-lens cell (default 10).", "K", "10");
+    const QCommandLineOption logitLens("logit-lens", "Add the logit lens (top --top tokens per layer boundary and position) to --dump-json.");
+    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, force,
+                  project, neuron, top, logitLens});
     p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
 
     if (!p.parse(args)) {
@@ -77,7 +84,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     };
     int w = 1000, h = 900;
     if (!parseInt(layer, &c.layer, 0) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
-        !parseInt(height, &h, 16))
+        !parseInt(height, &h, 16) || !parseInt(neuron, &c.neuron, 0) || !parseInt(top, &c.top, 1))
         return false;
     c.size = QSize(w, h);
     bool ok = false;
@@ -94,6 +101,34 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.exportDir = p.value(exportDir);
     c.dumpJson = p.value(dumpJson);
     c.force = p.isSet(force);
+    c.project = p.value(project).toLower();
+    c.logitLens = p.isSet(logitLens);
+    if (p.isSet(project)) {
+        const bool pairs = c.project == QLatin1String("ov") || c.project == QLatin1String("qk");
+        if (!pairs && c.project != QLatin1String("ffkey") && c.project != QLatin1String("ffvalue")) {
+            *error = QStringLiteral("--project must be ov, qk, ffkey or ffvalue, got '%1'").arg(p.value(project));
+            return false;
+        }
+        if (c.dumpJson.isEmpty() || !c.exportDir.isEmpty() || p.isSet(prompt) || c.logitLens) {
+            *error = QStringLiteral("--project needs --dump-json FILE and takes no --prompt, --export or --logit-lens");
+            return false;
+        }
+        if (c.layer < 0 || (pairs ? (c.head < 0 || c.neuron >= 0) : (c.neuron < 0 || c.head >= 0))) {
+            *error = pairs ? QStringLiteral("--project %1 needs --layer L and --head H").arg(c.project)
+                           : QStringLiteral("--project %1 needs --layer L and --neuron N").arg(c.project);
+            return false;
+        }
+        *out = c;
+        return true;
+    }
+    if (c.neuron >= 0) {
+        *error = QStringLiteral("--neuron goes with --project ffkey/ffvalue");
+        return false;
+    }
+    if (c.logitLens && c.dumpJson.isEmpty()) {
+        *error = QStringLiteral("--logit-lens needs --dump-json FILE");
+        return false;
+    }
     if ((c.layer >= 0) != (c.head >= 0)) {
         *error = QStringLiteral("--layer and --head go together");
         return false;
