@@ -176,7 +176,7 @@ void TestCliProjection::reportsErrors() {
     QVERIFY2(r.err.contains("takes no --prompt"), qPrintable(r.err));
     r = runExe({"--model", testdata("tiny-gpt2"), "--project", "ov", "--layer", "5", "--head", "0", "--dump-json", out});
     QCOMPARE(r.exitCode, 1);
-    QVERIFY2(r.err.contains("layer") && r.err.contains("5"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("Layer 5 is outside [0, 2)"), qPrintable(r.err));
     r = runExe({"--model", testdata("tiny-gpt2"), "--project", "ffkey", "--layer", "0", "--neuron", "256", "--dump-json", out});
     QCOMPARE(r.exitCode, 1);
     QVERIFY2(r.err.contains("256"), qPrintable(r.err));

@@ -240,7 +240,7 @@ void ProjectionsPanel::recompute(bool force) {
         const QString what = k == Kind::OV ? tr("OV circuit E·W_OV·Eᵀ of head L%1H%2: source → output token")
                                            : tr("QK circuit E·W_QK·Eᵀ of head L%1H%2: query → key token");
         caption_->setText(what.arg(layer).arg(index) +
-                          tr(" (top %1 of %2² pairs)").arg(topK).arg(model_->config().d_vocab));
+                          tr(" (top %1 of %2 × %2 pairs)").arg(topK).arg(model_->config().d_vocab));
         if (isCached(k, layer, index)) {
             task_.cancel();
             PairProjection p = *pairCache_.value(cacheKey(k, layer, index));
@@ -320,7 +320,7 @@ void ProjectionsPanel::reverseSearchFor(int tokenId) {
             revHeads_->setRowCount(int(r.heads.size()));
             for (int i = 0; i < int(r.heads.size()); ++i) {
                 const HeadForToken& h = r.heads[size_t(i)];
-                revHeads_->setItem(i, 0, scoreCell(i + 1, 0));
+                revHeads_->setItem(i, 0, rankCell(i + 1));
                 auto* name = new QTableWidgetItem(QStringLiteral("L%1H%2").arg(h.layer).arg(h.head));
                 name->setData(Qt::UserRole, h.layer);
                 name->setData(Qt::UserRole + 1, h.head);
@@ -331,7 +331,7 @@ void ProjectionsPanel::reverseSearchFor(int tokenId) {
             revNeurons_->setRowCount(int(r.neurons.size()));
             for (int i = 0; i < int(r.neurons.size()); ++i) {
                 const NeuronForToken& n = r.neurons[size_t(i)];
-                revNeurons_->setItem(i, 0, scoreCell(i + 1, 0));
+                revNeurons_->setItem(i, 0, rankCell(i + 1));
                 auto* name = new QTableWidgetItem(QStringLiteral("L%1N%2").arg(n.layer).arg(n.neuron));
                 name->setData(Qt::UserRole, n.layer);
                 name->setData(Qt::UserRole + 1, n.neuron);

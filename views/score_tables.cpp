@@ -27,27 +27,25 @@ QTableWidgetItem* tokenCell(const Tokenizer& tokenizer, int id) {
     return item;
 }
 
-QTableWidgetItem* scoreCell(double value, int precision) {
-    auto* item = new QTableWidgetItem(QString::number(value, 'f', precision));
+QTableWidgetItem* scoreCell(double value) {
+    auto* item = new QTableWidgetItem(QString::number(value, 'g', 5));
     item->setData(Qt::UserRole, value);
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
     return item;
 }
 
-namespace {
-QTableWidgetItem* rankItem(int rank) {
+QTableWidgetItem* rankCell(int rank) {
     auto* item = new QTableWidgetItem(QString::number(rank));
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
     return item;
 }
-} // namespace
 
 void fillTokenTable(QTableWidget* table, const std::vector<ScoredToken>& tokens, const Tokenizer& tokenizer) {
     table->setRowCount(int(tokens.size()));
     for (int r = 0; r < int(tokens.size()); ++r) {
-        table->setItem(r, 0, rankItem(r + 1));
+        table->setItem(r, 0, rankCell(r + 1));
         table->setItem(r, 1, tokenCell(tokenizer, tokens[size_t(r)].id));
         table->setItem(r, 2, scoreCell(tokens[size_t(r)].score));
     }
@@ -56,7 +54,7 @@ void fillTokenTable(QTableWidget* table, const std::vector<ScoredToken>& tokens,
 void fillPairTable(QTableWidget* table, const std::vector<ScoredPair>& pairs, const Tokenizer& tokenizer) {
     table->setRowCount(int(pairs.size()));
     for (int r = 0; r < int(pairs.size()); ++r) {
-        table->setItem(r, 0, rankItem(r + 1));
+        table->setItem(r, 0, rankCell(r + 1));
         table->setItem(r, 1, tokenCell(tokenizer, pairs[size_t(r)].row));
         table->setItem(r, 2, tokenCell(tokenizer, pairs[size_t(r)].col));
         table->setItem(r, 3, scoreCell(pairs[size_t(r)].score));

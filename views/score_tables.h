@@ -26,7 +26,9 @@ void fillPairTable(QTableWidget* table, const std::vector<ScoredPair>& pairs, co
 
 /// A read-only token cell: display string, the id in Qt::UserRole and the tooltip.
 QTableWidgetItem* tokenCell(const Tokenizer& tokenizer, int id);
-/// A read-only right-aligned number cell (the value also in Qt::UserRole).
-QTableWidgetItem* scoreCell(double value, int precision = 4);
+/// A read-only right-aligned number cell, 5 significant digits (the value also in Qt::UserRole).
+QTableWidgetItem* scoreCell(double value);
+/// A read-only right-aligned 1-based rank cell.
+QTableWidgetItem* rankCell(int rank);
 
 } // namespace attnscope

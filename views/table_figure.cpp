@@ -30,11 +30,14 @@ QFont figureFont() {
 /// Widths of the label column and of each data column.
 std::vector<int> columnWidths(const TableFigure& fig) {
     const QFontMetrics fm(figureFont());
+    QFont boldFont = figureFont();
+    boldFont.setBold(true);
+    const QFontMetrics bold(boldFont); // header cells are bold
     std::vector<int> w(size_t(fig.colLabels.size()) + 1, 40);
-    w[0] = std::max(w[0], fm.horizontalAdvance(fig.corner) + 2 * kPad);
+    w[0] = std::max(w[0], bold.horizontalAdvance(fig.corner) + 2 * kPad);
     for (const QString& r : fig.rowLabels) w[0] = std::max(w[0], fm.horizontalAdvance(r) + 2 * kPad);
     for (int c = 0; c < fig.colLabels.size(); ++c) {
-        int m = fm.horizontalAdvance(fig.colLabels[c]);
+        int m = bold.horizontalAdvance(fig.colLabels[c]);
         for (const QStringList& row : fig.text) m = std::max(m, fm.horizontalAdvance(row.value(c)));
         w[size_t(c) + 1] = std::min(std::max(w[size_t(c) + 1], m + 2 * kPad), 260);
     }
@@ -108,7 +111,7 @@ TableFigure tableFigureFrom(const QTableWidget& table, const QString& title) {
     }
     for (int r = 0; r < table.rowCount(); ++r) {
         const QTableWidgetItem* h = table.verticalHeaderItem(r);
-        fig.rowLabels << (table.verticalHeader()->isVisible() ? (h ? h->text() : QString::number(r + 1)) : QString());
+        fig.rowLabels << (!table.verticalHeader()->isHidden() ? (h ? h->text() : QString::number(r + 1)) : QString());
         QStringList text;
         std::vector<QColor> fill;
         for (int c = 0; c < table.columnCount(); ++c) {
@@ -175,7 +178,7 @@ bool exportTableFigure(const TableFigure& fig, const QString& path, ImageFormat 
 
 bool exportTableCsv(const QTableWidget& table, const QString& path, QString* error) {
     const TableFigure fig = tableFigureFrom(table, {});
-    const bool rowLabels = table.verticalHeader()->isVisible();
+    const bool rowLabels = !table.verticalHeader()->isHidden();
     QStringList header;
     if (rowLabels) header << QString();
     header << fig.colLabels;
