@@ -325,7 +325,10 @@ QString LogitLensPanel::exportFigure(const QString& path, bool rankings) const {
     if (!fmt) return tr("%1: unknown image format (use .png, .svg or .pdf)").arg(path);
     QString title = model_ ? model_->info().name + QStringLiteral(" — ") : QString();
     title += rankings && target_ >= 0 ? tr("rank of %1 per layer (logit lens)").arg(model_->tokenizer().displayToken(target_))
-                                      : tr("logit lens: top token per layer");
+                                      : colouring_ == Colouring::TargetRank && target_ >= 0
+                                          ? tr("logit lens: top token per layer (colour: rank of %1)")
+                                                .arg(model_->tokenizer().displayToken(target_))
+                                          : tr("logit lens: top token per layer (colour: its probability)");
     TableFigure fig = tableFigureFrom(rankings ? *rankings_ : *table_, title);
     fig.corner = tr("boundary \\ token");
     QString error;
