@@ -9,8 +9,8 @@ namespace attnscope {
 bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
-        for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "-export",
-                                 "-dump-json", "-dump-steps", "--help", "-h", "--version"})
+        for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project",
+                                 "-export", "-dump-json", "-dump-steps", "--help", "-h", "--version"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -46,8 +46,14 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                         "(or the difference TOKEN - TOKEN2) to --dump-json. TOKEN is the exact text "
                                         "of one token, e.g. \" Mary\".", "TOKEN[,TOKEN2]");
     const QCommandLineOption position("position", "Position for --dla (0-based; default the last).", "P");
-    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, dumpSteps, force, dla,
-                  position});
+    const QCommandLineOption project("project",
+        "With --dump-json and no prompt: project a parameter into embedding space (Dar et al. 2022): ov or qk of "
+        "--layer/--head (top token pairs), ffkey or ffvalue of --layer/--neuron (top and bottom tokens).", "KIND");
+    const QCommandLineOption neuron("neuron", "FF neuron (0-based) for --project ffkey/ffvalue.", "N");
+    const QCommandLineOption top("top", "Entries per projection / tokens per logit-lens cell (default 10).", "K", "10");
+    const QCommandLineOption logitLens("logit-lens", "Add the logit lens (top --top tokens per layer boundary and position) to --dump-json.");
+    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, dumpSteps,
+                  force, dla, position, project, neuron, top, logitLens});
     p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
 
     if (!p.parse(args)) {
@@ -84,7 +90,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     };
     int w = 1000, h = 900;
     if (!parseInt(layer, &c.layer, 0) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
-        !parseInt(height, &h, 16) || !parseInt(position, &c.position, 0))
+        !parseInt(height, &h, 16) || !parseInt(position, &c.position, 0) || !parseInt(neuron, &c.neuron, 0) ||
+        !parseInt(top, &c.top, 1))
         return false;
     c.size = QSize(w, h);
     bool ok = false;
@@ -113,6 +120,34 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     if (p.isSet(position) && !p.isSet(dla)) {
         *error = QStringLiteral("--position goes with --dla");
+        return false;
+    }
+    c.project = p.value(project).toLower();
+    c.logitLens = p.isSet(logitLens);
+    if (p.isSet(project)) {
+        const bool pairs = c.project == QLatin1String("ov") || c.project == QLatin1String("qk");
+        if (!pairs && c.project != QLatin1String("ffkey") && c.project != QLatin1String("ffvalue")) {
+            *error = QStringLiteral("--project must be ov, qk, ffkey or ffvalue, got '%1'").arg(p.value(project));
+            return false;
+        }
+        if (c.dumpJson.isEmpty() || !c.exportDir.isEmpty() || p.isSet(prompt) || c.logitLens) {
+            *error = QStringLiteral("--project needs --dump-json FILE and takes no --prompt, --export or --logit-lens");
+            return false;
+        }
+        if (c.layer < 0 || (pairs ? (c.head < 0 || c.neuron >= 0) : (c.neuron < 0 || c.head >= 0))) {
+            *error = pairs ? QStringLiteral("--project %1 needs --layer L and --head H").arg(c.project)
+                           : QStringLiteral("--project %1 needs --layer L and --neuron N").arg(c.project);
+            return false;
+        }
+        *out = c;
+        return true;
+    }
+    if (c.neuron >= 0) {
+        *error = QStringLiteral("--neuron goes with --project ffkey/ffvalue");
+        return false;
+    }
+    if (c.logitLens && c.dumpJson.isEmpty()) {
+        *error = QStringLiteral("--logit-lens needs --dump-json FILE");
         return false;
     }
     if ((c.layer >= 0) != (c.head >= 0)) {

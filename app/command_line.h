@@ -6,6 +6,9 @@
 //   attnscope --model PATH --prompt TEXT [--no-bos] --dump-json FILE [--layer L --head H] [--force]
 //             [--dla TOKEN[,TOKEN2] [--position P]]
 //   attnscope --model PATH --prompt TEXT [--no-bos] --layer L --head H --dump-steps FILE [--force]
+//             [--logit-lens [--top K]]
+//   attnscope --model PATH --project ov|qk|ffkey|ffvalue --layer L (--head H | --neuron N) [--top K]
+//             --dump-json FILE [--force]                  (embedding-space projection, no prompt)
 
 #include <QSize>
 #include <QString>
@@ -27,6 +30,10 @@ struct CommandLine {
     bool force = false;     ///< overwrite existing output files
     QString dla;            ///< --dla TOKEN[,TOKEN2]: add direct logit attribution to the JSON dump
     int position = -1;      ///< --position P for --dla; -1 = the last position
+    QString project;        ///< "ov", "qk", "ffkey" or "ffvalue": write a parameter projection (no prompt)
+    int neuron = -1;        ///< --neuron for ffkey/ffvalue
+    int top = 10;           ///< --top K: pairs/tokens per projection, tokens per logit-lens cell
+    bool logitLens = false; ///< --logit-lens: add "logit_lens" to the prompt dump
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty(); }

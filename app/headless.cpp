@@ -4,6 +4,7 @@
 #include "model/analysis/direct_logit_attribution.h"
 #include "model/analysis/target_token.h"
 #include "model/analysis/steps_json.h"
+#include "model/analysis/embedding_space_json.h"
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
@@ -29,6 +30,20 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     try {
         const auto model = loadModel(resolveModelPath(cmd.modelPath));
         const ModelConfig& cfg = model->config();
+        if (!cmd.project.isEmpty()) {
+            if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
+            QJsonObject json;
+            if (cmd.project == QLatin1String("ov") || cmd.project == QLatin1String("qk"))
+                json = toJson(projectPairs(*model, cmd.project == QLatin1String("ov") ? PairProjectionKind::OV : PairProjectionKind::QK,
+                                           cmd.layer, cmd.head, cmd.top));
+            else
+                json = toJson(projectNeuron(*model, cmd.project == QLatin1String("ffkey") ? NeuronVectorKind::FFKey : NeuronVectorKind::FFValue,
+                                            cmd.layer, cmd.neuron, cmd.top));
+            QString error;
+            if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
+            out << "wrote " << cmd.dumpJson << "\n";
+            return 0;
+        }
         if (cmd.layer >= cfg.n_layers)
             throw InputError(QStringLiteral("--layer %1 is out of range: the model has %2 layers (0..%3)")
                                  .arg(cmd.layer).arg(cfg.n_layers).arg(cfg.n_layers - 1));
@@ -54,6 +69,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (!cmd.dla.isEmpty())
                 dump.insert(QStringLiteral("dla"),
                             dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));
+            if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, logitLens(*model, cache, cmd.top)));
             if (!writeJsonFile(dump, cmd.dumpJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";

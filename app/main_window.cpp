@@ -1,6 +1,9 @@
 #include "app/main_window.h"
 
 #include "model/analysis/top_tokens.h"
+#include "views/logit_lens_panel.h"
+#include "views/model_compare_panel.h"
+#include "views/projections_panel.h"
 #include "views/analysis_panel.h"
 #include "views/attention_sandbox_panel.h"
 #include "views/attention_steps_panel.h"
@@ -65,6 +68,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     }
     addPanel(new AttentionStepsPanel);
     addPanel(new AttentionSandboxPanel);
+    addPanel(new LogitLensPanel);
+    addPanel(new ProjectionsPanel);
+    addPanel(new ModelComparePanel);
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);

@@ -18,23 +18,6 @@ using namespace attnscope::test;
 
 namespace {
 
-MatrixD toDouble(const MatrixView& m) { return m.cast<double>(); }
-
-/// Dense E·W·Eᵀ for head h of layer l, W = W_V^h·W_O^h (OV) or W_Q^h·W_K^hᵀ (QK); slices taken from the
-/// full weight matrices by hand (K/V head = h / (n_heads / n_kv_heads)).
-MatrixD denseScores(const Model& m, PairProjectionKind kind, int l, int h) {
-    const ModelConfig& c = m.config();
-    const int L = c.d_head, kv = h / (c.n_heads / c.n_kv_heads);
-    const LayerWeights& w = m.layer(l);
-    const MatrixD E = toDouble(m.globals().W_E.view());
-    MatrixD W;
-    if (kind == PairProjectionKind::OV)
-        W = toDouble(w.W_V.view()).middleCols(kv * L, L) * toDouble(w.W_O.view()).middleRows(h * L, L);
-    else
-        W = toDouble(w.W_Q.view()).middleCols(h * L, L) * toDouble(w.W_K.view()).middleCols(kv * L, L).transpose();
-    return E * W * E.transpose();
-}
-
 double tolFor(const MatrixD& S) { return 1e-4 * S.cwiseAbs().maxCoeff(); }
 
 /// A random GPT-2-style model with grouped-query attention (4 query heads sharing 2 K/V heads).
@@ -94,7 +77,7 @@ void TestEmbeddingProjection::pairTopKMatchesBruteForce() {
     QFETCH(int, k);
     QFETCH(int, blockRows);
     const auto kd = PairProjectionKind(kind);
-    const MatrixD S = denseScores(*tiny_, kd, layer, head);
+    const MatrixD S = denseCircuitScores(*tiny_, kd, layer, head);
     QCOMPARE(S.rows(), Eigen::Index(512));
     const PairProjection p = projectPairs(*tiny_, kd, layer, head, k, {}, blockRows);
     QCOMPARE(p.layer, layer);
@@ -113,7 +96,7 @@ void TestEmbeddingProjection::groupedQueryHeadsUseTheirKvHead() {
     const auto m = gqaModel();
     for (int h = 0; h < 4; ++h)
         for (auto kind : {PairProjectionKind::OV, PairProjectionKind::QK}) {
-            const MatrixD S = denseScores(*m, kind, 1, h);
+            const MatrixD S = denseCircuitScores(*m, kind, 1, h);
             const PairProjection p = projectPairs(*m, kind, 1, h, 25, {}, 3);
             const QString err = compareTopK(p.top, sortedCells(S), S, 25, tolFor(S));
             QVERIFY2(err.isEmpty(), qPrintable(QStringLiteral("head %1: %2").arg(h).arg(err)));
@@ -122,7 +105,7 @@ void TestEmbeddingProjection::groupedQueryHeadsUseTheirKvHead() {
 
 void TestEmbeddingProjection::rowQueryMatchesBruteForce() {
     for (auto kind : {PairProjectionKind::OV, PairProjectionKind::QK}) {
-        const MatrixD S = denseScores(*tiny_, kind, 1, 1);
+        const MatrixD S = denseCircuitScores(*tiny_, kind, 1, 1);
         for (int row : {0, 97, 511}) {
             const Eigen::VectorXd r = S.row(row).transpose();
             const auto top = projectPairsForRow(*tiny_, kind, 1, 1, row, 20);
@@ -134,12 +117,11 @@ void TestEmbeddingProjection::rowQueryMatchesBruteForce() {
 
 void TestEmbeddingProjection::neuronTopAndBottomMatchBruteForce() {
     const ModelConfig& c = tiny_->config();
-    const MatrixD E = toDouble(tiny_->globals().W_E.view());
     for (int l = 0; l < c.n_layers; ++l)
         for (int i : {0, 100, c.d_mlp - 1}) {
             // FF key i = column i of W_in, FF value i = row i of W_out
-            const Eigen::VectorXd key = E * toDouble(tiny_->layer(l).W_in.view()).col(i);
-            const Eigen::VectorXd value = E * toDouble(tiny_->layer(l).W_out.view()).row(i).transpose();
+            const Eigen::VectorXd key = denseNeuronScores(*tiny_, NeuronVectorKind::FFKey, l, i);
+            const Eigen::VectorXd value = denseNeuronScores(*tiny_, NeuronVectorKind::FFValue, l, i);
             for (auto [kind, ref] : {std::pair{NeuronVectorKind::FFKey, key}, std::pair{NeuronVectorKind::FFValue, value}}) {
                 const NeuronProjection p = projectNeuron(*tiny_, kind, l, i, 15);
                 const double tol = 1e-4 * ref.cwiseAbs().maxCoeff();
@@ -159,7 +141,7 @@ void TestEmbeddingProjection::reverseSearchMatchesBruteForce() {
     std::vector<RefCell> heads; // row = layer*n_heads + head
     for (int l = 0; l < c.n_layers; ++l)
         for (int h = 0; h < c.n_heads; ++h) {
-            const MatrixD S = denseScores(*tiny_, PairProjectionKind::OV, l, h);
+            const MatrixD S = denseCircuitScores(*tiny_, PairProjectionKind::OV, l, h);
             Eigen::Index s;
             const double best = S.col(t).maxCoeff(&s);
             heads.push_back({l * c.n_heads + h, int(s), best});

@@ -2,6 +2,7 @@
 // Brute-force references for the embedding-space tests: dense score matrices in double precision and
 // selection by full sorting (no heaps, no blocks), to check the blocked top-k code against.
 
+#include "model/analysis/embedding_projection.h"
 #include "model/analysis/topk_accumulator.h"
 #include "model/core/tensor.h"
 
@@ -19,6 +20,16 @@ struct RefCell {
     int col = 0;
     double score = 0;
 };
+
+/// A weight view in double precision.
+MatrixD toDouble(const MatrixView& m);
+
+/// Dense E·W·Eᵀ [d_vocab, d_vocab] for head h of layer l, W = W_V^h·W_O^h (OV) or W_Q^h·W_K^hᵀ (QK),
+/// slices taken from the full weight matrices by hand (K/V head = h / (n_heads / n_kv_heads)).
+MatrixD denseCircuitScores(const Model& m, PairProjectionKind kind, int l, int h);
+
+/// Dense E·k_i (column i of W_in) or E·v_i (row i of W_out) [d_vocab] for neuron i of layer l.
+Eigen::VectorXd denseNeuronScores(const Model& m, NeuronVectorKind kind, int l, int i);
 
 /// Every cell of S sorted by score (descending when `highest`, else ascending), ties by row then col.
 std::vector<RefCell> sortedCells(const MatrixD& S, bool highest = true);

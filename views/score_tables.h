@@ -1,0 +1,34 @@
+#pragma once
+// Read-only tables of scored tokens and token pairs (embedding-space projections, component readouts,
+// checkpoint differences): one row per entry, rank first, the token id in each token cell's tooltip
+// and Qt::UserRole.
+
+#include "model/analysis/topk_accumulator.h"
+#include "model/tokenizers/tokenizer.h"
+
+#include <QStringList>
+#include <vector>
+
+class QTableWidget;
+class QTableWidgetItem;
+class QWidget;
+
+namespace attnscope {
+
+/// A sortable-looking, non-editable table with the given column headers and no vertical header.
+QTableWidget* makeScoreTable(const QStringList& headers, QWidget* parent = nullptr);
+
+/// Columns: #, token, score. Rank starts at 1.
+void fillTokenTable(QTableWidget* table, const std::vector<ScoredToken>& tokens, const Tokenizer& tokenizer);
+
+/// Columns: #, row token, column token, score.
+void fillPairTable(QTableWidget* table, const std::vector<ScoredPair>& pairs, const Tokenizer& tokenizer);
+
+/// A read-only token cell: display string, the id in Qt::UserRole and the tooltip.
+QTableWidgetItem* tokenCell(const Tokenizer& tokenizer, int id);
+/// A read-only right-aligned number cell, 5 significant digits (the value also in Qt::UserRole).
+QTableWidgetItem* scoreCell(double value);
+/// A read-only right-aligned 1-based rank cell.
+QTableWidgetItem* rankCell(int rank);
+
+} // namespace attnscope
