@@ -4,6 +4,7 @@
 #include "app/command_line.h"
 #include "app/headless.h"
 #include "app/main_window.h"
+#include "app/startup_model.h"
 
 #include <QApplication>
 #include <QTextStream>
@@ -32,6 +33,6 @@ int main(int argc, char** argv) {
 
     attnscope::MainWindow window;
     window.show();
-    window.openModel(attnscope::resolveModelPath(cmd.modelPath), cmd.prompt);
+    window.openModel(attnscope::startupModelPath(cmd.modelPath), cmd.prompt); // last model if none given
     return app.exec();
 }

@@ -4,6 +4,7 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
+#include "model/transformer/prompt_truncation.h"
 
 #include <QCoreApplication>
 #include <QEventLoop>
@@ -59,14 +60,16 @@ void ModelSession::openModel(const QString& path) {
     startJob([path](const Progress& p) -> JobResult { return LoadResult{loadModel(path, p)}; }, true);
 }
 
-void ModelSession::run(const QString& prompt, bool prependBos) {
+void ModelSession::run(const QString& prompt, bool prependBos, bool keepLastNCtx) {
     auto model = model_;
     if (!model) {
         emit forwardFailed(tr("No model is open."));
         return;
     }
-    startJob([model, prompt, prependBos](const Progress& p) -> JobResult {
-        const std::vector<int> ids = tokenizePrompt(model->tokenizer(), prompt, prependBos);
+    startJob([model, prompt, prependBos, keepLastNCtx](const Progress& p) -> JobResult {
+        std::vector<int> ids = tokenizePrompt(model->tokenizer(), prompt, prependBos);
+        if (keepLastNCtx)
+            ids = keepLastTokens(ids, model->config().n_ctx, prependBos && model->tokenizer().bosId().has_value());
         return RunResult{std::make_shared<const ActivationCache>(runForward(*model, ids, {}, p))};
     }, false);
 }

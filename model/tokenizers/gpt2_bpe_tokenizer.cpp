@@ -31,9 +31,9 @@ QByteArray readFile(const QString& path) {
     return file.readAll();
 }
 
-QJsonObject readJsonObject(const QString& path) {
+QJsonObject parseJsonObjectOf(const QByteArray& json, const QString& path) {
     QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(readFile(path), &error);
+    const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
     if (error.error != QJsonParseError::NoError)
         throw ModelError(path, QStringLiteral("invalid JSON at offset %1: %2").arg(error.offset).arg(error.errorString()));
     if (!doc.isObject()) throw ModelError(path, QStringLiteral("invalid JSON: expected an object at the top level"));
@@ -62,10 +62,17 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer()
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMerges(const QString& vocabJsonPath,
                                                                       const QString& mergesPath) {
-    std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
-    tok->setVocab(readJsonObject(vocabJsonPath), vocabJsonPath);
+    const QByteArray vocab = readFile(vocabJsonPath);
+    return fromVocabAndMergesBytes(vocab, readFile(mergesPath), vocabJsonPath, mergesPath);
+}
 
-    const QByteArray merges = readFile(mergesPath);
+std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMergesBytes(const QByteArray& vocabJson,
+                                                                           const QByteArray& merges,
+                                                                           const QString& vocabJsonPath,
+                                                                           const QString& mergesPath) {
+    std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
+    tok->setVocab(parseJsonObjectOf(vocabJson, vocabJsonPath), vocabJsonPath);
+
     tok->merges_.reserve(merges.count('\n') + 1);
     int lineNo = 0;
     for (qsizetype start = 0; start < merges.size();) {
@@ -88,7 +95,11 @@ std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMerges(const QSt
 }
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJson(const QString& path) {
-    const QJsonObject root = readJsonObject(path);
+    return fromTokenizerJsonBytes(readFile(path), path);
+}
+
+std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJsonBytes(const QByteArray& json, const QString& path) {
+    const QJsonObject root = parseJsonObjectOf(json, path);
     const QJsonObject model = root.value(QStringLiteral("model")).toObject();
     const QString type = model.value(QStringLiteral("type")).toString();
     if (type != QStringLiteral("BPE"))
