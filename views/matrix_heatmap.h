@@ -11,6 +11,7 @@
 #include <QWidget>
 
 class QCustomPlot;
+class QCPRange;
 
 namespace attnscope {
 
@@ -34,6 +35,7 @@ class MatrixHeatmap : public QWidget {
     Q_OBJECT
 public:
     explicit MatrixHeatmap(QWidget* parent = nullptr);
+    ~MatrixHeatmap() override;
     /// Shows the figure (an empty matrix clears). Throws InputError if label counts mismatch.
     void setFigure(const MatrixFigure& figure);
     const MatrixFigure& figure() const { return figure_; }
@@ -42,22 +44,47 @@ public:
     QString describeCell(int row, int col) const;
     /// Centre of cell (row, col) in plot() pixel coordinates (after a layout).
     QPointF cellCentre(int row, int col) const;
+    /// describeCell() for a point in plot() coordinates; empty outside the cells.
+    QString tooltipAt(const QPoint& plotPos) const;
+    /// Colour range in use: [0, 1] (Probability), [-m, m] (Signed), [min, max] (Sequential).
+    QCPRange colorRange() const;
+    /// True when cells are drawn square (the matrix is at most 8 times wider than tall or vice
+    /// versa); very elongated matrices (S×d_model) fill the area instead.
+    bool squareCells() const;
+    /// Each cell becomes k×k colour-map samples (sharp edges in SVG/PDF). Default 1.
+    void setCellOversampling(int k);
+    /// Lays the plot out for its current viewport (square cells when squareCells()).
+    void fitCells();
+
+public slots:
+    /// Shows all cells again after zoom/pan.
+    void resetView();
 
 signals:
     void cellClicked(int row, int col);
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
+    void fillCells();
+
     struct Impl;
     MatrixFigure figure_;
     Impl* d_;
 };
+
+/// Renders what `view` shows (including its zoom) at `size`, like exportHeatmap(AttentionHeatmap&, ...).
+bool exportMatrixHeatmap(MatrixHeatmap& view, const QString& filePath, ImageFormat format, QSize size,
+                         double scale, QString* error);
 
 /// Renders a MatrixFigure to PNG (size×scale pixels), SVG or PDF, like exportHeatmap.
 /// Returns false and sets *error ("<file>: <problem>") on failure. GUI thread only.
 bool exportMatrixFigure(const MatrixFigure& figure, const QString& filePath, ImageFormat format, QSize size,
                         double scale, QString* error);
 
-/// Exports any QCustomPlot (line/bar charts, ...) to PNG (size×scale pixels), SVG or PDF.
+/// Exports any QCustomPlot (line/bar charts, ...) to PNG (size×scale pixels), SVG or PDF. The SVG/PDF
+/// title is the text of the plot's first QCPTextElement (if any). The plot's viewport is restored.
 bool exportPlot(QCustomPlot* plot, const QString& filePath, ImageFormat format, QSize size, double scale,
                 QString* error);
 
