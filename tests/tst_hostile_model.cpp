@@ -132,7 +132,7 @@ private slots:
             QCOMPARE(e.message(), QStringLiteral("The activation cache for 10 tokens would need %1 of memory (attention "
                                                  "patterns alone: %2), but the budget is %3 (half of the available "
                                                  "memory). Use a shorter prompt.")
-                                      .arg(formatBytes(153960), formatBytes(6400), formatBytes(133959)));
+                                      .arg(formatBytes(153960), formatBytes(6400), formatBytes(153959)));
         }
         QCOMPARE(formatBytes(1536 * 1024), QStringLiteral("1.5 MB"));
     }
@@ -180,7 +180,7 @@ private slots:
         }
     }
 
-    void keepLastTokens_data() {
+    void truncation_data() {
         QTest::addColumn<std::vector<int>>("ids");
         QTest::addColumn<int>("nCtx");
         QTest::addColumn<bool>("keepFirst");
@@ -194,7 +194,7 @@ private slots:
         QTest::newRow("empty") << std::vector<int>{} << 4 << true << std::vector<int>{};
     }
 
-    void keepLastTokens() {
+    void truncation() {
         QFETCH(std::vector<int>, ids);
         QFETCH(int, nCtx);
         QFETCH(bool, keepFirst);

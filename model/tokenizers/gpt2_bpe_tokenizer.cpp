@@ -9,6 +9,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMutexLocker>
+#include <cmath>
 #include <functional>
 #include <queue>
 
@@ -168,8 +169,11 @@ void Gpt2BpeTokenizer::setVocab(const QJsonObject& vocab, const QString& file) {
         const QString key = it.key(); // converted from the JSON's storage on every call
         const QJsonValue v = it.value();
         const double d = v.toDouble(-1.0);
-        if (!v.isDouble() || d != double(qint64(d)))
+        if (!v.isDouble() || !std::isfinite(d) || d != std::floor(d))
             throw ModelError(file, QStringLiteral("token \"%1\" has a non-integer id").arg(key));
+        // range check before the cast: converting a double beyond qint64 is undefined (found by fuzz_tokenizer_files)
+        if (d < 0 || d >= double(kMaxId))
+            throw ModelError(file, QStringLiteral("token \"%1\" has an invalid id %2").arg(key).arg(d));
         setToken(qint64(d), key, unicodeStringToBytes(key), file);
     }
     if (ids_.isEmpty()) throw ModelError(file, QStringLiteral("the vocabulary is empty"));

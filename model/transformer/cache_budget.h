@@ -8,6 +8,7 @@
 
 #include <QString>
 #include <QtGlobal>
+#include <limits>
 
 namespace attnscope {
 
@@ -26,8 +27,16 @@ struct CacheEstimate {
     /// Working memory of the pass itself beyond the cache (one layer's temporaries), added to totals.
     qint64 workingBytes = 0;
 
-    qint64 total() const { return patternBytes + headResultBytes + otherBytes + workingBytes; }
-    qint64 totalWithoutHeadResults() const { return total() - headResultBytes; }
+    /// The sum, saturating at INT64_MAX.
+    qint64 total() const { return totalWithoutHeadResults() > kMax - headResultBytes ? kMax : totalWithoutHeadResults() + headResultBytes; }
+    qint64 totalWithoutHeadResults() const {
+        qint64 sum = 0;
+        for (qint64 part : {patternBytes, otherBytes, workingBytes}) sum = sum > kMax - part ? kMax : sum + part;
+        return sum;
+    }
+
+private:
+    static constexpr qint64 kMax = std::numeric_limits<qint64>::max();
 };
 
 /// The estimate for a pass over `nPositions` tokens with `options` (cacheHeadResults, allLogits).

@@ -158,10 +158,13 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
             throw InputError(QCoreApplication::translate("forward", "Token id %1 is outside the vocabulary [0, %2).")
                                  .arg(t).arg(cfg.d_vocab));
 
-    // memory guard: drop per-head results or refuse rather than be killed by the OOM killer
-    ForwardOptions guarded = options;
-    guarded.cacheHeadResults = planCache(cfg, S, options, cacheBudgetBytes()).cacheHeadResults;
-    const ForwardOptions& opts = guarded;
+    // memory guard: without the per-head results if only that fits, a clear InputError if nothing
+    // fits; never a cache the OOM killer ends (cache_budget.h)
+    if (planCache(cfg, S, options, cacheBudgetBytes()).cacheHeadResults != options.cacheHeadResults) {
+        ForwardOptions lean = options;
+        lean.cacheHeadResults = false;
+        return runForward(model, tokens, lean, progress);
+    }
 
     const GlobalWeights& g = model.globals();
     ActivationCache cache;
@@ -188,7 +191,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         LayerCache& c = cache.layers[size_t(l)];
         c.resid_pre = *resid;
         c.ln1 = applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b);
-        attentionBlock(cfg, l, w, c, opts);
+        attentionBlock(cfg, l, w, c, options);
         c.resid_mid = c.resid_pre + c.attn_out;
         c.ln2 = applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b);
         mlpBlock(cfg, w, c);
@@ -198,7 +201,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     progress.step(cfg.n_layers, total, QStringLiteral("unembedding"));
 
     cache.ln_final = applyNorm(cfg, *resid, g.ln_final_w, g.ln_final_b, &cache.ln_final_scale);
-    if (opts.allLogits) {
+    if (options.allLogits) {
         cache.logitPositions.resize(size_t(S));
         for (int p = 0; p < S; ++p) cache.logitPositions[size_t(p)] = p;
         cache.logits.noalias() = cache.ln_final * g.W_U_T.view().transpose();

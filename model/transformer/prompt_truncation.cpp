@@ -1,10 +1,12 @@
 #include "model/transformer/prompt_truncation.h"
 
+#include <cstddef>
+
 namespace attnscope {
 
 std::vector<int> keepLastTokens(const std::vector<int>& ids, int nCtx, bool keepFirst) {
     if (nCtx <= 0) return {};
-    const size_t n = size_t(nCtx);
+    const std::size_t n = std::size_t(nCtx);
     if (ids.size() <= n) return ids;
     std::vector<int> out;
     out.reserve(n);
