@@ -5,6 +5,7 @@
 #include "app/headless.h"
 #include "app/main_window.h"
 #include "model/core/heap_reuse.h"
+#include "app/startup_model.h"
 
 #include <QApplication>
 #include <QTextStream>
@@ -34,6 +35,6 @@ int main(int argc, char** argv) {
 
     attnscope::MainWindow window;
     window.show();
-    window.openModel(attnscope::resolveModelPath(cmd.modelPath), cmd.prompt);
+    window.openModel(attnscope::startupModelPath(cmd.modelPath), cmd.prompt); // last model if none given
     return app.exec();
 }

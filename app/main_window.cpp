@@ -4,6 +4,8 @@
 #include "views/logit_lens_panel.h"
 #include "views/model_compare_panel.h"
 #include "views/projections_panel.h"
+#include "model/transformer/prompt.h"
+#include "model/transformer/weight_checks.h"
 #include "views/analysis_panel.h"
 #include "views/attention_sandbox_panel.h"
 #include "views/attention_steps_panel.h"
@@ -103,6 +105,7 @@ void MainWindow::buildUi() {
     prompt_ = new QLineEdit;
     prompt_->setPlaceholderText(tr("Type a prompt and press Enter"));
     prompt_->setClearButtonEnabled(true);
+    prompt_->setMaxLength(16 * 1024 * 1024); // the default (32767) would silently cut a long paste
     bar->addWidget(prompt_);
     prependBos_ = new QCheckBox(tr("Prepend BOS"));
     prependBos_->setToolTip(tr("Put the beginning-of-sequence token (<|endoftext|> for GPT-2) at position 0, "
@@ -235,7 +238,25 @@ void MainWindow::setPrompt(const QString& text) { prompt_->setText(text); }
 
 void MainWindow::runPrompt() {
     if (session_.isBusy() || !session_.model()) return;
-    session_.run(prompt_->text(), prependBos_->isChecked());
+    // a prompt longer than the context: the user chooses between running its last n_ctx tokens and not running
+    const auto model = session_.model();
+    const int nCtx = model->config().n_ctx;
+    const size_t n = tokenizePrompt(model->tokenizer(), prompt_->text(), prependBos_->isChecked()).size();
+    bool keepLast = false;
+    if (n > size_t(nCtx)) {
+        QMessageBox box(QMessageBox::Warning, tr("Prompt too long"),
+                        tr("The prompt has %1 tokens but the model's context (n_ctx) is %2 tokens.").arg(n).arg(nCtx),
+                        QMessageBox::Cancel, this);
+        QPushButton* truncate = box.addButton(tr("Run the Last %1 Tokens").arg(nCtx), QMessageBox::AcceptRole);
+        box.setDefaultButton(truncate);
+        box.exec();
+        if (box.clickedButton() != truncate) {
+            statusLabel_->setText(tr("Not run: the prompt has %1 tokens, more than n_ctx = %2.").arg(n).arg(nCtx));
+            return;
+        }
+        keepLast = true;
+    }
+    session_.run(prompt_->text(), prependBos_->isChecked(), keepLast);
 }
 
 int MainWindow::layer() const { return layerSpin_->value(); }
@@ -283,7 +304,12 @@ void MainWindow::onForwardFinished() {
     for (AnalysisPanel* p : panels_) p->setSelectedHead(layer(), head());
     const auto cache = session_.cache();
     statusLabel_->setText(tr("Ran %1 tokens.").arg(cache->nPositions()));
-    if (!cache->logits.allFinite()) statusLabel_->setText(tr("Warning: the logits contain NaN or Inf."));
+    if (!cache->logits.allFinite()) {
+        const QStringList bad = nonFiniteWeights(*session_.model(), 5);
+        statusLabel_->setText(bad.isEmpty() ? tr("Warning: the logits contain NaN or Inf.")
+                                            : tr("Warning: the logits contain NaN or Inf; NaN/Inf weights in %1.")
+                                                  .arg(bad.join(QStringLiteral(", "))));
+    }
     saveSettings();
 }
 

@@ -4,6 +4,7 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
+#include "model/transformer/prompt_truncation.h"
 
 #include <QCoreApplication>
 #include <QEventLoop>
@@ -63,14 +64,16 @@ void ModelSession::openModel(const QString& path) {
     }, true);
 }
 
-void ModelSession::run(const QString& prompt, bool prependBos) {
+void ModelSession::run(const QString& prompt, bool prependBos, bool keepLastNCtx) {
     auto model = model_;
     if (!model) {
         emit forwardFailed(tr("No model is open."));
         return;
     }
-    startJob([model, prompt, prependBos](const Progress& p) -> JobResult {
-        const std::vector<int> ids = tokenizePrompt(model->tokenizer(), prompt, prependBos);
+    startJob([model, prompt, prependBos, keepLastNCtx](const Progress& p) -> JobResult {
+        std::vector<int> ids = tokenizePrompt(model->tokenizer(), prompt, prependBos);
+        if (keepLastNCtx)
+            ids = keepLastTokens(ids, model->config().n_ctx, prependBos && model->tokenizer().bosId().has_value());
         ForwardOptions opt;
         opt.allLogits = false; // the views read the last position's logits; the lens computes its own rows
         return RunResult{std::make_shared<const ActivationCache>(runForward(*model, ids, opt, p))};

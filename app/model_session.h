@@ -30,8 +30,9 @@ public:
     /// Opens a model folder or .safetensors file in the background. On failure the previous model
     /// stays open and modelLoadFailed carries "<file>: <problem>".
     void openModel(const QString& path);
-    /// Tokenizes and runs the prompt in the background (full activation cache).
-    void run(const QString& prompt, bool prependBos);
+    /// Tokenizes and runs the prompt in the background (full activation cache). With
+    /// keepLastNCtx a prompt longer than n_ctx is cut to its last n_ctx tokens (keepLastTokens).
+    void run(const QString& prompt, bool prependBos, bool keepLastNCtx = false);
     /// Asks the running job to stop; it ends with `cancelled`.
     void cancel();
     /// Blocks until the current job (if any) has finished and its signals were delivered (tests, CLI).

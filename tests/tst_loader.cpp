@@ -322,6 +322,10 @@ private slots:
                                        << "config.json: missing model_type; supported: gpt2";
         QTest::newRow("no n_layer") << "n_layer" << QJsonValue(QJsonValue::Undefined) << "config.json: missing field n_layer";
         QTest::newRow("n_head 0") << "n_head" << QJsonValue(0) << "config.json: n_head must be a positive integer (got 0)";
+        QTest::newRow("no n_embd") << "n_embd" << QJsonValue(QJsonValue::Undefined) << "config.json: missing field n_embd";
+        QTest::newRow("vocab_size 0") << "vocab_size" << QJsonValue(0) << "config.json: vocab_size must be a positive integer (got 0)";
+        QTest::newRow("n_positions negative") << "n_positions" << QJsonValue(-1)
+                                              << "config.json: n_positions must be a positive integer (got -1)";
         QTest::newRow("n_embd negative") << "n_embd" << QJsonValue(-64) << "config.json: n_embd must be a positive integer (got -64)";
         QTest::newRow("n_layer fractional") << "n_layer" << QJsonValue(2.5) << "config.json: n_layer must be a positive integer (got 2.5)";
         QTest::newRow("n_layer string") << "n_layer" << QJsonValue(QStringLiteral("2"))

@@ -368,6 +368,9 @@ private slots:
         row("JSON array", "[1, 2]", "<tiny>", false, QStringLiteral("invalid JSON: expected an object at the top level"));
         row("fractional id", "{\"a\": 1.5}", "<tiny>", false, QStringLiteral("token \"a\" has a non-integer id"));
         row("negative id", "{\"a\": -3}", "<tiny>", false, QStringLiteral("token \"a\" has an invalid id -3"));
+        // fuzz_tokenizer_files regression: an id beyond qint64 was cast from double (undefined behaviour)
+        row("id beyond int64", "{\"a\": 1.19223e+22}", "<tiny>", false, QStringLiteral("token \"a\" has an invalid id 1.19223e+22"));
+        row("id beyond the limit", "{\"a\": 16777216}", "<tiny>", false, QStringLiteral("token \"a\" has an invalid id 1.67772e+07"));
         row("shared id", "{\"a\": 0, \"b\": 0}", "<tiny>", false, QStringLiteral("id 0 is used by both \"a\" and \"b\""));
         // A merge naming a token that is not in the vocabulary: rejected, with file and line ...
         row("merge part not in vocab", "<tiny>", "#version: 0.2\n\xC4\xA0 t\nzz q\n", true,

@@ -9,6 +9,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMutexLocker>
+#include <cmath>
 #include <functional>
 #include <queue>
 
@@ -31,9 +32,9 @@ QByteArray readFile(const QString& path) {
     return file.readAll();
 }
 
-QJsonObject readJsonObject(const QString& path) {
+QJsonObject parseJsonObjectOf(const QByteArray& json, const QString& path) {
     QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(readFile(path), &error);
+    const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
     if (error.error != QJsonParseError::NoError)
         throw ModelError(path, QStringLiteral("invalid JSON at offset %1: %2").arg(error.offset).arg(error.errorString()));
     if (!doc.isObject()) throw ModelError(path, QStringLiteral("invalid JSON: expected an object at the top level"));
@@ -62,10 +63,17 @@ Gpt2BpeTokenizer::Gpt2BpeTokenizer()
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMerges(const QString& vocabJsonPath,
                                                                       const QString& mergesPath) {
-    std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
-    tok->setVocab(readJsonObject(vocabJsonPath), vocabJsonPath);
+    const QByteArray vocab = readFile(vocabJsonPath);
+    return fromVocabAndMergesBytes(vocab, readFile(mergesPath), vocabJsonPath, mergesPath);
+}
 
-    const QByteArray merges = readFile(mergesPath);
+std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMergesBytes(const QByteArray& vocabJson,
+                                                                           const QByteArray& merges,
+                                                                           const QString& vocabJsonPath,
+                                                                           const QString& mergesPath) {
+    std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
+    tok->setVocab(parseJsonObjectOf(vocabJson, vocabJsonPath), vocabJsonPath);
+
     tok->merges_.reserve(merges.count('\n') + 1);
     int lineNo = 0;
     for (qsizetype start = 0; start < merges.size();) {
@@ -88,7 +96,11 @@ std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMerges(const QSt
 }
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJson(const QString& path) {
-    const QJsonObject root = readJsonObject(path);
+    return fromTokenizerJsonBytes(readFile(path), path);
+}
+
+std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJsonBytes(const QByteArray& json, const QString& path) {
+    const QJsonObject root = parseJsonObjectOf(json, path);
     const QJsonObject model = root.value(QStringLiteral("model")).toObject();
     const QString type = model.value(QStringLiteral("type")).toString();
     if (type != QStringLiteral("BPE"))
@@ -157,8 +169,11 @@ void Gpt2BpeTokenizer::setVocab(const QJsonObject& vocab, const QString& file) {
         const QString key = it.key(); // converted from the JSON's storage on every call
         const QJsonValue v = it.value();
         const double d = v.toDouble(-1.0);
-        if (!v.isDouble() || d != double(qint64(d)))
+        if (!v.isDouble() || !std::isfinite(d) || d != std::floor(d))
             throw ModelError(file, QStringLiteral("token \"%1\" has a non-integer id").arg(key));
+        // range check before the cast: converting a double beyond qint64 is undefined (found by fuzz_tokenizer_files)
+        if (d < 0 || d >= double(kMaxId))
+            throw ModelError(file, QStringLiteral("token \"%1\" has an invalid id %2").arg(key).arg(d));
         setToken(qint64(d), key, unicodeStringToBytes(key), file);
     }
     if (ids_.isEmpty()) throw ModelError(file, QStringLiteral("the vocabulary is empty"));

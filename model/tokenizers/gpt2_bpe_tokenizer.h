@@ -27,6 +27,11 @@ public:
     /// or [a, b] pairs), and added_tokens [{id, content}] (decoded as their plain content).
     /// Throws ModelError naming the file, as fromVocabAndMerges.
     static std::unique_ptr<Gpt2BpeTokenizer> fromTokenizerJson(const QString& path);
+    /// fromVocabAndMerges on file contents already in memory; the labels name the files in errors.
+    static std::unique_ptr<Gpt2BpeTokenizer> fromVocabAndMergesBytes(const QByteArray& vocabJson, const QByteArray& merges,
+                                                                     const QString& vocabLabel, const QString& mergesLabel);
+    /// fromTokenizerJson on file contents already in memory; `label` names the file in errors.
+    static std::unique_ptr<Gpt2BpeTokenizer> fromTokenizerJsonBytes(const QByteArray& json, const QString& label);
 
     /// encoder.py encode(): `<|endoftext|>` in the text is ordinary text. Lone UTF-16 surrogates
     /// are encoded as U+FFFD. Thread-safe.

@@ -1,6 +1,7 @@
 #include "model/transformer/forward.h"
 
 #include "model/core/column_parallel_product.h"
+#include "model/transformer/cache_budget.h"
 
 #include <QCoreApplication>
 #include <cmath>
@@ -167,6 +168,14 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         if (t < 0 || t >= cfg.d_vocab)
             throw InputError(QCoreApplication::translate("forward", "Token id %1 is outside the vocabulary [0, %2).")
                                  .arg(t).arg(cfg.d_vocab));
+
+    // memory guard: without the per-head results if only that fits, a clear InputError if nothing
+    // fits; never a cache the OOM killer ends (cache_budget.h)
+    if (planCache(cfg, S, options, cacheBudgetBytes()).cacheHeadResults != options.cacheHeadResults) {
+        ForwardOptions lean = options;
+        lean.cacheHeadResults = false;
+        return runForward(model, tokens, lean, progress);
+    }
 
     const GlobalWeights& g = model.globals();
     ActivationCache cache;

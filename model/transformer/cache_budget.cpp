@@ -1,0 +1,101 @@
+#include "model/transformer/cache_budget.h"
+
+#include "model/core/errors.h"
+#include "model/transformer/forward.h"
+
+#include <QCoreApplication>
+#include <QFile>
+#include <QLocale>
+#include <limits>
+
+namespace attnscope {
+
+namespace {
+
+constexpr qint64 kMax = std::numeric_limits<qint64>::max();
+
+/// a·b with saturation at INT64_MAX (a, b ≥ 0).
+qint64 mul(qint64 a, qint64 b) {
+    if (a == 0 || b == 0) return 0;
+    return a > kMax / b ? kMax : a * b;
+}
+qint64 add(qint64 a, qint64 b) { return a > kMax - b ? kMax : a + b; }
+
+/// A number from a small text file such as /sys/fs/cgroup/memory.max; -1 if absent or "max".
+qint64 readNumberFile(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return -1;
+    bool ok = false;
+    const qint64 v = f.readAll().trimmed().toLongLong(&ok);
+    return ok ? v : -1;
+}
+
+} // namespace
+
+CacheEstimate estimateCacheBytes(const ModelConfig& cfg, int nPositions, const ForwardOptions& options) {
+    const qint64 S = std::max(0, nPositions), D = cfg.d_model, H = cfg.n_heads, L = cfg.d_head, M = cfg.d_mlp,
+                 V = cfg.d_vocab, NL = cfg.n_layers, f = sizeof(float);
+    CacheEstimate e;
+    e.patternBytes = mul(mul(NL, mul(2 * H, mul(S, S))), f);
+    e.headResultBytes = options.cacheHeadResults ? mul(mul(NL, mul(H, mul(S, D))), f) : 0;
+    const qint64 perLayer = add(add(mul(7 * S, D), mul(4 * S, H * L)), mul(2 * S, M));
+    const qint64 globals = add(mul(3 * S, D), S);
+    const qint64 logits = mul(options.allLogits ? S : 1, V);
+    e.otherBytes = mul(add(add(mul(NL, perLayer), globals), logits), f);
+    // one layer's temporaries: the softmax outputs of every head, two linear() outputs
+    e.workingBytes = mul(add(mul(H, mul(S, S)), mul(2 * S, std::max(D, M))), f);
+    return e;
+}
+
+qint64 availableMemoryBytes() {
+    qint64 available = -1;
+    QFile meminfo(QStringLiteral("/proc/meminfo"));
+    if (meminfo.open(QIODevice::ReadOnly)) {
+        for (const QByteArray& line : meminfo.readAll().split('\n')) {
+            if (!line.startsWith("MemAvailable:")) continue;
+            const QList<QByteArray> parts = line.simplified().split(' '); // "MemAvailable: N kB"
+            bool ok = false;
+            const qint64 kb = parts.size() >= 2 ? parts[1].toLongLong(&ok) : 0;
+            if (ok) available = mul(kb, 1024);
+        }
+    }
+    const qint64 limit = readNumberFile(QStringLiteral("/sys/fs/cgroup/memory.max"));
+    const qint64 used = readNumberFile(QStringLiteral("/sys/fs/cgroup/memory.current"));
+    if (limit > 0 && used >= 0) {
+        const qint64 cgroupFree = std::max<qint64>(0, limit - used);
+        available = available < 0 ? cgroupFree : std::min(available, cgroupFree);
+    }
+    return available;
+}
+
+qint64 cacheBudgetBytes(double fraction) {
+    bool ok = false;
+    const qint64 forced = qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET").toLongLong(&ok);
+    if (ok) return forced;
+    const qint64 available = availableMemoryBytes();
+    return available < 0 ? -1 : qint64(double(available) * fraction);
+}
+
+QString formatBytes(qint64 bytes) {
+    return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeTraditionalFormat);
+}
+
+CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budget) {
+    CachePlan plan;
+    plan.estimate = estimateCacheBytes(cfg, nPositions, options);
+    plan.budget = budget;
+    plan.cacheHeadResults = options.cacheHeadResults;
+    if (budget < 0 || plan.estimate.total() <= budget) return plan;
+    if (plan.estimate.totalWithoutHeadResults() <= budget) {
+        plan.cacheHeadResults = false; // analyses recompute z_h·W_O^h from the cached z when needed
+        return plan;
+    }
+    throw InputError(QCoreApplication::translate("forward",
+                         "The activation cache for %1 tokens would need %2 of memory (attention patterns alone: %3), "
+                         "but the budget is %4 (half of the available memory). Use a shorter prompt.")
+                         .arg(nPositions)
+                         .arg(formatBytes(plan.estimate.totalWithoutHeadResults()), formatBytes(plan.estimate.patternBytes),
+                              formatBytes(budget)));
+}
+
+} // namespace attnscope

@@ -1,0 +1,72 @@
+#pragma once
+// Memory guard for the forward pass: how many bytes an ActivationCache for S positions needs, how
+// much memory the machine can spare, and what to do when the cache would not fit (drop the
+// per-head results, which analyses recompute from z on demand, or refuse with a clear message)
+// instead of being killed by the OOM killer.
+
+#include "model/transformer/model_config.h"
+
+#include <QString>
+#include <QtGlobal>
+#include <limits>
+
+namespace attnscope {
+
+struct ForwardOptions;
+
+/// Bytes of one ActivationCache (float32), split by what can be left out. With S = positions,
+/// D = d_model, H = n_heads, L = d_head, M = d_mlp, V = d_vocab, per layer:
+///   patterns   = 2·H·S²       (attn_scores and pattern; these alone are n_layers·n_heads·S² floats each)
+///   headResult = H·S·D        (result, only when ForwardOptions::cacheHeadResults)
+///   other      = 7·S·D + 4·S·H·L + 2·S·M   (residuals, norms, attn/mlp outputs; q, k, v, z; mlp pre/post)
+/// plus globals 3·S·D + S (embed, pos_embed, ln_final, its scale) and logits S·V (1·V for last-only).
+struct CacheEstimate {
+    qint64 patternBytes = 0;
+    qint64 headResultBytes = 0; ///< 0 when the options do not cache head results
+    qint64 otherBytes = 0;      ///< everything else, logits included
+    /// Working memory of the pass itself beyond the cache (one layer's temporaries), added to totals.
+    qint64 workingBytes = 0;
+
+    /// The sum, saturating at INT64_MAX.
+    qint64 total() const { return totalWithoutHeadResults() > kMax - headResultBytes ? kMax : totalWithoutHeadResults() + headResultBytes; }
+    qint64 totalWithoutHeadResults() const {
+        qint64 sum = 0;
+        for (qint64 part : {patternBytes, otherBytes, workingBytes}) sum = sum > kMax - part ? kMax : sum + part;
+        return sum;
+    }
+
+private:
+    static constexpr qint64 kMax = std::numeric_limits<qint64>::max();
+};
+
+/// The estimate for a pass over `nPositions` tokens with `options` (cacheHeadResults, allLogits).
+/// Saturates at INT64_MAX instead of overflowing. Source of the sizes: activation_cache.h, forward.cpp.
+CacheEstimate estimateCacheBytes(const ModelConfig& cfg, int nPositions, const ForwardOptions& options);
+
+/// Memory this process may still use, in bytes: MemAvailable from /proc/meminfo, lowered to the
+/// cgroup limit minus usage (cgroup v2 memory.max/memory.current) when that is smaller.
+/// Returns -1 when neither can be read (non-Linux).
+qint64 availableMemoryBytes();
+
+/// The cache budget: `fraction` of availableMemoryBytes(), or the value of the environment variable
+/// ATTNSCOPE_MEMORY_BUDGET (bytes; for tests and for users who know better) when set.
+/// Returns -1 (no limit) when the available memory is unknown.
+qint64 cacheBudgetBytes(double fraction = 0.5);
+
+/// What runForward does for a given estimate and budget.
+struct CachePlan {
+    bool cacheHeadResults = true; ///< false when the head results had to be dropped to fit
+    CacheEstimate estimate;       ///< for the requested options
+    qint64 budget = -1;
+};
+
+/// Decides how to run: as requested when total() ≤ budget (or budget < 0), without head results
+/// when only totalWithoutHeadResults() fits. Throws InputError("The activation cache for N tokens
+/// would need X of memory but the budget is Y (half of the available memory) ...") when even that
+/// does not fit.
+CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budget);
+
+/// "1.5 GB"-style size for messages.
+QString formatBytes(qint64 bytes);
+
+} // namespace attnscope

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan, in ./build-fuzz) and runs each one for
+# SECONDS (default 600) on its seed corpus, two at a time. Crashing inputs land in
+# build-fuzz/artifacts/<target>/; the grown corpora in build-fuzz/corpus/<target>/.
+#   tools/fuzz.sh [SECONDS] [TARGET...]     e.g. tools/fuzz.sh 60 prompt hf_config
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_EACH=${1:-600}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt)
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_BUILD_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build-fuzz --target fuzzers -j2
+run() {
+  local t=$1
+  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t"
+  local dict=()
+  [ "$t" = prompt ] || dict=(-dict=tests/fuzz/json.dict)
+  local rc=0
+  nice -n 19 "build-fuzz/tests/fuzz/fuzz_$t" "build-fuzz/corpus/$t" "tests/fuzz/corpus/$t" "${dict[@]}" \
+    -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="build-fuzz/artifacts/$t/" > "build-fuzz/fuzz_$t.log" 2>&1 || rc=$?
+  echo "$t: exit $rc — $(grep -E '^#[0-9]+.*(DONE|pulse)' "build-fuzz/fuzz_$t.log" | tail -1)"
+}
+for ((i = 0; i < ${#TARGETS[@]}; i += 2)); do
+  run "${TARGETS[i]}" &
+  [ $((i + 1)) -lt ${#TARGETS[@]} ] && run "${TARGETS[i + 1]}" &
+  wait
+done
