@@ -364,17 +364,35 @@ def hf_config(cfg, eot_id):
 
 # ----------------------------------------------------------------------------- training
 
-def make_batch(stream, batch, n_ctx, eot_id, gen, repeat_frac):
+def make_batch(stream, batch, n_ctx, eot_id, gen, repeat_frac, half_frac=0.0, random_frac=0.0, vocab=0):
     """[batch, n_ctx] windows of the token stream, each starting with <|endoftext|> as BOS.
 
     With probability `repeat_frac` a span (8..64 tokens) of the window is copied to a later
     position inside it, so the second copy can be predicted by induction.
+    With probability `half_frac` the window is [BOS] + A + A + …: a corpus span of random length T
+    (4..n_ctx/2) repeated to fill it. With probability `random_frac` the window is [BOS] + R + R + …
+    with R of random length T made of uniformly random token ids (the synthetic induction task of
+    Olsson et al. 2022, where only copying lowers the loss). The period varies, so attending to a
+    fixed offset cannot stand in for induction.
     """
     starts = torch.randint(0, len(stream) - n_ctx, (batch,), generator=gen)
     x = torch.empty(batch, n_ctx, dtype=torch.long)
     x[:, 0] = eot_id
     for r, s in enumerate(starts.tolist()):
         x[r, 1:] = stream[s:s + n_ctx - 1]
+        u = torch.rand(1, generator=gen).item()
+        half = (n_ctx - 1) // 2
+        if u < random_frac + half_frac:
+            # a block of random period T (so no fixed positional offset can stand in for copying),
+            # repeated to fill the window: random ids, or corpus text
+            T = int(torch.randint(4, half + 1, (1,), generator=gen))
+            if u < random_frac:
+                block = torch.randint(0, vocab - 1, (T,), generator=gen)
+            else:
+                block = x[r, 1:1 + T].clone()
+            reps = (n_ctx - 1 + T - 1) // T
+            x[r, 1:] = block.repeat(reps)[:n_ctx - 1]
+            continue
         if torch.rand(1, generator=gen).item() < repeat_frac:
             L = int(torch.randint(8, min(65, n_ctx // 2 - 1), (1,), generator=gen))
             src = int(torch.randint(1, n_ctx - 2 * L, (1,), generator=gen))
@@ -402,7 +420,8 @@ def train(model, stream, val_stream, args, eot_id, log):
             0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / args.steps))))
         for g in opt.param_groups:
             g["lr"] = lr
-        x = make_batch(stream, args.batch, n_ctx, eot_id, gen, args.repeat_frac)
+        x = make_batch(stream, args.batch, n_ctx, eot_id, gen, args.repeat_frac, args.half_frac,
+                       args.random_frac, model.cfg["vocab_size"])
         logits, _ = model(x[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -509,6 +528,10 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--repeat-frac", type=float, default=0.5)
+    ap.add_argument("--half-frac", type=float, default=0.0,
+                    help="fraction of windows [BOS]+A+A (corpus text repeated)")
+    ap.add_argument("--random-frac", type=float, default=0.0,
+                    help="fraction of windows [BOS]+R+R (random token ids repeated)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--init-from", default=None,
