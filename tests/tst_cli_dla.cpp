@@ -7,6 +7,7 @@
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
 #include "support/reference_json.h"
+#include "support/cli_process.h"
 #include "support/test_paths.h"
 #include "views/residual_panel.h"
 #include "views/token_picker.h"
@@ -22,18 +23,9 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-struct Run { int exitCode; QString out, err; };
+using Run = CliRun;
 
-Run runExe(const QStringList& args) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.remove("QT_QPA_PLATFORM");
-    env.remove("DISPLAY");
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(ATTNSCOPE_EXE), args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
 
 const QString kTinyPrompt = QStringLiteral("The cat sat on the mat.\nIt's fun!");
 

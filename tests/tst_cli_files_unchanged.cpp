@@ -3,6 +3,7 @@
 // existing exports are never overwritten without --force (the files keep their bytes).
 
 #include "support/safetensors_writer.h"
+#include "support/cli_process.h"
 #include "support/test_paths.h"
 
 #include <QCryptographicHash>
@@ -16,14 +17,9 @@
 using namespace attnscope::test;
 
 namespace {
-struct Run { int exitCode; QString out, err; };
+using Run = CliRun;
 
-Run runExe(const QStringList& args) {
-    QProcess p;
-    p.start(QStringLiteral(ATTNSCOPE_EXE), args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
 
 struct FileState {
     QByteArray sha256;

@@ -3,6 +3,7 @@
 // --export files by name, pixel size and content, and errors by message and exit code.
 
 #include "support/reference_json.h"
+#include "support/cli_process.h"
 #include "support/test_paths.h"
 
 #include <QImage>
@@ -15,18 +16,9 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-struct Run { int exitCode; QString out, err; };
+using Run = CliRun;
 
-Run runExe(const QStringList& args) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.remove("QT_QPA_PLATFORM"); // the CLI must choose offscreen by itself
-    env.remove("DISPLAY");
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(ATTNSCOPE_EXE), args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
 
 int distinctColours(const QImage& img) {
     QSet<QRgb> colours;

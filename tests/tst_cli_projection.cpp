@@ -6,6 +6,7 @@
 #include "model/formats/model_loader.h"
 #include "support/brute_force_topk.h"
 #include "support/reference_json.h"
+#include "support/cli_process.h"
 #include "support/test_paths.h"
 
 #include <QJsonArray>
@@ -17,18 +18,9 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-struct Run { int exitCode; QString out, err; };
+using Run = CliRun;
 
-Run runExe(const QStringList& args) {
-    QProcess p;
-    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.remove("QT_QPA_PLATFORM");
-    env.remove("DISPLAY");
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(ATTNSCOPE_EXE), args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
 
 std::vector<ScoredPair> pairsFromJson(const QJsonArray& a) {
     std::vector<ScoredPair> out;
