@@ -102,6 +102,17 @@ void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
 
 } // namespace
 
+void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options) {
+    const ModelConfig& cfg = model.config();
+    const LayerWeights& w = model.layer(layer);
+    c.ln1 = applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b);
+    attentionBlock(cfg, layer, w, c, options);
+    c.resid_mid = c.resid_pre + c.attn_out;
+    c.ln2 = applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b);
+    mlpBlock(cfg, w, c);
+    c.resid_post = c.resid_mid + c.mlp_out;
+}
+
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale) {
     const Eigen::Index S = x.rows();
     const float eps = float(cfg.norm_eps);
@@ -197,15 +208,9 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     Matrix resid = cache.embed + cache.pos_embed;
     for (int l = 0; l < cfg.n_layers; ++l) {
         progress.step(l, total, QStringLiteral("layer %1").arg(l));
-        const LayerWeights& w = model.layer(l);
         LayerCache& c = options.cacheLayers ? cache.layers[size_t(l)] : scratch;
         c.resid_pre = resid;
-        c.ln1 = applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b);
-        attentionBlock(cfg, l, w, c, options);
-        c.resid_mid = c.resid_pre + c.attn_out;
-        c.ln2 = applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b);
-        mlpBlock(cfg, w, c);
-        c.resid_post = c.resid_mid + c.mlp_out;
+        runBlock(model, l, c, options);
         resid = c.resid_post;
     }
     progress.step(cfg.n_layers, total, QStringLiteral("unembedding"));

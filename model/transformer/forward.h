@@ -39,6 +39,12 @@ struct ForwardOptions {
 ActivationCache runForward(const Model& model, std::span<const int> tokens,
                            const ForwardOptions& options = {}, const Progress& progress = {});
 
+/// Transformer block `layer` on c.resid_pre [pos, d_model] (set by the caller): fills every other field
+/// of c (ln1 … resid_post) exactly as runForward does — it is the code runForward runs for each layer,
+/// so a block recomputed from a cached resid_pre is bitwise identical to the original pass.
+/// options: cacheHeadResults and ablations (of this layer) apply.
+void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options = {});
+
 /// Normalisation as the config says, row-wise over d_model: LayerNorm (x-μ)/√(σ²+eps)·w + b or
 /// RMSNorm x/√(mean(x²)+eps)·w. x: [pos, d_model]. If scale is given it receives the divisor per row.
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale = nullptr);
