@@ -105,12 +105,19 @@ void checkAgainstCache(const Model& model, const ActivationCache& c, int layer, 
         QVERIFY(std::abs(scores.values(i, j) - dot) <= 1e-5 * std::max(1.0, std::abs(dot)));
     }
     const float scale = float(cfg.attnScale(layer));
-    const double dScores = maxAbsDiff(Matrix(scores.values * scale), lc.attn_scores[size_t(head)]);
+    // the cache keeps the scores after the mask (−∞ above the diagonal, TransformerLens's hook_attn_scores)
+    const Matrix& cached = lc.attn_scores[size_t(head)];
+    double dScores = 0;
+    for (int i = 0; i < S; ++i) {
+        dScores = std::max(dScores, maxAbsDiff(Matrix(scores.values.row(i).head(i + 1) * scale), Matrix(cached.row(i).head(i + 1))));
+        for (int j = i + 1; j < S; ++j) QVERIFY(std::isinf(cached(i, j)) && cached(i, j) < 0);
+    }
     QVERIFY2(dScores <= 1e-5, qPrintable(QString("scores·scale vs attn_scores %1").arg(dScores)));
     QCOMPARE(scores.maxAbsDiff, dScores);
     QVERIFY(scores.note.contains("attn_scores"));
     const AttentionStep& scaled = step(steps, "scaled");
-    QCOMPARE(maxAbsDiff(scaled.values, lc.attn_scores[size_t(head)]), 0.0);
+    QCOMPARE(maxAbsDiff(scaled.values, Matrix(scores.values * scale)), 0.0); // every cell, the masked ones too
+    QVERIFY(std::isfinite(scaled.values(0, S - 1)));
     QVERIFY2(scaled.formula.contains(QString("√%1").arg(L)), qPrintable(scaled.formula));
     QVERIFY(scaled.meaning.contains("1/√d_head"));
 

@@ -136,10 +136,16 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                              c.v.middleCols(head * L, L)));
 
     // --- scores: the one product the cache stores only scaled ---------------------------------------
-    const Matrix& scaledScores = c.attn_scores[size_t(head)];
+    // the cache holds the scaled scores after the mask (−∞ above the diagonal, never computed there);
+    // the unmasked steps are recomputed from the cached q and k
+    const Matrix& maskedScores = c.attn_scores[size_t(head)];
     Matrix raw = c.q.middleCols(head * L, L) * c.k.middleCols(head * L, L).transpose();
     const double scale = cfg.attnScale(layer);
-    const double scoreDiff = maxAbs(raw * float(scale), scaledScores);
+    Matrix scaledScores = raw * float(scale);
+    double scoreDiff = 0;
+    for (Eigen::Index i = 0; i < S; ++i)
+        scoreDiff = std::max(scoreDiff, double((scaledScores.row(i).head(i + 1) - maskedScores.row(i).head(i + 1))
+                                                   .cwiseAbs().maxCoeff()));
     AttentionStep scores = makeStep("scores", "Q·Kᵀ", "S×L · L×S → S×S",
                                     tr("Row i, column j: dot product of query i with key j, before scaling."),
                                     std::move(raw), Kind::Signed, Axis::Tokens);
@@ -154,9 +160,9 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                          tr("1/(layer+1) because scale_attn_by_inverse_layer_idx is set");
     if (cfg.scale_attn_weights || cfg.scale_attn_by_inverse_layer_idx) scaledMeaning += QStringLiteral(")");
     steps.push_back(makeStep("scaled", QStringLiteral("scores · ") + scaleText(cfg, layer), "S×S → S×S",
-                             scaledMeaning + QStringLiteral("."), scaledScores, Kind::Signed, Axis::Tokens));
+                             scaledMeaning + QStringLiteral("."), std::move(scaledScores), Kind::Signed, Axis::Tokens));
 
-    Matrix masked = scaledScores;
+    Matrix masked = maskedScores; // −∞ cells shown as masked (NaN)
     for (Eigen::Index i = 0; i < S; ++i)
         masked.row(i).tail(S - 1 - i).setConstant(std::numeric_limits<float>::quiet_NaN());
     AttentionStep maskedStep = makeStep("masked", "scaled + M,  M(i,j) = −∞ for j > i", "S×S → S×S",

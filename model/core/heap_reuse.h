@@ -8,8 +8,8 @@ namespace attnscope {
 /// Tells glibc malloc never to serve allocations with fresh mmaps and never to trim the heap, so the
 /// memory of a freed activation cache is reused by the next forward pass (the same setting as
 /// GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=… for PyTorch). Call once at
-/// start-up, before threads allocate. No-op on other C libraries. The cost: the process keeps its
-/// peak heap size until it exits.
-void keepFreedMemoryForReuse();
+/// start-up, before threads allocate. The cost: the process keeps its peak heap size until it exits.
+/// Returns true when glibc took the settings, false on other C libraries (no-op there).
+bool keepFreedMemoryForReuse();
 
 } // namespace attnscope

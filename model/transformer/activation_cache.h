@@ -12,8 +12,8 @@ struct LayerCache {
     Matrix resid_pre;               ///< [pos, d_model]   blocks.l.hook_resid_pre
     Matrix ln1;                     ///< [pos, d_model]   ln_1 output (normalized · w + b), the attention input
     Matrix q, k, v;                 ///< [pos, n_heads*d_head]  head h = columns h*d_head..; k/v already expanded for GQA
-    std::vector<Matrix> attn_scores;///< [head][query_pos, key_pos] scaled Q·Kᵀ, before the causal mask (hook_attn_scores
-                                    ///< holds -inf above the diagonal; here those cells keep their scaled value)
+    std::vector<Matrix> attn_scores;///< [head][query_pos, key_pos] scaled Q·Kᵀ after the causal mask: −∞ above the
+                                    ///< diagonal, as TransformerLens's hook_attn_scores (those products are never computed)
     std::vector<Matrix> pattern;    ///< [head][query_pos, key_pos] softmax over keys after the causal mask; 0 above the diagonal
     Matrix z;                       ///< [pos, n_heads*d_head]  pattern·V per head (hook_z)
     std::vector<Matrix> result;     ///< [head][pos, d_model] z_h·W_O^h, no bias (hook_result); empty if not requested

@@ -1,6 +1,7 @@
 #include "model/transformer/forward.h"
 
 #include "model/core/column_parallel_product.h"
+#include "model/core/weight_gemm.h"
 #include "model/transformer/cache_budget.h"
 
 #include <QCoreApplication>
@@ -15,26 +16,42 @@ void addBias(Matrix& x, const Weight& b) {
     if (!b.empty()) x.rowwise() += b.view().row(0);
 }
 
-/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D). Column blocks across the
-/// threads (columnParallelProduct), so the weights are streamed once with no per-block barrier.
+/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D). weightGemm: W read in place,
+/// column blocks across the threads with no per-block barrier.
 Matrix linear(const Matrix& x, const Weight& W, const Weight& b) {
     Matrix y;
-    columnParallelProduct(x, W.view(), y);
-    addBias(y, b);
+    weightGemm(x, W, b, y);
     return y;
 }
 
-/// Causal softmax of scaled scores [query_pos, key_pos] into p (same shape): row i is softmax over
-/// keys 0..i, zero beyond. Equivalent to HF's masked_fill(finfo.min) followed by softmax.
-void causalSoftmax(const Matrix& scores, Matrix& p) {
-    const Eigen::Index S = scores.rows();
-    p.resize(S, scores.cols());
-    for (Eigen::Index i = 0; i < S; ++i) {
+/// Rows [r0, r1) of the causal softmax, in place: row i of `scores` holds the scaled scores of keys
+/// 0..i (what follows is ignored and set to −∞); row i of p becomes softmax over keys 0..i, zero beyond.
+/// Equivalent to HF's masked_fill(finfo.min) followed by softmax.
+void causalSoftmaxRows(Matrix& scores, Matrix& p, Eigen::Index r0, Eigen::Index r1) {
+    const Eigen::Index S = scores.cols();
+    for (Eigen::Index i = r0; i < r1; ++i) {
         const auto row = scores.row(i).head(i + 1);
         auto out = p.row(i);
         out.head(i + 1) = (row.array() - row.maxCoeff()).exp().matrix();
         out.head(i + 1) /= out.head(i + 1).sum();
         out.tail(S - i - 1).setZero();
+        scores.row(i).tail(S - i - 1).setConstant(-std::numeric_limits<float>::infinity());
+    }
+}
+
+/// One head's attention, computing only what the causal mask keeps: for each block of kQueryBlock
+/// query rows [r0, r1), scores = Q[r0:r1)·K[0:r1)ᵀ · scale, its softmax, and z[r0:r1) = pattern[r0:r1, 0:r1)·V[0:r1).
+/// About half the FLOPs of the full S×S products at long S (1024: 53%).
+void headAttention(const Matrix& q, const Matrix& k, const Matrix& v, int h, int L, float scale, Matrix& scores,
+                   Matrix& pattern, Matrix& z) {
+    constexpr Eigen::Index kQueryBlock = 64;
+    const Eigen::Index S = q.rows();
+    for (Eigen::Index r0 = 0; r0 < S; r0 += kQueryBlock) {
+        const Eigen::Index n = std::min(kQueryBlock, S - r0), r1 = r0 + n;
+        scores.block(r0, 0, n, r1).noalias() =
+            (q.block(r0, Eigen::Index(h) * L, n, L) * k.block(0, Eigen::Index(h) * L, r1, L).transpose()) * scale;
+        causalSoftmaxRows(scores, pattern, r0, r1);
+        z.block(r0, Eigen::Index(h) * L, n, L).noalias() = pattern.block(r0, 0, n, r1) * v.block(0, Eigen::Index(h) * L, r1, L);
     }
 }
 
@@ -57,16 +74,15 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     const Eigen::Index S = c.ln1.rows();
     c.attn_scores.resize(size_t(H)); // resize, not assign: a reused scratch layer keeps its buffers
     c.pattern.resize(size_t(H));
+    for (int h = 0; h < H; ++h) { // allocated by this thread: one malloc arena, memory reused pass after pass
+        c.attn_scores[size_t(h)].resize(S, S);
+        c.pattern[size_t(h)].resize(S, S);
+    }
     c.z.resize(S, Eigen::Index(H) * L);
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
-#pragma omp parallel for schedule(static)
-    for (int h = 0; h < H; ++h) {
-        // scores = Q_h·K_hᵀ · scale   [query_pos, key_pos]
-        c.attn_scores[size_t(h)].noalias() = (c.q.middleCols(h * L, L) * c.k.middleCols(h * L, L).transpose()) * scale;
-        causalSoftmax(c.attn_scores[size_t(h)], c.pattern[size_t(h)]);
-        // z_h = pattern_h · V_h   [pos, d_head]
-        c.z.middleCols(h * L, L).noalias() = c.pattern[size_t(h)] * c.v.middleCols(h * L, L);
-    }
+#pragma omp parallel for schedule(dynamic)
+    for (int h = 0; h < H; ++h)
+        headAttention(c.q, c.k, c.v, h, L, scale, c.attn_scores[size_t(h)], c.pattern[size_t(h)], c.z);
     for (const HeadAblation& a : opt.ablations) {
         if (a.layer != l || a.head < 0 || a.head >= H) continue;
         auto zh = c.z.middleCols(a.head * L, L);
@@ -79,9 +95,12 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     else {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
         c.result.resize(size_t(H));
-#pragma omp parallel for schedule(static)
-        for (int h = 0; h < H; ++h)
-            c.result[size_t(h)].noalias() = c.z.middleCols(h * L, L) * w.W_O_head(h, L).view();
+        for (Matrix& r : c.result) r.resize(S, cfg.d_model); // allocated by this thread: one malloc arena
+#pragma omp parallel for schedule(dynamic)
+        for (int h = 0; h < H; ++h) {
+            Matrix& r = c.result[size_t(h)];
+            weightGemm(c.z.data() + h * L, S, L, c.z.cols(), w.W_O_head(h, L), r.data(), r.cols(), false);
+        }
     }
 }
 
@@ -90,7 +109,7 @@ void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
     c.mlp_pre = linear(c.ln2, w.W_in, w.b_in);
     if (cfg.gatedMlp && !w.W_gate.empty()) {
         // SwiGLU (Llama): act(x·W_gate) ⊙ (x·W_in)
-        Matrix gate = c.ln2 * w.W_gate.view();
+        Matrix gate = linear(c.ln2, w.W_gate, Weight{});
         applyActivation(cfg.activation, gate);
         c.mlp_post = gate.cwiseProduct(c.mlp_pre);
     } else {

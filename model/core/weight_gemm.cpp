@@ -1,0 +1,168 @@
+#include "model/core/weight_gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <cstring>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace attnscope {
+
+namespace {
+
+using Index = Eigen::Index;
+
+// 16 floats: one AVX-512 register under -march=native; GCC/Clang lower it to narrower SIMD elsewhere.
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+
+constexpr int kRows = 14;            // MR: rows of x per register tile (2×14 accumulators + 2 W vectors + 1 broadcast)
+constexpr int kCols = 32;            // NR: columns per micro-panel (two vectors)
+constexpr Index kDepth = 256;        // KC: W micro-panel of 256×32 floats = 32 KiB stays in L1
+constexpr Index kBlockRows = 14 * 24; // MC: 336×256 packed x floats = 336 KiB stay in L2
+
+inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
+inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
+
+/// c [MR, 32] (+)= a [MR, kc] · b [kc, 32]. a packed k-major (a[k·MR + r]); b rows ldb floats apart.
+template <int MR>
+void microKernel(const float* __restrict a, const float* __restrict b, Index ldb, Index kc, float* __restrict c,
+                 Index ldc, bool accumulate) {
+    v16 acc0[MR], acc1[MR];
+#pragma GCC unroll 14
+    for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = v16{};
+    for (Index k = 0; k < kc; ++k) {
+        const v16 b0 = load(b + k * ldb), b1 = load(b + k * ldb + 16);
+#pragma GCC unroll 14
+        for (int r = 0; r < MR; ++r) {
+            const float ar = a[k * MR + r];
+            acc0[r] += ar * b0;
+            acc1[r] += ar * b1;
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < MR; ++r) {
+        float* row = c + r * ldc;
+        if (accumulate) {
+            acc0[r] += load(row);
+            acc1[r] += load(row + 16);
+        }
+        store(row, acc0[r]);
+        store(row + 16, acc1[r]);
+    }
+}
+
+using KernelFn = void (*)(const float*, const float*, Index, Index, float*, Index, bool);
+
+template <int... R>
+constexpr auto kernelTable(std::integer_sequence<int, R...>) {
+    return std::array<KernelFn, sizeof...(R)>{&microKernel<R + 1>...};
+}
+constexpr auto kKernels = kernelTable(std::make_integer_sequence<int, kRows>{});
+
+/// Packs x rows [0, rows) into panels of kRows rows (the last may be shorter), each stored k-major:
+/// panel starting at row p holds x(p + r, k) at pack[p·inner + k·mr + r], mr = min(kRows, rows − p).
+void packPanel(const float* x, Index ldx, Index rows, Index inner, Index p, float* pack) {
+    const Index mr = std::min<Index>(kRows, rows - p);
+    float* dst = pack + p * inner;
+    for (Index r = 0; r < mr; ++r) {
+        const float* src = x + (p + r) * ldx;
+        for (Index k = 0; k < inner; ++k) dst[k * mr + r] = src[k];
+    }
+}
+
+/// y[:, c0:c1) = packed x · W[:, c0:c1) for one thread.
+void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, Index c0, Index c1, float* y, Index ldy) {
+    alignas(64) float padB[kDepth * kCols];
+    alignas(64) float padC[kRows * kCols];
+    for (Index k0 = 0; k0 < inner; k0 += kDepth) {
+        const Index kc = std::min(kDepth, inner - k0);
+        const bool accumulate = k0 > 0;
+        for (Index m0 = 0; m0 < rows; m0 += kBlockRows) {
+            const Index m1 = std::min(rows, m0 + kBlockRows);
+            for (Index j = c0; j < c1; j += kCols) {
+                const Index w = std::min<Index>(kCols, c1 - j);
+                const float* b = W.data + k0 * W.stride + j;
+                Index ldb = W.stride;
+                if (w < kCols) { // tail columns: a zero-padded copy of the micro-panel
+                    for (Index k = 0; k < kc; ++k) {
+                        std::memcpy(padB + k * kCols, b + k * W.stride, size_t(w) * sizeof(float));
+                        std::fill(padB + k * kCols + w, padB + (k + 1) * kCols, 0.0f);
+                    }
+                    b = padB;
+                    ldb = kCols;
+                }
+                for (Index p = m0; p < m1; p += kRows) {
+                    const Index mr = std::min<Index>(kRows, rows - p);
+                    const float* a = pack + p * inner + k0 * mr;
+                    float* c = y + p * ldy + j;
+                    if (w == kCols) {
+                        kKernels[size_t(mr - 1)](a, b, ldb, kc, c, ldy, accumulate);
+                    } else {
+                        for (Index r = 0; r < mr; ++r) {
+                            std::memcpy(padC + r * kCols, c + r * ldy, size_t(w) * sizeof(float));
+                            std::fill(padC + r * kCols + w, padC + (r + 1) * kCols, 0.0f);
+                        }
+                        kKernels[size_t(mr - 1)](a, b, ldb, kc, padC, kCols, accumulate);
+                        for (Index r = 0; r < mr; ++r) std::memcpy(c + r * ldy, padC + r * kCols, size_t(w) * sizeof(float));
+                    }
+                }
+            }
+        }
+    }
+}
+
+std::vector<float>& packBuffer() {
+    thread_local std::vector<float> buffer; // reused call after call: no fresh pages per projection
+    return buffer;
+}
+
+} // namespace
+
+void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight& W, float* y, Index ldy, bool parallel) {
+    const Index cols = W.cols;
+    if (rows == 0 || cols == 0) return;
+    if (inner == 0) {
+        for (Index r = 0; r < rows; ++r) std::fill(y + r * ldy, y + r * ldy + cols, 0.0f);
+        return;
+    }
+    std::vector<float>& pack = packBuffer();
+    if (pack.size() < size_t(rows * inner)) pack.resize(size_t(rows * inner));
+    float* packed = pack.data();
+    const Index nPanels = (rows + kRows - 1) / kRows;
+    // column blocks: wide, so that each block re-reads the packed x (L3) as rarely as possible, yet at
+    // least two per thread, so that dynamic scheduling evens out a core that another process takes
+#ifdef _OPENMP
+    const Index threads = parallel ? omp_get_max_threads() : 1;
+#else
+    const Index threads = 1;
+#endif
+    const Index blockCols = std::clamp<Index>((cols / (2 * threads) + kCols - 1) / kCols * kCols, 64, 256);
+    const Index nBlocks = (cols + blockCols - 1) / blockCols;
+#ifdef _OPENMP
+    const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1;
+#else
+    const bool team = false;
+    (void)parallel;
+#endif
+#pragma omp parallel if (team)
+    {
+#pragma omp for schedule(static)
+        for (Index p = 0; p < nPanels; ++p) packPanel(x, ldx, rows, inner, p * kRows, packed);
+#pragma omp for schedule(dynamic)
+        for (Index b = 0; b < nBlocks; ++b)
+            gemmColumns(packed, rows, inner, W, b * blockCols, std::min(cols, (b + 1) * blockCols), y, ldy);
+    }
+}
+
+void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y) {
+    y.resize(x.rows(), W.cols);
+    weightGemm(x.data(), x.rows(), x.cols(), x.cols(), W, y.data(), y.cols(), true);
+    if (!bias.empty()) y.rowwise() += bias.view().row(0);
+}
+
+} // namespace attnscope

@@ -1,0 +1,34 @@
+#pragma once
+// y = x·W for the forward pass's projections: activations x [pos, in] times a weight W [in, out] that
+// stays where it is (memory-mapped file, strided column block of a fused c_attn). Our own kernel
+// because the forward is the product and the general libraries lose here in two ways (measured,
+// README "Benchmarks"): Eigen's GEMM packs the whole weight before using it, which at S = 20 triples
+// the memory traffic of a pass that should stream each weight once at DRAM speed, and its threads
+// busy-wait for each other, which under a second process's load costs 5–10×.
+//
+// Method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x is packed once into
+// panels of kRows rows stored k-major; W is read in place in micro-panels of 32 columns × kDepth rows
+// (32 KiB, L1-resident) and multiplied with every x panel of the current block (L2-resident) by a
+// 14×32 register-tile kernel written with GCC/Clang vector extensions (AVX-512 under -march=native,
+// narrower SIMD elsewhere, same arithmetic order). Column blocks are handed to the OpenMP threads
+// dynamically: no barrier but the last, each column computed by one thread in a fixed order, so the
+// result is bitwise independent of the thread count and of scheduling.
+
+#include "model/core/tensor.h"
+
+namespace attnscope {
+
+/// y [rows, cols] = x [rows, inner] · W [inner, cols] (+ bias [1, cols] on every row when bias is
+/// not empty). x must be a contiguous row-major Matrix; W any row-major view (Weight, with its row
+/// stride). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
+/// it runs on the calling thread only. Accumulates in float32 like Eigen/BLAS sgemm; results agree
+/// with Eigen's product to float rounding (order of the k-sum differs), which tests bound.
+void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y);
+
+/// The same for x given by pointer: rows × inner with row stride ldx (e.g. a column block of z),
+/// result into y (rows × W.cols, row stride ldy). No resizing, no bias; `parallel` = false runs on
+/// the calling thread (for use inside an OpenMP region over heads).
+void weightGemm(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx, const Weight& W, float* y,
+                Eigen::Index ldy, bool parallel);
+
+} // namespace attnscope

@@ -1,0 +1,132 @@
+// weightGemm (model/core/weight_gemm.h), the forward's projection kernel, against a float64 reference
+// on shapes that exercise every edge: row counts 1–29 (full and partial 14-row panels), column tails
+// that are not multiples of 32, inner sizes below, at and above the 256-deep blocks, strided weights
+// (column blocks of a fused matrix), x given by pointer with a row stride, and the bias. Also: the
+// result is bitwise independent of the OpenMP thread count (each column is one thread's fixed sum).
+
+#include "model/core/weight_gemm.h"
+
+#include <QtTest>
+#include <random>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+using namespace attnscope;
+
+namespace {
+
+Matrix randomMatrix(Eigen::Index r, Eigen::Index c, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    Matrix m(r, c);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = d(gen);
+    return m;
+}
+
+/// x·W (+ b) in float64, and Σ|x||W| per entry (the scale of float32 rounding error).
+void reference(const Matrix& x, const Weight& W, const Weight& b, Eigen::MatrixXd& y, Eigen::MatrixXd& mag) {
+    const Eigen::MatrixXd xd = x.cast<double>(), wd = W.view().cast<double>();
+    y = xd * wd;
+    mag = xd.cwiseAbs() * wd.cwiseAbs();
+    if (!b.empty())
+        for (Eigen::Index r = 0; r < y.rows(); ++r) y.row(r) += b.view().row(0).cast<double>();
+}
+
+/// Largest |ours − reference| / (Σ|x||W| + 1): float32 summation of `inner` terms stays below ~inner·2⁻²⁴.
+double relativeError(const Matrix& ours, const Eigen::MatrixXd& ref, const Eigen::MatrixXd& mag) {
+    return ((ours.cast<double>() - ref).array().abs() / (mag.array() + 1.0)).maxCoeff();
+}
+
+} // namespace
+
+class TestWeightGemm : public QObject {
+    Q_OBJECT
+private slots:
+    void matchesFloat64Reference_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("inner");
+        QTest::addColumn<int>("cols");
+        QTest::addColumn<int>("stridePad");
+        QTest::addColumn<bool>("bias");
+        QTest::newRow("1 row (last-position logits)") << 1 << 64 << 50 << 0 << false;
+        QTest::newRow("S=20 streaming, two panels") << 20 << 96 << 96 << 0 << true;
+        QTest::newRow("13 rows, tail 7 cols") << 13 << 40 << 39 << 5 << true;
+        QTest::newRow("14 rows exactly, 32 cols") << 14 << 256 << 32 << 0 << false;
+        QTest::newRow("15 rows, inner 257 (two depth blocks)") << 15 << 257 << 70 << 3 << true;
+        QTest::newRow("29 rows, inner 600, 3 cols") << 29 << 600 << 3 << 11 << false;
+        QTest::newRow("350 rows (two row blocks), 200 cols") << 350 << 130 << 200 << 64 << true;
+        QTest::newRow("inner 1") << 17 << 1 << 33 << 0 << true;
+    }
+    void matchesFloat64Reference() {
+        QFETCH(int, rows);
+        QFETCH(int, inner);
+        QFETCH(int, cols);
+        QFETCH(int, stridePad);
+        QFETCH(bool, bias);
+        const Matrix x = randomMatrix(rows, inner, 1);
+        const Matrix wStore = randomMatrix(inner, cols + stridePad, 2); // W = its first cols columns (strided)
+        const Matrix bStore = randomMatrix(1, cols, 3);
+        const Weight W{wStore.data(), inner, cols, wStore.cols()};
+        const Weight b = bias ? Weight{bStore.data(), 1, cols, cols} : Weight{};
+        Matrix y;
+        weightGemm(x, W, b, y);
+        QCOMPARE(y.rows(), Eigen::Index(rows));
+        QCOMPARE(y.cols(), Eigen::Index(cols));
+        Eigen::MatrixXd ref, mag;
+        reference(x, W, b, ref, mag);
+        const double err = relativeError(y, ref, mag);
+        QVERIFY2(err <= 4.0 * inner * 6e-8 + 1e-7, qPrintable(QString("relative error %1").arg(err)));
+        // and the same numbers as Eigen's float32 product to rounding
+        Matrix eig = x * W.view();
+        if (bias) eig.rowwise() += b.view().row(0);
+        QVERIFY((y - eig).cwiseAbs().maxCoeff() <= 1e-4f * float(std::max(1, inner / 16)));
+    }
+
+    void pointerFormWithRowStride() {
+        // x = columns 64..127 of a [40, 192] matrix (a head's z inside z [pos, n_heads·d_head]), W a row
+        // block of a [192, 50] matrix (W_O^h), y written into columns 0..49 of a [40, 60] buffer
+        const Matrix z = randomMatrix(40, 192, 4), wo = randomMatrix(192, 50, 5);
+        const Weight Wh{wo.data() + 64 * 50, 64, 50, 50};
+        Matrix y = Matrix::Constant(40, 60, 7.0f);
+        weightGemm(z.data() + 64, 40, 64, z.cols(), Wh, y.data(), y.cols(), false);
+        Eigen::MatrixXd ref, mag;
+        reference(Matrix(z.middleCols(64, 64)), Wh, Weight{}, ref, mag);
+        QVERIFY(relativeError(Matrix(y.leftCols(50)), ref, mag) <= 64 * 6e-8 * 4);
+        QCOMPARE(y.rightCols(10).minCoeff(), 7.0f); // untouched beyond W.cols
+        QCOMPARE(y.rightCols(10).maxCoeff(), 7.0f);
+    }
+
+    void bitwiseIndependentOfThreadCount() {
+#ifdef _OPENMP
+        const Matrix x = randomMatrix(100, 300, 6), w = randomMatrix(300, 1000, 7);
+        const Weight W{w.data(), 300, 1000, 1000};
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(1);
+        Matrix one;
+        weightGemm(x, W, Weight{}, one);
+        omp_set_num_threads(std::max(2, before));
+        Matrix many;
+        weightGemm(x, W, Weight{}, many);
+        omp_set_num_threads(before);
+        QCOMPARE(std::memcmp(one.data(), many.data(), size_t(one.size()) * sizeof(float)), 0);
+        QVERIFY(one.cwiseAbs().maxCoeff() > 10.0f); // real values, not zeros
+#else
+        QSKIP("built without OpenMP");
+#endif
+    }
+
+    void emptyInnerGivesZerosPlusBias() {
+        const Matrix x(3, 0);
+        const Matrix bStore = randomMatrix(1, 5, 8);
+        const float* none = bStore.data();
+        Matrix y;
+        weightGemm(x, Weight{none, 0, 5, 5}, Weight{bStore.data(), 1, 5, 5}, y);
+        QCOMPARE(y.rows(), Eigen::Index(3));
+        for (int r = 0; r < 3; ++r) QCOMPARE(y.row(r), bStore.row(0));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestWeightGemm)
+#include "tst_weight_gemm.moc"
