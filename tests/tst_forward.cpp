@@ -20,6 +20,7 @@ private slots:
     void matchesPicoGptReference();
     void cacheIsInternallyConsistent();
     void lastPositionLogitsOnlyEqualFullLogits();
+    void recycledCacheGivesIdenticalResultsInTheSameBuffers();
     void rejectsBadPrompts();
     void cancels();
     void demoModelRuns();
@@ -107,6 +108,35 @@ void TestForward::lastPositionLogitsOnlyEqualFullLogits() {
     // same math, but a 1-row GEMM blocks the d_model sum differently from the S-row one: float rounding only
     QVERIFY(maxAbsDiff(last.logits, full.logits.bottomRows(1)) <= 1e-5);
     QVERIFY(last.layers[0].result.empty());
+}
+
+void TestForward::recycledCacheGivesIdenticalResultsInTheSameBuffers() {
+    auto model = loadModel(testdata("tiny-gpt2"));
+    const std::vector<int> ids{511, 464, 269, 265, 12, 7};
+    const ActivationCache fresh = runForward(*model, ids);
+    // a previous pass of the same length over other tokens, recycled
+    ActivationCache old = runForward(*model, std::vector<int>{1, 2, 3, 4, 5, 6});
+    const float* patternBuffer = old.layers[1].pattern[0].data();
+    const float* mlpBuffer = old.layers[0].mlp_post.data();
+    const ActivationCache recycled = runForward(*model, ids, {}, {}, std::move(old));
+    QCOMPARE(recycled.layers[1].pattern[0].data(), patternBuffer); // written in place, no new allocation
+    QCOMPARE(recycled.layers[0].mlp_post.data(), mlpBuffer);
+    QCOMPARE(recycled.tokens, fresh.tokens);
+    QCOMPARE(recycled.logits, fresh.logits); // bitwise
+    for (size_t l = 0; l < fresh.layers.size(); ++l) {
+        QCOMPARE(recycled.layers[l].resid_post, fresh.layers[l].resid_post);
+        QCOMPARE(recycled.layers[l].pattern, fresh.layers[l].pattern);
+        QCOMPARE(recycled.layers[l].result, fresh.layers[l].result);
+    }
+    // a recycled cache of another length and options: resized, still the same numbers
+    ForwardOptions lean;
+    lean.cacheHeadResults = false;
+    const ActivationCache shorter = runForward(*model, std::span<const int>(ids).first(4), lean, {},
+                                               runForward(*model, ids));
+    const ActivationCache shortFresh = runForward(*model, std::span<const int>(ids).first(4), lean);
+    QCOMPARE(shorter.logits, shortFresh.logits);
+    QCOMPARE(shorter.layers[1].pattern[1], shortFresh.layers[1].pattern[1]);
+    QVERIFY(shorter.layers[1].result.empty());
 }
 
 void TestForward::rejectsBadPrompts() {

@@ -16,13 +16,10 @@ void addBias(Matrix& x, const Weight& b) {
     if (!b.empty()) x.rowwise() += b.view().row(0);
 }
 
-/// x·W + b for x [pos, in], W [in, out] -> [pos, out] (GPT-2 Conv1D). weightGemm: W read in place,
-/// column blocks across the threads with no per-block barrier.
-Matrix linear(const Matrix& x, const Weight& W, const Weight& b) {
-    Matrix y;
-    weightGemm(x, W, b, y);
-    return y;
-}
+/// y = x·W + b for x [pos, in], W [in, out] -> y [pos, out] (GPT-2 Conv1D). weightGemm: W read in
+/// place, column blocks across the threads with no per-block barrier; y's buffer is reused when its
+/// size is unchanged (a recycled cache).
+void linear(const Matrix& x, const Weight& W, const Weight& b, Matrix& y) { weightGemm(x, W, b, y); }
 
 /// Rows [r0, r1) of the causal softmax, in place: row i of `scores` holds the scaled scores of keys
 /// 0..i (what follows is ignored and set to −∞); row i of p becomes softmax over keys 0..i, zero beyond.
@@ -58,9 +55,9 @@ void headAttention(const Matrix& q, const Matrix& k, const Matrix& v, int h, int
 /// Attention block of layer l: fills q, k, v, attn_scores, pattern, z, result, attn_out.
 void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& c, const ForwardOptions& opt) {
     const int H = cfg.n_heads, L = cfg.d_head, groups = cfg.n_heads / std::max(1, cfg.n_kv_heads);
-    c.q = linear(c.ln1, w.W_Q, w.b_Q);   // [pos, H*L]
-    c.k = linear(c.ln1, w.W_K, w.b_K);   // [pos, H_kv*L]
-    c.v = linear(c.ln1, w.W_V, w.b_V);
+    linear(c.ln1, w.W_Q, w.b_Q, c.q);   // [pos, H*L]
+    linear(c.ln1, w.W_K, w.b_K, c.k);   // [pos, H_kv*L]
+    linear(c.ln1, w.W_V, w.b_V, c.v);
     if (groups > 1) { // grouped-query attention: repeat each K/V head for its query heads
         Matrix k(c.k.rows(), Eigen::Index(H) * L), v(c.v.rows(), Eigen::Index(H) * L);
         for (int h = 0; h < H; ++h) {
@@ -90,7 +87,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         else zh.rowwise() = RowVector(zh.colwise().mean());
     }
     // concat heads then project: attn_out = z·W_O + b_O (what HF computes)
-    c.attn_out = linear(c.z, w.W_O, w.b_O);
+    linear(c.z, w.W_O, w.b_O, c.attn_out);
     if (!opt.cacheHeadResults) c.result.clear();
     else {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
@@ -106,17 +103,18 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
 
 /// MLP block: mlp_pre = x·W_in + b_in, mlp_post = act(mlp_pre) (× x·W_gate when gated), mlp_out = mlp_post·W_out + b_out.
 void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
-    c.mlp_pre = linear(c.ln2, w.W_in, w.b_in);
+    linear(c.ln2, w.W_in, w.b_in, c.mlp_pre);
     if (cfg.gatedMlp && !w.W_gate.empty()) {
         // SwiGLU (Llama): act(x·W_gate) ⊙ (x·W_in)
-        Matrix gate = linear(c.ln2, w.W_gate, Weight{});
+        Matrix gate;
+        linear(c.ln2, w.W_gate, Weight{}, gate);
         applyActivation(cfg.activation, gate);
         c.mlp_post = gate.cwiseProduct(c.mlp_pre);
     } else {
         c.mlp_post = c.mlp_pre;
         applyActivation(cfg.activation, c.mlp_post);
     }
-    c.mlp_out = linear(c.mlp_post, w.W_out, w.b_out);
+    linear(c.mlp_post, w.W_out, w.b_out, c.mlp_out);
 }
 
 } // namespace
@@ -124,18 +122,24 @@ void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
 void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options) {
     const ModelConfig& cfg = model.config();
     const LayerWeights& w = model.layer(layer);
-    c.ln1 = applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b);
+    applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b, c.ln1);
     attentionBlock(cfg, layer, w, c, options);
     c.resid_mid = c.resid_pre + c.attn_out;
-    c.ln2 = applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b);
+    applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b, c.ln2);
     mlpBlock(cfg, w, c);
     c.resid_post = c.resid_mid + c.mlp_out;
 }
 
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale) {
+    Matrix y;
+    applyNorm(cfg, x, w, b, y, scale);
+    return y;
+}
+
+void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Matrix& y, Vector* scale) {
     const Eigen::Index S = x.rows();
     const float eps = float(cfg.norm_eps);
-    Matrix y(S, x.cols());
+    y.resize(S, x.cols());
     if (scale) scale->resize(S);
 #pragma omp parallel for schedule(static) if (S >= 32)
     for (Eigen::Index i = 0; i < S; ++i) {
@@ -154,7 +158,6 @@ Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
     }
     y.array().rowwise() *= w.view().row(0).array();
     addBias(y, b);
-    return y;
 }
 
 void applyActivation(ActivationKind kind, Matrix& x) {
@@ -185,6 +188,11 @@ void applyActivation(ActivationKind kind, Matrix& x) {
 
 ActivationCache runForward(const Model& model, std::span<const int> tokens, const ForwardOptions& options,
                            const Progress& progress) {
+    return runForward(model, tokens, options, progress, ActivationCache());
+}
+
+ActivationCache runForward(const Model& model, std::span<const int> tokens, const ForwardOptions& options,
+                           const Progress& progress, ActivationCache&& recycled) {
     const ModelConfig& cfg = model.config();
     const int S = int(tokens.size());
     if (S == 0)
@@ -204,11 +212,12 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     if (planCache(cfg, S, options, cacheBudgetBytes()).cacheHeadResults != options.cacheHeadResults) {
         ForwardOptions lean = options;
         lean.cacheHeadResults = false;
-        return runForward(model, tokens, lean, progress);
+        return runForward(model, tokens, lean, progress, std::move(recycled));
     }
 
     const GlobalWeights& g = model.globals();
-    ActivationCache cache;
+    // every buffer below is resized in place: a recycled cache of the same length keeps its pages
+    ActivationCache cache = std::move(recycled);
     cache.tokens.assign(tokens.begin(), tokens.end());
     const int total = cfg.n_layers + 1;
     progress.step(0, total, QStringLiteral("embeddings"));
@@ -223,7 +232,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         cache.pos_embed = Matrix::Zero(S, cfg.d_model);
 
     LayerCache scratch; // the only layer when !cacheLayers: its buffers are reused layer after layer
-    if (options.cacheLayers) cache.layers.resize(size_t(cfg.n_layers));
+    cache.layers.resize(options.cacheLayers ? size_t(cfg.n_layers) : 0);
     Matrix resid = cache.embed + cache.pos_embed;
     for (int l = 0; l < cfg.n_layers; ++l) {
         progress.step(l, total, QStringLiteral("layer %1").arg(l));
@@ -234,7 +243,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     }
     progress.step(cfg.n_layers, total, QStringLiteral("unembedding"));
 
-    cache.ln_final = applyNorm(cfg, resid, g.ln_final_w, g.ln_final_b, &cache.ln_final_scale);
+    applyNorm(cfg, resid, g.ln_final_w, g.ln_final_b, cache.ln_final, &cache.ln_final_scale);
     if (options.allLogits) {
         cache.logitPositions.resize(size_t(S));
         for (int p = 0; p < S; ++p) cache.logitPositions[size_t(p)] = p;

@@ -39,6 +39,13 @@ struct ForwardOptions {
 ActivationCache runForward(const Model& model, std::span<const int> tokens,
                            const ForwardOptions& options = {}, const Progress& progress = {});
 
+/// The same, writing into the buffers of `recycled` (a cache the caller no longer needs, typically the
+/// previous pass's): for a prompt of the same length no memory is allocated, so no fresh pages are
+/// faulted in (≈ 0.4 s per GiB here, ../shared/BASELINE.md §1; glibc returns a freed multi-GiB cache
+/// to the OS whatever its trim threshold, whose int setting stops at 2 GiB). Results are identical.
+ActivationCache runForward(const Model& model, std::span<const int> tokens, const ForwardOptions& options,
+                           const Progress& progress, ActivationCache&& recycled);
+
 /// Transformer block `layer` on c.resid_pre [pos, d_model] (set by the caller): fills every other field
 /// of c (ln1 … resid_post) exactly as runForward does — it is the code runForward runs for each layer,
 /// so a block recomputed from a cached resid_pre is bitwise identical to the original pass.
@@ -48,6 +55,8 @@ void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions
 /// Normalisation as the config says, row-wise over d_model: LayerNorm (x-μ)/√(σ²+eps)·w + b or
 /// RMSNorm x/√(mean(x²)+eps)·w. x: [pos, d_model]. If scale is given it receives the divisor per row.
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale = nullptr);
+/// The same into y (resized; its buffer is reused when the size is unchanged).
+void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Matrix& y, Vector* scale = nullptr);
 
 /// The MLP activation, elementwise, in place.
 void applyActivation(ActivationKind kind, Matrix& x);
