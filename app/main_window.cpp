@@ -368,6 +368,7 @@ void MainWindow::updateHeatmap() {
 void MainWindow::showHead(const std::shared_ptr<const LayerCache>& layerCache) {
     const int l = layer(), h = head();
     shownLayer_ = layerCache;
+    if (headGrid_->isLayerPending(l)) headGrid_->setLayerPatterns(l, layerCache->pattern); // computed anyway
     heatmap_->setData({layerCache->pattern[size_t(h)], session_.tokenLabels(),
                        heatmapTitle(session_.model()->info().name, l, h)});
     for (AnalysisPanel* p : panels_) p->setSelectedHead(l, h);

@@ -10,7 +10,9 @@
 #include "model/transformer/layer_recompute.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
+#include "model/transformer/prompt.h"
 #include "views/attention_heatmap.h"
+#include "views/head_detectors_panel.h"
 #include "views/head_grid.h"
 #include "views/palettes.h"
 #include "model/formats/model_loader.h"
@@ -123,6 +125,34 @@ private slots:
         QCOMPARE(w.head(), 3);
         QVERIFY(same(w.heatmap()->pattern(), full.layers[0].pattern[3]));
         QVERIFY(cache->recomputer->cachedLayers() <= 1);
+    }
+
+    void headDetectorsScoreInTheBackgroundOnceShown() {
+        auto model = loadModel(demoDir());
+        const std::vector<int> ids =
+            tokenizePrompt(model->tokenizer(), QStringLiteral("The cat sat on the mat. The cat sat on the mat."), true);
+        const ActivationCache full = runForward(*model, ids);
+        ForwardOptions opt;
+        opt.residualsOnly = true;
+        opt.recomputedLayers = 1;
+        auto lean = std::make_shared<const ActivationCache>(runForward(*model, ids, opt));
+        HeadDetectorsView view;
+        view.setContext(model, lean);
+        // hidden: nothing computed yet, the grid waits with every layer pending
+        QVERIFY(view.promptScoresPending());
+        QVERIFY(!view.scores(HeadDetector::PreviousToken));
+        QCOMPARE(view.headGrid()->pendingLayers(), 2);
+        QCOMPARE(lean->recomputer->recomputations(), 0);
+        view.show();
+        view.waitForPromptScores();
+        QVERIFY(!view.promptScoresPending());
+        QCOMPARE(view.headGrid()->pendingLayers(), 0);
+        QCOMPARE(lean->recomputer->recomputations(), 2); // each layer once for all three detectors
+        for (HeadDetector d : {HeadDetector::PreviousToken, HeadDetector::DuplicateToken, HeadDetector::FirstToken}) {
+            QVERIFY(view.scores(d));
+            QVERIFY(same(view.scores(d)->scores, scoreHeads(full, d).scores));
+        }
+        QVERIFY(view.scores(HeadDetector::PreviousToken)->scores.maxCoeff() > 0);
     }
 };
 

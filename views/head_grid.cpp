@@ -192,7 +192,7 @@ void HeadGrid::paintEvent(QPaintEvent*) {
                 p.fillRect(r, maskedCellColor());
                 if (pending_[size_t(l)]) { // still being computed: hatched, "…"
                     p.fillRect(r, QBrush(palette().color(QPalette::Mid), Qt::BDiagPattern));
-                    p.drawText(r, Qt::AlignCenter, QStringLiteral("…"));
+                    if (r.width() >= 24) p.drawText(r, Qt::AlignCenter, QStringLiteral("…"));
                 }
                 continue;
             }
