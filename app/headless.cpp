@@ -87,7 +87,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
                 throw InputError(QStringLiteral("%1: cannot create the folder").arg(cmd.exportDir));
             const ImageFormat fmt = imageFormatFromName(cmd.format).value_or(ImageFormat::Png);
             auto dataFor = [&](int l, int h) {
-                return AttentionHeatmapData{cache.layers[size_t(l)].pattern[size_t(h)], labels,
+                return AttentionHeatmapData{cache.layer(l)->pattern[size_t(h)], labels,
                                             heatmapTitle(model->info().name, l, h)};
             };
             std::vector<std::pair<int, int>> heads;

@@ -40,7 +40,8 @@ QJsonObject promptDump(const Model& model, const ActivationCache& cache, int lay
         out["logits_last"] = rowToJson(last);
     }
     if (layer >= 0 && head >= 0) {
-        const Matrix& p = cache.layers.at(size_t(layer)).pattern.at(size_t(head));
+        const std::shared_ptr<const LayerCache> lc = cache.layer(layer); // recomputed in a residuals-only cache
+        const Matrix& p = lc->pattern.at(size_t(head));
         QJsonArray rows;
         for (Eigen::Index i = 0; i < p.rows(); ++i) rows.append(rowToJson(p.row(i)));
         out["attention"] = QJsonObject{{"layer", layer}, {"head", head}, {"pattern", rows}};

@@ -81,6 +81,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     connect(&session_, &ModelSession::forwardFailed, this,
             [this](const QString& m) { showError(tr("Cannot run the prompt"), m); });
     connect(&session_, &ModelSession::cancelled, this, [this] { statusLabel_->setText(tr("Cancelled.")); });
+    connect(&gridTask_, &BackgroundTask::progressChanged, this, [this](qint64, qint64, const QString& what) {
+        if (!layerTask_.isRunning()) statusLabel_->setText(what);
+    });
+    connect(&gridTask_, &BackgroundTask::failed, statusLabel_, &QLabel::setText);
+    connect(&layerTask_, &BackgroundTask::failed, this, [this](const QString& m) {
+        statusLabel_->setText(m);
+        startGridFill();
+    });
     connect(&session_, &ModelSession::progressChanged, this, [this](qint64 done, qint64 total, const QString& what) {
         progress_->setRange(0, int(total));
         progress_->setValue(int(done));
@@ -285,6 +293,9 @@ void MainWindow::onModelLoaded() {
     headSpin_->setRange(0, c.n_heads - 1);
     setWindowTitle(tr("AttnScope — %1").arg(model->info().name));
     updateModelInfo();
+    layerTask_.cancel();
+    gridTask_.cancel();
+    shownLayer_.reset();
     heatmap_->setData({});
     headGrid_->clear();
     topTokens_->setRowCount(0);
@@ -296,6 +307,8 @@ void MainWindow::onModelLoaded() {
 }
 
 void MainWindow::onForwardFinished() {
+    layerTask_.cancel(); // requests for the previous cache
+    shownLayer_.reset();
     for (QAction* a : needsCache_) a->setEnabled(true);
     updateHeadGrid();
     updateHeatmap();
@@ -303,7 +316,9 @@ void MainWindow::onForwardFinished() {
     updatePanels();
     for (AnalysisPanel* p : panels_) p->setSelectedHead(layer(), head());
     const auto cache = session_.cache();
-    statusLabel_->setText(tr("Ran %1 tokens.").arg(cache->nPositions()));
+    statusLabel_->setText(cache->residualsOnly() ? tr("Ran %1 tokens. Only the residual streams fit in memory: layers are "
+                                                      "recomputed as they are shown.").arg(cache->nPositions())
+                                                 : tr("Ran %1 tokens.").arg(cache->nPositions()));
     if (!cache->logits.allFinite()) {
         const QStringList bad = nonFiniteWeights(*session_.model(), 5);
         statusLabel_->setText(bad.isEmpty() ? tr("Warning: the logits contain NaN or Inf.")
@@ -344,19 +359,75 @@ void MainWindow::updateHeatmap() {
     const auto cache = session_.cache();
     if (!model || !cache) return;
     const int l = layer(), h = head();
-    if (l >= int(cache->layers.size()) || h >= int(cache->layers[size_t(l)].pattern.size())) return;
-    heatmap_->setData({cache->layers[size_t(l)].pattern[size_t(h)], session_.tokenLabels(),
-                       heatmapTitle(model->info().name, l, h)});
+    if (l >= cache->nLayers() || h >= cache->nHeads()) return;
     headGrid_->setSelectedHead(l, h);
+    if (cache->isLayerReady(l)) showHead(cache->layer(l)); // full cache, or recomputed and still held
+    else requestLayer(l);
+}
+
+void MainWindow::showHead(const std::shared_ptr<const LayerCache>& layerCache) {
+    const int l = layer(), h = head();
+    shownLayer_ = layerCache;
+    if (headGrid_->isLayerPending(l)) headGrid_->setLayerPatterns(l, layerCache->pattern); // computed anyway
+    heatmap_->setData({layerCache->pattern[size_t(h)], session_.tokenLabels(),
+                       heatmapTitle(session_.model()->info().name, l, h)});
     for (AnalysisPanel* p : panels_) p->setSelectedHead(l, h);
     saveSettings();
 }
 
+void MainWindow::requestLayer(int l) {
+    const auto cache = session_.cache();
+    statusLabel_->setText(tr("Computing layer %1…").arg(l));
+    gridTask_.cancel(); // the selected layer first; the grid resumes when it is done
+    // start() cancels an older request still waiting (LayerRecomputer checks the flag before computing)
+    layerTask_.start([this, cache, l](const BackgroundTask::Context& ctx) -> std::function<void()> {
+        std::shared_ptr<const LayerCache> lc = cache->layer(l, ctx.progress);
+        return [this, cache, l, lc] {
+            if (session_.cache() != cache) return;
+            statusLabel_->setText(tr("Layer %1 recomputed.").arg(l));
+            if (layer() == l) showHead(lc);
+            startGridFill();
+        };
+    });
+}
+
+void MainWindow::startGridFill() {
+    const auto cache = session_.cache();
+    if (!cache || !cache->residualsOnly() || headGrid_->pendingLayers() == 0 || layerTask_.isRunning()) return;
+    std::vector<int> todo;
+    for (int l = 0; l < headGrid_->layers(); ++l)
+        if (headGrid_->isLayerPending(l)) todo.push_back(l);
+    gridTask_.start([this, cache, todo](const BackgroundTask::Context& ctx) -> std::function<void()> {
+        for (size_t i = 0; i < todo.size(); ++i) {
+            const int l = todo[i];
+            ctx.progress.step(qint64(i), qint64(todo.size()), tr("Head grid: computing layer %1…").arg(l));
+            std::shared_ptr<const LayerCache> lc = cache->layer(l, ctx.progress);
+            ctx.post([this, cache, l, lc] {
+                if (session_.cache() == cache && headGrid_->isLayerPending(l)) headGrid_->setLayerPatterns(l, lc->pattern);
+            });
+        }
+        return [this, cache] {
+            if (session_.cache() == cache) statusLabel_->setText(tr("Head grid complete (%1 layers).").arg(cache->nLayers()));
+        };
+    });
+}
+
+void MainWindow::waitForLayers() {
+    while (isComputingLayers()) {
+        layerTask_.waitForIdle();
+        gridTask_.waitForIdle();
+    }
+}
+
 void MainWindow::updateHeadGrid() {
     const auto cache = session_.cache();
-    const int nHeads = cache->layers.empty() ? 0 : int(cache->layers[0].pattern.size());
-    headGrid_->setPatterns(int(cache->layers.size()), nHeads,
-                           [&](int l, int h) { return cache->layers[size_t(l)].pattern[size_t(h)]; });
+    if (cache->residualsOnly()) { // layers are recomputed in the background and drawn as they arrive
+        headGrid_->beginPatterns(cache->nLayers(), cache->nHeads());
+        startGridFill();
+        return;
+    }
+    headGrid_->setPatterns(cache->nLayers(), cache->nHeads(),
+                           [&](int l, int h) { return cache->stored(l).pattern[size_t(h)]; });
 }
 
 void MainWindow::updateTopTokens() {
@@ -374,8 +445,9 @@ QString MainWindow::exportCurrentHeatmap(const QString& path, QSize size, double
     const auto model = session_.model();
     const auto cache = session_.cache();
     if (!model || !cache) return tr("Nothing to export: run a prompt first.");
+    if (!cache->isLayerReady(layer())) return tr("Layer %1 is still being computed; try again in a moment.").arg(layer());
     QString error;
-    const AttentionHeatmapData data{cache->layers[size_t(layer())].pattern[size_t(head())], session_.tokenLabels(),
+    const AttentionHeatmapData data{cache->layer(layer())->pattern[size_t(head())], session_.tokenLabels(),
                                     heatmapTitle(model->info().name, layer(), head())};
     exportHeatmap(data, path, formatForSuffix(path), size, scale, &error);
     return error;
@@ -390,7 +462,8 @@ QString MainWindow::exportAllHeads(const QString& dir, const QString& ext, QSize
     const QString name = model->info().name;
     try {
         attnscope::exportAllHeads(model->config().n_layers, model->config().n_heads, [&](int l, int h) {
-            return AttentionHeatmapData{cache->layers[size_t(l)].pattern[size_t(h)], labels, heatmapTitle(name, l, h)};
+            // a residuals-only cache recomputes each layer once here (LRU), on this thread
+            return AttentionHeatmapData{cache->layer(l)->pattern[size_t(h)], labels, heatmapTitle(name, l, h)};
         }, dir, fmt, size, scale);
     } catch (const InputError& e) {
         return e.message();
@@ -490,6 +563,8 @@ void MainWindow::saveSettings() const {
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
     session_.cancel();
+    layerTask_.cancel();
+    gridTask_.cancel();
     event->accept();
 }
 

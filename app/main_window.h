@@ -1,9 +1,12 @@
 #pragma once
 // The main window: prompt box and Run, model info, layer/head selectors, the attention heatmap,
 // the head grid and the top next-token predictions. Owns no model math: ModelSession runs it
-// off the GUI thread and the views are handed the results.
+// off the GUI thread and the views are handed the results. With a residuals-only cache (big model or
+// long prompt) the selected layer is recomputed in the background ("computing layer N…"; a newer
+// selection cancels an older request) and the head grid fills in layer by layer behind it.
 
 #include "app/model_session.h"
+#include "views/background_task.h"
 
 #include <QMainWindow>
 
@@ -50,6 +53,10 @@ public:
     QString exportCurrentHeatmap(const QString& path, QSize size, double scale);
     /// Writes L{layer}_H{head}.{ext} for every head into dir. Returns an error or "".
     QString exportAllHeads(const QString& dir, const QString& ext, QSize size, double scale);
+    /// True while a layer of a residuals-only cache is being recomputed (selected layer or head grid).
+    bool isComputingLayers() const { return layerTask_.isRunning() || gridTask_.isRunning(); }
+    /// Blocks (processing events) until the selected layer is shown and the head grid is complete (tests).
+    void waitForLayers();
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -63,6 +70,9 @@ private:
     void showError(const QString& title, const QString& message);
     void updateModelInfo();
     void updateHeatmap();
+    void showHead(const std::shared_ptr<const LayerCache>& layerCache);
+    void requestLayer(int layer);
+    void startGridFill();
     void updateHeadGrid();
     void updateTopTokens();
     void updatePanels();
@@ -90,6 +100,9 @@ private:
     TopTokensView* topTokens_ = nullptr;
     QList<QAction*> needsCache_;
     QList<AnalysisPanel*> panels_;
+    BackgroundTask layerTask_; ///< recomputes the selected layer (residuals-only caches)
+    BackgroundTask gridTask_;  ///< fills the head grid layer by layer, paused while layerTask_ runs
+    std::shared_ptr<const LayerCache> shownLayer_; ///< the heatmap's layer, held so panels find it ready
 };
 
 } // namespace attnscope

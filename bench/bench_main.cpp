@@ -11,7 +11,9 @@
 #include "model/core/errors.h"
 #include "model/core/heap_reuse.h"
 #include "model/formats/model_loader.h"
+#include "model/transformer/cache_budget.h"
 #include "model/transformer/forward.h"
+#include "model/transformer/layer_recompute.h"
 #include "model/transformer/prompt.h"
 #include "views/attention_heatmap.h"
 
@@ -101,6 +103,73 @@ void printRow(const QString& what, const Timing& t, const QString& extra = {}) {
     std::fflush(stdout);
 }
 
+/// A model whose full cache does not fit the memory budget at S = min(1024, n_ctx) (gpt2-xl's shape):
+/// the forward in the residuals-only layout as the app runs it (last logits), its peak RSS, and the time
+/// to show a head of a layer that must be recomputed (layer(l) + heatmap replot), against a head of a
+/// layer already recomputed. One run each: a single forward of gpt2-xl takes tens of seconds.
+QJsonObject benchBigModel(const std::shared_ptr<const Model>& model, int S) {
+    QJsonObject out;
+    const ModelConfig& cfg = model->config();
+    const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
+    ForwardOptions opt;
+    opt.allLogits = false;
+    const CachePlan plan = planCache(cfg, S, opt, cacheBudgetBytes());
+    bench::resetPeakRss();
+    QElapsedTimer t;
+    t.start();
+    const ActivationCache cache = runForward(*model, tokens, opt);
+    const double fwdMs = t.nsecsElapsed() / 1e6;
+    const double peak = bench::peakRssMiB();
+    const double gf = forwardGflop(cfg, S, 1, false);
+    std::printf("  %-44s %10.1f ms  peak RSS %6.0f MiB  %.1f GFLOP, %.0f GFLOP/s; layout %s, LRU %d layers; "
+                "full cache would need %s, budget %s\n",
+                qPrintable(QStringLiteral("forward residuals-only, last logits, S=%1").arg(S)), fwdMs, peak, gf,
+                gf / fwdMs * 1e3, cache.residualsOnly() ? "residuals-only" : "full",
+                cache.recomputer ? cache.recomputer->capacity() : 0, qPrintable(formatBytes(plan.estimate.total())),
+                qPrintable(formatBytes(plan.budget)));
+    out["forward_residuals_only_ms"] = fwdMs;
+    out["forward_peak_rss_mib"] = peak;
+    out["forward_gflops"] = gf / fwdMs * 1e3;
+    out["residuals_only"] = cache.residualsOnly();
+    out["full_cache_bytes"] = double(plan.estimate.total());
+    out["budget_bytes"] = double(plan.budget);
+    out["lru_layers"] = cache.recomputer ? cache.recomputer->capacity() : 0;
+
+    AttentionHeatmap view;
+    view.resize(800, 800);
+    const QStringList labels = tokenLabels(model->tokenizer(), cache.tokens);
+    auto show = [&](int l, int h) {
+        QElapsedTimer st;
+        st.start();
+        const std::shared_ptr<const LayerCache> lc = cache.layer(l);
+        const double computeMs = st.nsecsElapsed() / 1e6;
+        view.setData({lc->pattern[size_t(h)], labels, QStringLiteral("bench — layer %1, head %2").arg(l).arg(h)});
+        if (view.plot()->toPixmap(800, 800).isNull()) throw InputError(QStringLiteral("heatmap render failed"));
+        return std::make_pair(st.nsecsElapsed() / 1e6, computeMs);
+    };
+    QJsonArray recomputed;
+    std::vector<double> totals;
+    bench::resetPeakRss();
+    for (int l : {cfg.n_layers / 2, cfg.n_layers - 1, 1}) {
+        const auto [total, compute] = show(l, 0);
+        totals.push_back(total);
+        recomputed.append(QJsonObject{{"layer", l}, {"total_ms", total}, {"recompute_ms", compute}});
+        std::printf("  %-44s %10.1f ms  (recompute %.1f ms)\n",
+                    qPrintable(QStringLiteral("show L%1H0, layer recomputed, S=%2").arg(l).arg(S)), total, compute);
+    }
+    const auto [again, againCompute] = show(cfg.n_layers - 1, 1);
+    std::printf("  %-44s %10.1f ms  (layer lookup %.2f ms)  peak RSS %6.0f MiB\n",
+                qPrintable(QStringLiteral("show L%1H1, same layer again").arg(cfg.n_layers - 1)), again, againCompute,
+                bench::peakRssMiB());
+    std::fflush(stdout);
+    std::sort(totals.begin(), totals.end());
+    out["show_recomputed_head"] = recomputed;
+    out["show_recomputed_head_median_ms"] = totals[totals.size() / 2];
+    out["show_head_same_layer_ms"] = again;
+    out["show_peak_rss_mib"] = bench::peakRssMiB();
+    return out;
+}
+
 /// All benchmarks for one model folder.
 QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<int>& lensSeqs, int runs, bool wov,
                        double gemmGflops) {
@@ -139,6 +208,19 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     out["config"] = QJsonObject{{"n_layers", cfg.n_layers}, {"n_heads", cfg.n_heads}, {"d_model", cfg.d_model},
                                 {"d_vocab", cfg.d_vocab}, {"n_ctx", cfg.n_ctx}};
     (void)model->tokenizer().vocabSize();
+
+    // a model whose full cache does not fit at its longest prompt (gpt2-xl): the residuals-only layout only
+    {
+        const int S = std::min(1024, cfg.n_ctx);
+        ForwardOptions appOpt;
+        appOpt.allLogits = false;
+        if (planCache(cfg, S, appOpt, cacheBudgetBytes()).residualsOnly) {
+            std::printf("  (the full cache at S=%d does not fit the memory budget: residuals-only benchmarks)\n", S);
+            out["big_model"] = benchBigModel(model, S);
+            out["peak_rss_mib_process"] = bench::maxRssMiB();
+            return out;
+        }
+    }
 
     QJsonObject fwdFull, fwdApp, fwdLogits, lens;
     std::shared_ptr<ActivationCache> cache512;
@@ -219,7 +301,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
             const int l = (i / cfg.n_heads) % cfg.n_layers, h = i % cfg.n_heads;
             ++i;
             AttentionHeatmapData d;
-            d.pattern = cache512->layers[size_t(l)].pattern[size_t(h)];
+            d.pattern = cache512->layer(l)->pattern[size_t(h)];
             d.tokens = labels;
             d.title = QStringLiteral("bench — layer %1, head %2").arg(l).arg(h);
             view.setData(d);

@@ -125,14 +125,36 @@ private slots:
         QVERIFY(!dropped.cacheHeadResults);
         QCOMPARE(dropped.budget, qint64(174439));
         QVERIFY(!planCache(cfg, 10, opt, 174440 - 20480).cacheHeadResults);
+        QVERIFY(!planCache(cfg, 10, opt, 174440 - 20480).residualsOnly);
+        // below that: only the residual streams (per layer 5·S·D + S·H·L floats) plus one recomputed layer
+        const CacheEstimate e = estimateCacheBytes(cfg, 10, opt);
+        QCOMPARE(e.residualBytes, qint64((2 * (5 * 10 * 64 + 10 * 64) + 3 * 10 * 64 + 10 + 10 * 512) * 4));
+        QCOMPARE(e.layerBytes, qint64((2 * 4 * 10 * 10 + 7 * 10 * 64 + 4 * 10 * 64 + 2 * 10 * 256) * 4));
+        QCOMPARE(e.layerHeadResultBytes, qint64(4 * 10 * 64 * 4));
+        const qint64 oneLayer = e.residualBytes + e.workingBytes + e.layerBytes + e.layerHeadResultBytes;
+        QCOMPARE(e.residualsOnlyTotal(1, true), oneLayer);
+        const CachePlan lean = planCache(cfg, 10, opt, 174440 - 20481);
+        QVERIFY(lean.residualsOnly && lean.cacheHeadResults);
+        QCOMPARE(lean.recomputedLayers, 1); // a second full layer does not fit
+        QCOMPARE(planCache(cfg, 10, opt, oneLayer).recomputedLayers, 1);
+        QVERIFY(!planCache(cfg, 10, opt, oneLayer - 1).cacheHeadResults); // only without head results
+        QVERIFY(planCache(cfg, 10, opt, oneLayer - 1).residualsOnly);
+        QCOMPARE(planCache(cfg, 10, opt, -1).recomputedLayers, 0);        // full: nothing recomputed
+        ForwardOptions forced;
+        forced.residualsOnly = true;
+        QCOMPARE(planCache(cfg, 10, forced, -1).recomputedLayers, 4);
+        QVERIFY(planCache(cfg, 10, forced, -1).residualsOnly);
+        const qint64 tooSmall = e.residualsOnlyTotal(1, false) - 1;
         try {
-            planCache(cfg, 10, opt, 174440 - 20481);
+            planCache(cfg, 10, opt, tooSmall);
             QFAIL("no InputError");
-        } catch (const InputError& e) {
-            QCOMPARE(e.message(), QStringLiteral("The activation cache for 10 tokens would need %1 of memory (attention "
-                                                 "patterns alone: %2), but the budget is %3 (half of the available "
-                                                 "memory). Use a shorter prompt.")
-                                      .arg(formatBytes(153960), formatBytes(6400), formatBytes(153959)));
+        } catch (const InputError& err) {
+            QCOMPARE(err.message(), QStringLiteral("The activation cache for 10 tokens would need %1 of memory even keeping "
+                                                   "only the residual streams (the full cache: %2, attention patterns alone: "
+                                                   "%3), but the budget is %4 (half of the available memory). Use a shorter "
+                                                   "prompt.")
+                                        .arg(formatBytes(tooSmall + 1), formatBytes(153960), formatBytes(6400),
+                                             formatBytes(tooSmall)));
         }
         QCOMPARE(formatBytes(1536 * 1024), QStringLiteral("1.5 MB"));
     }
@@ -173,7 +195,7 @@ private slots:
                 QFAIL("no InputError");
             } catch (const InputError& err) {
                 QVERIFY2(err.message().startsWith(QStringLiteral("The activation cache for %1 tokens would need %2 ")
-                                                      .arg(S).arg(formatBytes(e.totalWithoutHeadResults()))),
+                                                      .arg(S).arg(formatBytes(e.residualsOnlyTotal(1, false)))),
                          qPrintable(err.message()));
                 QVERIFY(err.message().contains(QStringLiteral("the budget is %1").arg(formatBytes(1000))));
             }

@@ -156,7 +156,10 @@ void AttentionStepsPanel::setSelectedHead(int layer, int head) {
 void AttentionStepsPanel::rebuild() {
     const QString keep = current_ < int(steps_.size()) ? steps_[size_t(current_)].name : QString();
     steps_.clear();
-    if (model_ && cache_) {
+    if (model_ && cache_ && layer_ >= 0 && layer_ < cache_->nLayers() && !cache_->isLayerReady(layer_)) {
+        // residuals-only cache: the main window recomputes the layer in the background, then selects it again
+        emit statusMessage(tr("Computing layer %1…").arg(layer_));
+    } else if (model_ && cache_) {
         try {
             steps_ = attentionSteps(*model_, *cache_, layer_, head_);
         } catch (const InputError& e) {

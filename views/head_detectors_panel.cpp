@@ -99,18 +99,25 @@ void HeadDetectorsView::setContext(std::shared_ptr<const Model> model, std::shar
     const bool newModel = model != model_;
     model_ = std::move(model);
     cache_ = std::move(cache);
+    // a residuals-only cache recomputes its layers: scored and drawn in the background (startPromptScores)
+    const bool background = cache_ && model_ && cache_->residualsOnly();
+    promptTask_.cancel();
+    promptPending_ = false;
     for (HeadDetector d : allDetectors()) {
         auto& slot = scores_[size_t(columnOf(d) - FirstScoreColumn)];
         if (d == HeadDetector::Induction) {
             if (newModel) slot.reset();
         } else {
-            slot = cache_ && model_ ? std::optional<HeadScores>(scoreHeads(*cache_, d)) : std::nullopt;
+            slot = cache_ && model_ && !background ? std::optional<HeadScores>(scoreHeads(*cache_, d)) : std::nullopt;
         }
     }
-    if (cache_ && model_) {
-        const auto& layers = cache_->layers;
-        grid_->setPatterns(int(layers.size()), layers.empty() ? 0 : int(layers[0].pattern.size()),
-                           [&](int l, int h) { return layers[size_t(l)].pattern[size_t(h)]; });
+    if (background) {
+        grid_->beginPatterns(cache_->nLayers(), cache_->nHeads());
+        promptPending_ = true;
+        if (isVisible()) startPromptScores();
+    } else if (cache_ && model_) {
+        grid_->setPatterns(cache_->nLayers(), cache_->nHeads(),
+                           [&](int l, int h) { return cache_->stored(l).pattern[size_t(h)]; });
     } else {
         grid_->clear();
     }
@@ -120,6 +127,30 @@ void HeadDetectorsView::setContext(std::shared_ptr<const Model> model, std::shar
     }
     fillTable();
     applyOverlay();
+}
+
+void HeadDetectorsView::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    if (promptPending_) startPromptScores();
+}
+
+void HeadDetectorsView::startPromptScores() {
+    promptPending_ = false;
+    status_->setText(tr("Computing the layers for the head detectors…"));
+    promptTask_.start([this, cache = cache_](const BackgroundTask::Context& ctx) -> std::function<void()> {
+        const std::vector<HeadDetector> detectors{HeadDetector::PreviousToken, HeadDetector::DuplicateToken,
+                                                  HeadDetector::FirstToken};
+        std::vector<HeadScores> s = scoreHeads(*cache, detectors, ctx.progress,
+                                               [&](int l, const std::shared_ptr<const LayerCache>& lc) {
+            ctx.post([this, l, lc] { grid_->setLayerPatterns(l, lc->pattern); });
+        });
+        return [this, s = std::move(s)] {
+            for (const HeadScores& one : s) scores_[size_t(columnOf(one.detector) - FirstScoreColumn)] = one;
+            status_->setText(tr("Prompt detectors scored."));
+            fillTable();
+            applyOverlay();
+        };
+    });
 }
 
 void HeadDetectorsView::startInduction() {
@@ -168,8 +199,8 @@ void HeadDetectorsView::applyOverlay() {
 
 void HeadDetectorsView::fillTable() {
     table_->setSortingEnabled(false);
-    const int nLayers = model_ && cache_ ? int(cache_->layers.size()) : 0;
-    const int nHeads = nLayers ? int(cache_->layers[0].pattern.size()) : 0;
+    const int nLayers = model_ && cache_ ? cache_->nLayers() : 0;
+    const int nHeads = nLayers ? cache_->nHeads() : 0;
     table_->setRowCount(nLayers * nHeads);
     for (int l = 0, row = 0; l < nLayers; ++l)
         for (int h = 0; h < nHeads; ++h, ++row) {
@@ -197,8 +228,8 @@ QString HeadDetectorsView::exportCsv(const QString& path) const {
     QStringList header{"head", "layer", "index"};
     for (HeadDetector d : allDetectors()) header << headDetectorName(d);
     std::vector<QStringList> rows;
-    const int nLayers = cache_ ? int(cache_->layers.size()) : 0;
-    const int nHeads = nLayers ? int(cache_->layers[0].pattern.size()) : 0;
+    const int nLayers = cache_ ? cache_->nLayers() : 0;
+    const int nHeads = nLayers ? cache_->nHeads() : 0;
     for (int l = 0; l < nLayers; ++l)
         for (int h = 0; h < nHeads; ++h) {
             QStringList row{QStringLiteral("L%1H%2").arg(l).arg(h), QString::number(l), QString::number(h)};

@@ -3,8 +3,11 @@
 // head (model/analysis/head_detectors.h) as a sortable table and as a colour overlay on a head grid.
 // Previous/duplicate/first-token are scored on the current prompt; induction on the app's repeated
 // random sequence, run once per model in the background (QtConcurrent) so the GUI never blocks.
+// With a residuals-only cache (layers recomputed on demand) the prompt detectors and the grid are
+// computed in the background too, layer by layer, once the view is shown.
 
 #include "model/analysis/head_detectors.h"
+#include "views/background_task.h"
 
 #include <QFutureWatcher>
 #include <QWidget>
@@ -33,7 +36,8 @@ public:
 
     explicit HeadDetectorsView(QWidget* parent = nullptr);
     ~HeadDetectorsView() override;
-    /// New model and/or prompt. Rescores the prompt detectors; starts the induction run when the model changed.
+    /// New model and/or prompt. Rescores the prompt detectors (in the background, when shown, for a
+    /// residuals-only cache); starts the induction run when the model changed.
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache);
     /// Scores of one detector ([n_layers, n_heads]); nullopt before they exist (induction still running).
     std::optional<HeadScores> scores(HeadDetector detector) const;
@@ -41,6 +45,10 @@ public:
     void setOverlay(std::optional<HeadDetector> detector);
     std::optional<HeadDetector> overlay() const;
     bool inductionRunning() const;
+    /// True while the prompt detectors of a residuals-only cache are still being computed (or wait to be shown).
+    bool promptScoresPending() const { return promptPending_ || promptTask_.isRunning(); }
+    /// Blocks (processing events) until the background scoring is done (tests).
+    void waitForPromptScores() { promptTask_.waitForIdle(); }
     QTableWidget* table() const { return table_; }
     HeadGrid* headGrid() const { return grid_; }
     /// Writes the table (head, layer, head, four scores) as CSV. Returns an error or "".
@@ -53,7 +61,11 @@ signals:
     /// The induction scores of the current model are in (or failed; see the status label).
     void inductionFinished();
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    void startPromptScores();
     void fillTable();
     void applyOverlay();
     void startInduction();
@@ -69,6 +81,8 @@ private:
     QFutureWatcher<InductionResult> watcher_;
     int generation_ = 0;        ///< bumped per model; a finished run of an older model is dropped
     int runningGeneration_ = -1;
+    BackgroundTask promptTask_; ///< prompt detectors + grid of a residuals-only cache
+    bool promptPending_ = false; ///< promptTask_ waits for the view to be shown
 };
 
 } // namespace attnscope

@@ -6,6 +6,7 @@
 #include <QMouseEvent>
 #include <QPainter>
 #include <QToolTip>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -57,10 +58,32 @@ void HeadGrid::setPatterns(int nLayers, int nHeads, const std::function<Matrix(i
         for (int h = 0; h < nHeads; ++h) thumbs_.push_back(thumbnail(patternFor(l, h), causal));
     scores_ = Matrix();
     scoreName_.clear();
+    pending_.assign(size_t(nLayers), false);
     if (selLayer_ >= nLayers_ || selHead_ >= nHeads_) selLayer_ = selHead_ = -1;
     updateGeometry();
     update();
 }
+
+void HeadGrid::beginPatterns(int nLayers, int nHeads, bool causal) {
+    setPatterns(nLayers, nHeads, [](int, int) { return Matrix(); }, causal);
+    pending_.assign(size_t(nLayers), true);
+    causal_ = causal;
+}
+
+void HeadGrid::setLayerPatterns(int layer, const std::vector<Matrix>& patterns) {
+    if (layer < 0 || layer >= nLayers_ || int(patterns.size()) != nHeads_)
+        throw InputError(tr("layer %1 with %2 heads does not fit the grid of %3 layers × %4 heads")
+                             .arg(layer).arg(patterns.size()).arg(nLayers_).arg(nHeads_));
+    for (int h = 0; h < nHeads_; ++h) thumbs_[size_t(layer) * nHeads_ + h] = thumbnail(patterns[size_t(h)], causal_);
+    pending_[size_t(layer)] = false;
+    update();
+}
+
+bool HeadGrid::isLayerPending(int layer) const {
+    return layer >= 0 && layer < int(pending_.size()) && pending_[size_t(layer)];
+}
+
+int HeadGrid::pendingLayers() const { return int(std::count(pending_.begin(), pending_.end(), true)); }
 
 void HeadGrid::setPatterns(const std::vector<std::vector<Matrix>>& perLayerPerHead, bool causal) {
     const int nHeads = perLayerPerHead.empty() ? 0 : int(perLayerPerHead.front().size());
@@ -167,6 +190,10 @@ void HeadGrid::paintEvent(QPaintEvent*) {
             const QImage& img = thumbs_[size_t(l) * nHeads_ + h];
             if (img.isNull()) {
                 p.fillRect(r, maskedCellColor());
+                if (pending_[size_t(l)]) { // still being computed: hatched, "…"
+                    p.fillRect(r, QBrush(palette().color(QPalette::Mid), Qt::BDiagPattern));
+                    if (r.width() >= 24) p.drawText(r, Qt::AlignCenter, QStringLiteral("…"));
+                }
                 continue;
             }
             // Upscaled thumbnails stay blocky (crisp cells); downscaled ones are filtered.

@@ -28,6 +28,18 @@ public:
     void setPatterns(const std::vector<std::vector<Matrix>>& perLayerPerHead, bool causal = true);
     void clear();
     int layers() const { return nLayers_; }
+
+    /// Progressive filling (patterns computed in the background, layer by layer): an nLayers × nHeads grid
+    /// whose layers are all pending — drawn hatched grey with "…" — until setLayerPatterns fills them.
+    /// Clears scores; keeps the selection if valid.
+    void beginPatterns(int nLayers, int nHeads, bool causal = true);
+    /// Thumbnails of one layer: patterns[head] = [query_pos, key_pos] as in setPatterns. The layer is no longer
+    /// pending. Throws InputError if layer is outside the grid or patterns.size() != heads().
+    void setLayerPatterns(int layer, const std::vector<Matrix>& patterns);
+    /// True while layer's thumbnails are still to come (beginPatterns without setLayerPatterns).
+    bool isLayerPending(int layer) const;
+    /// Number of pending layers.
+    int pendingLayers() const;
     int heads() const { return nHeads_; }
 
     /// Optional per-head score in [0, 1] (e.g. a head detector's), shape [layer, head]: drawn as an
@@ -70,6 +82,8 @@ private:
     int nLayers_ = 0;
     int nHeads_ = 0;
     std::vector<QImage> thumbs_; ///< layer-major
+    std::vector<bool> pending_;  ///< [layer] thumbnails still to come (progressive filling)
+    bool causal_ = true;         ///< of the progressive filling
     Matrix scores_;
     QString scoreName_;
     int selLayer_ = -1, selHead_ = -1;

@@ -187,6 +187,12 @@ void LogitLensPanel::resetTable() {
     top_.assign(size_t(nb), {});
     ranks_.assign(size_t(nb), {});
     for (QTableWidget* t : {table_, rankings_}) {
+        // header labels one by one with ResizeToContents re-measure the whole table per label (minutes at
+        // S = 1024): fixed sections while filling, the content sizes once afterwards
+        const QHeaderView::ResizeMode hMode = QHeaderView::ResizeToContents, // as set up in the constructor
+            vMode = t == table_ ? QHeaderView::ResizeToContents : QHeaderView::Interactive;
+        t->horizontalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+        t->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
         t->clear();
         t->setRowCount(np > 0 ? nb : 0);
         t->setColumnCount(np);
@@ -196,6 +202,8 @@ void LogitLensPanel::resetTable() {
         QStringList cols;
         for (int p = 0; p < np; ++p) cols << QStringLiteral("%1 %2").arg(p).arg(labels_.value(p));
         t->setHorizontalHeaderLabels(cols);
+        t->horizontalHeader()->setSectionResizeMode(hMode);
+        t->verticalHeader()->setSectionResizeMode(vMode);
     }
     selectedBoundary_ = selectedPosition_ = -1;
     cellTokens_->setTokens({});

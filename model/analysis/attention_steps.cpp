@@ -52,9 +52,9 @@ void checkArguments(const Model& model, const ActivationCache& cache, int layer,
     if (head < 0 || head >= cfg.n_heads)
         throw InputError(tr("Head %1 does not exist: the model has heads 0 to %2.").arg(head).arg(cfg.n_heads - 1));
     const int S = cache.nPositions();
-    const bool fits = int(cache.layers.size()) == cfg.n_layers && S > 0 && cache.embed.rows() == S &&
+    const bool fits = cache.nLayers() == cfg.n_layers && S > 0 && cache.embed.rows() == S &&
                       cache.embed.cols() == cfg.d_model && cache.pos_embed.rows() == S;
-    const LayerCache* lc = fits ? &cache.layers[size_t(layer)] : nullptr;
+    const std::shared_ptr<const LayerCache> lc = fits ? cache.layer(layer) : nullptr;
     if (!lc || lc->q.cols() != Eigen::Index(cfg.n_heads) * cfg.d_head || int(lc->attn_scores.size()) != cfg.n_heads ||
         int(lc->pattern.size()) != cfg.n_heads || lc->z.rows() != S)
         throw InputError(tr("The activations do not belong to this model (layer count or widths differ); "
@@ -78,7 +78,8 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
     checkArguments(model, cache, layer, head);
     const ModelConfig& cfg = model.config();
     const LayerWeights& w = model.layer(layer);
-    const LayerCache& c = cache.layers[size_t(layer)];
+    const std::shared_ptr<const LayerCache> held = cache.layer(layer); // recomputed in a residuals-only cache
+    const LayerCache& c = *held;
     const int H = cfg.n_heads, L = cfg.d_head;
     const Eigen::Index S = cache.nPositions();
     const QString hs = QString::number(head);

@@ -8,12 +8,10 @@ namespace attnscope {
 
 namespace {
 const LayerCache& layerCache(const ActivationCache& cache, int layer, int position) {
-    if (layer >= int(cache.layers.size()))
-        throw InputError(QCoreApplication::translate("analysis", "The activation cache has no layer %1.").arg(layer));
     if (position < 0 || position >= cache.nPositions())
         throw InputError(QCoreApplication::translate("analysis", "Position %1 is outside the prompt [0, %2).")
                              .arg(position).arg(cache.nPositions()));
-    return cache.layers[size_t(layer)];
+    return cache.stored(layer); // result (full cache only), z and mlp_out: never recomputed
 }
 } // namespace
 
@@ -21,7 +19,7 @@ RowVector headOutput(const Model& model, const ActivationCache& cache, int layer
     const ModelConfig& cfg = model.config();
     checkHead(cfg, layer, head);
     const LayerCache& lc = layerCache(cache, layer, position);
-    if (size_t(head) < lc.result.size()) return lc.result[size_t(head)].row(position);
+    // from z in every cache layout (as residual_decomposition.cpp), so full and residuals-only caches agree bitwise
     const int L = cfg.d_head;
     return lc.z.row(position).segment(Eigen::Index(head) * L, L) * model.layer(layer).W_O_head(head, L).view();
 }

@@ -18,8 +18,9 @@ struct ComponentReadout {
     std::vector<ScoredToken> suppressed; ///< lowest x·W_U first
 };
 
-/// A head's output at a position: result_h[p] = z_h[p]·W_O^h [d_model] (from cache.layers[l].result
-/// when cached, otherwise recomputed from z and W_O). Throws InputError for bad layer/head/position.
+/// A head's output at a position: result_h[p] = z_h[p]·W_O^h [d_model], from the cached z (kept in every
+/// cache layout, so full and residuals-only caches give the same bits). Throws InputError for bad
+/// layer/head/position.
 RowVector headOutput(const Model& model, const ActivationCache& cache, int layer, int head, int position);
 /// The MLP's output at a position: mlp_out[p] [d_model]. Throws InputError for bad layer/position.
 RowVector mlpOutput(const Model& model, const ActivationCache& cache, int layer, int position);

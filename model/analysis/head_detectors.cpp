@@ -63,28 +63,48 @@ QString headDetectorFormula(HeadDetector detector) {
     return {};
 }
 
-HeadScores scoreHeads(const ActivationCache& cache, HeadDetector detector) {
-    const int nLayers = int(cache.layers.size());
-    const int nHeads = nLayers ? int(cache.layers[0].pattern.size()) : 0;
+std::vector<HeadScores> scoreHeads(const ActivationCache& cache, const std::vector<HeadDetector>& detectors,
+                                   const Progress& progress,
+                                   const std::function<void(int, const std::shared_ptr<const LayerCache>&)>& onLayer) {
+    const int nLayers = cache.nLayers();
+    const int nHeads = cache.nHeads();
     const int S = cache.nPositions();
-    HeadScores out;
-    out.detector = detector;
-    out.scores = Matrix::Zero(nLayers, nHeads);
-    for (int i = 0; i < S; ++i) {
-        const std::vector<int> t = targets(detector, cache.tokens, i);
-        if (t.empty()) continue;
-        ++out.nQueries;
-        for (int l = 0; l < nLayers; ++l)
-            for (int h = 0; h < nHeads; ++h) {
-                const Matrix& pattern = cache.layers[size_t(l)].pattern[size_t(h)];
-                float mass = 0;
-                for (int j : t) mass += pattern(i, j);
-                out.scores(l, h) += mass;
-            }
+    std::vector<HeadScores> out(detectors.size());
+    std::vector<std::vector<std::vector<int>>> t(detectors.size()); // [detector][query] targets
+    for (size_t d = 0; d < detectors.size(); ++d) {
+        out[d].detector = detectors[d];
+        out[d].scores = Matrix::Zero(nLayers, nHeads);
+        for (int i = 0; i < S; ++i) {
+            t[d].push_back(targets(detectors[d], cache.tokens, i));
+            if (!t[d].back().empty()) ++out[d].nQueries;
+        }
     }
-    if (out.nQueries == 0) out.scores.setConstant(std::numeric_limits<float>::quiet_NaN());
-    else out.scores /= float(out.nQueries);
+    // layer by layer (a residuals-only cache recomputes each once); queries ascending per head
+    for (int l = 0; l < nLayers; ++l) {
+        progress.step(l, nLayers, QStringLiteral("layer %1").arg(l));
+        const std::shared_ptr<const LayerCache> lc = cache.layer(l);
+        for (size_t d = 0; d < detectors.size(); ++d)
+            for (int h = 0; h < nHeads; ++h) {
+                const Matrix& pattern = lc->pattern[size_t(h)];
+                for (int i = 0; i < S; ++i) {
+                    if (t[d][size_t(i)].empty()) continue;
+                    float mass = 0;
+                    for (int j : t[d][size_t(i)]) mass += pattern(i, j);
+                    out[d].scores(l, h) += mass;
+                }
+            }
+        if (onLayer) onLayer(l, lc);
+    }
+    for (HeadScores& s : out) {
+        if (s.nQueries == 0) s.scores.setConstant(std::numeric_limits<float>::quiet_NaN());
+        else s.scores /= float(s.nQueries);
+    }
+    progress.step(nLayers, nLayers, QString());
     return out;
+}
+
+HeadScores scoreHeads(const ActivationCache& cache, HeadDetector detector) {
+    return scoreHeads(cache, std::vector<HeadDetector>{detector}).front();
 }
 
 RepeatedSequence repeatedRandomSequence(const ModelConfig& cfg, int bos, int repeatLength, std::uint32_t seed) {

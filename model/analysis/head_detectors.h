@@ -14,6 +14,8 @@
 
 #include <QString>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace attnscope {
@@ -42,6 +44,14 @@ QString headDetectorFormula(HeadDetector detector);
 /// The induction detector is meant for a cache of repeatedRandomSequence(): there T(i) = {i − T + 1} for
 /// every second-half query and is empty elsewhere. Throws nothing; an empty T everywhere gives NaN scores.
 HeadScores scoreHeads(const ActivationCache& cache, HeadDetector detector);
+
+/// Several detectors in one pass over the layers, in the order given: cache.layer(l) is fetched once per
+/// layer (so a residuals-only cache recomputes each layer once) and handed to `onLayer` (if set) after its
+/// scores are added — e.g. to fill a head grid as layers become available. Numbers are identical to
+/// scoreHeads(cache, d). Progress units: layers; throws Cancelled when progress says so.
+std::vector<HeadScores> scoreHeads(const ActivationCache& cache, const std::vector<HeadDetector>& detectors,
+                                   const Progress& progress = {},
+                                   const std::function<void(int layer, const std::shared_ptr<const LayerCache>&)>& onLayer = {});
 
 /// A repeated random token sequence for the induction detector.
 struct RepeatedSequence {

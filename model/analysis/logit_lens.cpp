@@ -53,11 +53,11 @@ int lensBoundaryFromName(const ModelConfig& cfg, const QString& name) {
 
 const Matrix& lensResidual(const ModelConfig& cfg, const ActivationCache& cache, int boundary) {
     checkBoundary(cfg, boundary);
-    if (int(cache.layers.size()) != cfg.n_layers)
+    if (cache.nLayers() != cfg.n_layers)
         throw InputError(QCoreApplication::translate("logit_lens", "The activation cache has %1 layers, the model %2.")
-                             .arg(cache.layers.size()).arg(cfg.n_layers));
-    if (boundary == 0) return cache.layers.front().resid_pre;
-    const LayerCache& lc = cache.layers[size_t((boundary - 1) / 2)];
+                             .arg(cache.nLayers()).arg(cfg.n_layers));
+    if (boundary == 0) return cache.stored(0).resid_pre; // residual streams are kept in every cache layout
+    const LayerCache& lc = cache.stored((boundary - 1) / 2);
     return boundary % 2 == 1 ? lc.resid_mid : lc.resid_post;
 }
 

@@ -10,15 +10,16 @@ namespace attnscope {
 namespace {
 
 void checkBoundary(const ActivationCache& cache, ResidualBoundary b) {
-    if (b.layer < 0 || b.layer >= int(cache.layers.size()))
+    if (b.layer < 0 || b.layer >= cache.nLayers())
         throw InputError(QCoreApplication::translate("analysis", "Layer %1 is outside the model's layers [0, %2).")
-                             .arg(b.layer).arg(cache.layers.size()));
+                             .arg(b.layer).arg(cache.nLayers()));
 }
 
-/// Row `position` of head h's result in layer l: the cached z_h·W_O^h, or recomputed from z.
+/// Row `position` of head h's result in layer l: z_h[p]·W_O^h from the cached z. Every cache layout keeps
+/// z, so this never recomputes a layer, and the number is the same whether or not the per-head results
+/// were cached (their GEMM rows can differ from this product in the last bit).
 Vector headResult(const Model& model, const ActivationCache& cache, int l, int h, int position) {
-    const LayerCache& lc = cache.layers[size_t(l)];
-    if (size_t(h) < lc.result.size()) return lc.result[size_t(h)].row(position).transpose();
+    const LayerCache& lc = cache.stored(l);
     const int L = model.config().d_head;
     const RowVector z = lc.z.row(position).segment(Eigen::Index(h) * L, L);
     return (z * model.layer(l).W_O_head(h, L).view()).transpose();
@@ -28,7 +29,7 @@ Vector headResult(const Model& model, const ActivationCache& cache, int l, int h
 
 const Matrix& residualAt(const ActivationCache& cache, ResidualBoundary b) {
     checkBoundary(cache, b);
-    const LayerCache& lc = cache.layers[size_t(b.layer)];
+    const LayerCache& lc = cache.stored(b.layer);
     switch (b.point) {
     case ResidualBoundary::Point::Pre: return lc.resid_pre;
     case ResidualBoundary::Point::Mid: return lc.resid_mid;
@@ -76,7 +77,7 @@ ResidualDecomposition decomposeResidual(const Model& model, const ActivationCach
             v = b_O.view().row(0).transpose();
             break;
         }
-        case ComponentKind::Mlp: v = cache.layers[size_t(id.layer)].mlp_out.row(position).transpose(); break;
+        case ComponentKind::Mlp: v = cache.stored(id.layer).mlp_out.row(position).transpose(); break;
         }
         sum += v;
         out.components.push_back({id, std::move(v)});

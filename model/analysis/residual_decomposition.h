@@ -67,8 +67,8 @@ const Matrix& residualAt(const ActivationCache& cache, ResidualBoundary boundary
 std::vector<ComponentId> residualComponents(const ModelConfig& cfg, ResidualBoundary boundary);
 
 /// Decomposes the residual at `boundary` and `position` into its components (see ComponentKind).
-/// Head results come from cache.layers[l].result, or are recomputed as z_h·W_O^h when the forward pass
-/// ran without cacheHeadResults. Throws InputError for a boundary or position outside the cache.
+/// Head results are z_h[p]·W_O^h from the cached z (every cache layout keeps z and mlp_out, so nothing is
+/// recomputed and full and residuals-only caches give the same bits). Throws InputError for a boundary or position outside the cache.
 ResidualDecomposition decomposeResidual(const Model& model, const ActivationCache& cache,
                                         ResidualBoundary boundary, int position);
 

@@ -2,11 +2,15 @@
 // Every intermediate of one forward pass, named as TransformerLens names its hook points.
 // Shapes use axis names: pos = sequence position (S), d_model (D), head (H), d_head (L), d_mlp, d_vocab (V).
 
+#include "model/core/progress.h"
 #include "model/core/tensor.h"
 
+#include <memory>
 #include <vector>
 
 namespace attnscope {
+
+class LayerRecomputer;
 
 struct LayerCache {
     Matrix resid_pre;               ///< [pos, d_model]   blocks.l.hook_resid_pre
@@ -26,19 +30,49 @@ struct LayerCache {
     Matrix resid_post;              ///< [pos, d_model]   resid_mid + mlp_out
 };
 
+/// An ActivationCache comes in two layouts (runForward chooses; cache_budget.h):
+///  - full: `layers` holds every field of every layer;
+///  - residuals-only (the full cache would not fit the memory budget, or ForwardOptions::residualsOnly):
+///    `layers[l]` holds only the [pos, d_model]-sized fields resid_pre, resid_mid, resid_post, attn_out,
+///    mlp_out and z; the S²-sized and per-head fields are recomputed from resid_pre on demand by layer(l)
+///    (runBlock with the pass's options and ablations, so bitwise identical to the original pass).
+/// Read a layer through layer(l) (every field, any layout) or stored(l) (no recomputation).
 struct ActivationCache {
     std::vector<int> tokens;        ///< [pos] the ids that were run (BOS included when prepended)
     Matrix embed;                   ///< [pos, d_model]   W_E[tokens]            (hook_embed)
     Matrix pos_embed;               ///< [pos, d_model]   W_pos[0..S)            (hook_pos_embed); zeros for rotary models
-    std::vector<LayerCache> layers; ///< [layer]
+    std::vector<LayerCache> layers; ///< [layer] as stored (see above); prefer layer(l) / stored(l)
     Matrix ln_final;                ///< [pos, d_model]   ln_final output
     Vector ln_final_scale;          ///< [pos]            the divisor of ln_final: sqrt(var + eps) (RMS for RMSNorm)
     Matrix logits;                  ///< [logit_row, d_vocab] rows for positions logitPositions
     std::vector<int> logitPositions;///< positions the rows of logits belong to (all positions by default)
 
+    /// Set in residuals-only caches: recomputes dropped layers (shared by copies of the cache; do not
+    /// modify the stored residuals of a residuals-only cache).
+    std::shared_ptr<LayerRecomputer> recomputer;
+
     int nPositions() const { return int(tokens.size()); }
     /// Row of `logits` for position p, or -1 if its logits were not computed.
     int logitRow(int p) const;
+
+    int nLayers() const { return int(layers.size()); }
+    /// Heads per layer (n_heads), known without recomputing anything.
+    int nHeads() const;
+    /// True when layers hold only the residual streams and layer(l) may have to recompute.
+    bool residualsOnly() const { return recomputer != nullptr; }
+
+    /// Every field of layer l in [0, nLayers()): in a full cache a non-owning pointer to layers[l] (valid while
+    /// the cache lives); in a residuals-only cache the layer recomputed with runBlock from layers[l].resid_pre
+    /// (bitwise equal to the original pass), kept in a small LRU (LayerRecomputer) and shared while anyone
+    /// holds it. Thread-safe; may take one block's compute time, so never call it on the GUI thread for a
+    /// layer that !isLayerReady(l). Throws InputError for l out of range, Cancelled when `progress` is cancelled
+    /// before the recomputation starts (e.g. while waiting for another one).
+    std::shared_ptr<const LayerCache> layer(int l, const Progress& progress = {}) const;
+    /// True when layer(l) returns without computing (full cache, or the layer is in the LRU or still held).
+    bool isLayerReady(int l) const;
+    /// The stored fields of layer l, never recomputed: everything in a full cache, only resid_pre, resid_mid,
+    /// resid_post, attn_out, mlp_out and z in a residuals-only cache. Throws InputError for l out of range.
+    const LayerCache& stored(int l) const;
 };
 
 } // namespace attnscope

@@ -6,6 +6,7 @@
 #include <QCoreApplication>
 #include <QFile>
 #include <QLocale>
+#include <algorithm>
 #include <limits>
 
 namespace attnscope {
@@ -44,7 +45,16 @@ CacheEstimate estimateCacheBytes(const ModelConfig& cfg, int nPositions, const F
     e.otherBytes = mul(add(add(mul(NL, perLayer), globals), logits), f);
     // one layer's temporaries: the softmax outputs of every head, two linear() outputs
     e.workingBytes = mul(add(mul(H, mul(S, S)), mul(2 * S, std::max(D, M))), f);
+    // residuals-only (layer_recompute.h: keepResidualFields)
+    e.residualBytes = mul(add(add(mul(NL, add(mul(5 * S, D), mul(S, H * L))), globals), logits), f);
+    e.layerBytes = mul(add(mul(2 * H, mul(S, S)), perLayer), f);
+    e.layerHeadResultBytes = mul(mul(H, mul(S, D)), f);
     return e;
+}
+
+qint64 CacheEstimate::residualsOnlyTotal(int recomputedLayers, bool headResults) const {
+    const qint64 layer = add(layerBytes, headResults ? layerHeadResultBytes : 0);
+    return add(add(residualBytes, workingBytes), mul(std::max(1, recomputedLayers), layer));
 }
 
 qint64 availableMemoryBytes() {
@@ -85,17 +95,35 @@ CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions
     plan.estimate = estimateCacheBytes(cfg, nPositions, options);
     plan.budget = budget;
     plan.cacheHeadResults = options.cacheHeadResults;
-    if (budget < 0 || plan.estimate.total() <= budget) return plan;
-    if (plan.estimate.totalWithoutHeadResults() <= budget) {
-        plan.cacheHeadResults = false; // analyses recompute z_h·W_O^h from the cached z when needed
+    const CacheEstimate& e = plan.estimate;
+    if (!options.residualsOnly) {
+        if (budget < 0 || e.total() <= budget) return plan;
+        if (e.totalWithoutHeadResults() <= budget) {
+            plan.cacheHeadResults = false; // analyses recompute z_h·W_O^h from the cached z when needed
+            return plan;
+        }
+    }
+    // residuals-only: the kept fields of every layer plus as many recomputed layers as fit (≥ 1)
+    plan.residualsOnly = true;
+    const int wanted = std::max(1, options.recomputedLayers);
+    if (budget < 0) {
+        plan.recomputedLayers = wanted;
+        return plan;
+    }
+    plan.cacheHeadResults = options.cacheHeadResults && e.residualsOnlyTotal(1, true) <= budget;
+    if (plan.cacheHeadResults || e.residualsOnlyTotal(1, false) <= budget) {
+        const qint64 perLayer = add(e.layerBytes, plan.cacheHeadResults ? e.layerHeadResultBytes : 0);
+        const qint64 room = budget - add(e.residualBytes, e.workingBytes);
+        plan.recomputedLayers = int(std::clamp<qint64>(perLayer > 0 ? room / perLayer : wanted, 1, wanted));
         return plan;
     }
     throw InputError(QCoreApplication::translate("forward",
-                         "The activation cache for %1 tokens would need %2 of memory (attention patterns alone: %3), "
-                         "but the budget is %4 (half of the available memory). Use a shorter prompt.")
+                         "The activation cache for %1 tokens would need %2 of memory even keeping only the residual "
+                         "streams (the full cache: %3, attention patterns alone: %4), but the budget is %5 (half of "
+                         "the available memory). Use a shorter prompt.")
                          .arg(nPositions)
-                         .arg(formatBytes(plan.estimate.totalWithoutHeadResults()), formatBytes(plan.estimate.patternBytes),
-                              formatBytes(budget)));
+                         .arg(formatBytes(e.residualsOnlyTotal(1, false)), formatBytes(e.totalWithoutHeadResults()),
+                              formatBytes(e.patternBytes), formatBytes(budget)));
 }
 
 } // namespace attnscope

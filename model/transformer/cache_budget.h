@@ -1,7 +1,8 @@
 #pragma once
 // Memory guard for the forward pass: how many bytes an ActivationCache for S positions needs, how
-// much memory the machine can spare, and what to do when the cache would not fit (drop the
-// per-head results, which analyses recompute from z on demand, or refuse with a clear message)
+// much memory the machine can spare, and what to do when the cache would not fit: drop the per-head
+// results (analyses recompute them from z), or keep only the residual streams and recompute a layer's
+// internals on demand (ActivationCache::layer, layer_recompute.h), or refuse with a clear message
 // instead of being killed by the OOM killer.
 
 #include "model/transformer/model_config.h"
@@ -20,12 +21,23 @@ struct ForwardOptions;
 ///   headResult = H·S·D        (result, only when ForwardOptions::cacheHeadResults)
 ///   other      = 7·S·D + 4·S·H·L + 2·S·M   (residuals, norms, attn/mlp outputs; q, k, v, z; mlp pre/post)
 /// plus globals 3·S·D + S (embed, pos_embed, ln_final, its scale) and logits S·V (1·V for last-only).
+/// A residuals-only cache keeps per layer 5·S·D + S·H·L (resid_pre/mid/post, attn_out, mlp_out; z) and
+/// needs room for at least one full layer (the pass's scratch layer, later one recomputed layer).
 struct CacheEstimate {
     qint64 patternBytes = 0;
     qint64 headResultBytes = 0; ///< 0 when the options do not cache head results
     qint64 otherBytes = 0;      ///< everything else, logits included
     /// Working memory of the pass itself beyond the cache (one layer's temporaries), added to totals.
     qint64 workingBytes = 0;
+    /// Residuals-only layout: the kept fields of every layer plus globals and logits.
+    qint64 residualBytes = 0;
+    /// One full layer without per-head results (2·H·S² + 7·S·D + 4·S·H·L + 2·S·M floats) ...
+    qint64 layerBytes = 0;
+    /// ... and its per-head results (H·S·D floats; whether or not the options ask for them).
+    qint64 layerHeadResultBytes = 0;
+
+    /// Residuals-only with `recomputedLayers` (≥ 1) full layers held, with or without their head results.
+    qint64 residualsOnlyTotal(int recomputedLayers, bool headResults) const;
 
     /// The sum, saturating at INT64_MAX.
     qint64 total() const { return totalWithoutHeadResults() > kMax - headResultBytes ? kMax : totalWithoutHeadResults() + headResultBytes; }
@@ -56,14 +68,21 @@ qint64 cacheBudgetBytes(double fraction = 0.5);
 /// What runForward does for a given estimate and budget.
 struct CachePlan {
     bool cacheHeadResults = true; ///< false when the head results had to be dropped to fit
+    bool residualsOnly = false;   ///< keep only the residual streams (ForwardOptions::residualsOnly)
+    int recomputedLayers = 0;     ///< residuals-only: LRU bound of recomputed layers that fits the budget
     CacheEstimate estimate;       ///< for the requested options
     qint64 budget = -1;
 };
 
-/// Decides how to run: as requested when total() ≤ budget (or budget < 0), without head results
-/// when only totalWithoutHeadResults() fits. Throws InputError("The activation cache for N tokens
-/// would need X of memory but the budget is Y (half of the available memory) ...") when even that
-/// does not fit.
+/// Decides how to run, first that fits (budget < 0 = no limit):
+///  1. as requested when total() ≤ budget;
+///  2. full cache without head results when totalWithoutHeadResults() fits;
+///  3. residuals-only (always when options.residualsOnly) with head results in recomputed layers when
+///     requested and residualsOnlyTotal(1, true) fits, else without; recomputedLayers = how many such layers
+///     fit next to the residuals, at most options.recomputedLayers, at least 1;
+///  4. throws InputError("The activation cache for N tokens would need X of memory even keeping only the
+///     residual streams (the full cache: F, attention patterns alone: P), but the budget is Y (half of the
+///     available memory). Use a shorter prompt.") with X = residualsOnlyTotal(1, false).
 CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budget);
 
 /// "1.5 GB"-style size for messages.

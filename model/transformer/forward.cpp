@@ -3,6 +3,7 @@
 #include "model/core/column_parallel_product.h"
 #include "model/core/weight_gemm.h"
 #include "model/transformer/cache_budget.h"
+#include "model/transformer/layer_recompute.h"
 
 #include <QCoreApplication>
 #include <cmath>
@@ -207,11 +208,14 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
             throw InputError(QCoreApplication::translate("forward", "Token id %1 is outside the vocabulary [0, %2).")
                                  .arg(t).arg(cfg.d_vocab));
 
-    // memory guard: without the per-head results if only that fits, a clear InputError if nothing
-    // fits; never a cache the OOM killer ends (cache_budget.h)
-    if (planCache(cfg, S, options, cacheBudgetBytes()).cacheHeadResults != options.cacheHeadResults) {
+    // memory guard: without the per-head results, or only the residual streams, if only that fits; a clear
+    // InputError if nothing fits; never a cache the OOM killer ends (cache_budget.h)
+    const CachePlan plan = planCache(cfg, S, options, cacheBudgetBytes());
+    if (plan.cacheHeadResults != options.cacheHeadResults || plan.residualsOnly != options.residualsOnly) {
         ForwardOptions lean = options;
-        lean.cacheHeadResults = false;
+        lean.cacheHeadResults = plan.cacheHeadResults;
+        lean.residualsOnly = plan.residualsOnly;
+        lean.recomputedLayers = plan.recomputedLayers;
         return runForward(model, tokens, lean, progress, std::move(recycled));
     }
 
@@ -231,16 +235,25 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     else
         cache.pos_embed = Matrix::Zero(S, cfg.d_model);
 
-    LayerCache scratch; // the only layer when !cacheLayers: its buffers are reused layer after layer
+    LayerCache scratch; // the only layer when !cacheLayers or residualsOnly: its buffers are reused layer after layer
     cache.layers.resize(options.cacheLayers ? size_t(cfg.n_layers) : 0);
+    cache.recomputer.reset(); // a recycled cache may come from a residuals-only pass
+    if (options.residualsOnly) // nor may a recycled full cache keep its S²-sized buffers in this mode
+        for (LayerCache& layer : cache.layers) layer = LayerCache();
+    const bool keepAll = options.cacheLayers && !options.residualsOnly;
+    ForwardOptions blockOptions = options;
+    blockOptions.cacheHeadResults = options.cacheHeadResults && keepAll; // recomputed layers get them (layer_recompute.h)
     Matrix resid = cache.embed + cache.pos_embed;
     for (int l = 0; l < cfg.n_layers; ++l) {
         progress.step(l, total, QStringLiteral("layer %1").arg(l));
-        LayerCache& c = options.cacheLayers ? cache.layers[size_t(l)] : scratch;
+        LayerCache& c = keepAll ? cache.layers[size_t(l)] : scratch;
         c.resid_pre = resid;
-        runBlock(model, l, c, options);
+        runBlock(model, l, c, blockOptions);
+        if (options.cacheLayers && options.residualsOnly) keepResidualFields(c, cache.layers[size_t(l)]);
         resid = c.resid_post;
     }
+    if (options.cacheLayers && options.residualsOnly)
+        cache.recomputer = std::make_shared<LayerRecomputer>(model, options, plan.recomputedLayers);
     progress.step(cfg.n_layers, total, QStringLiteral("unembedding"));
 
     applyNorm(cfg, resid, g.ln_final_w, g.ln_final_b, cache.ln_final, &cache.ln_final_scale);

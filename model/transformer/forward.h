@@ -30,12 +30,18 @@ struct ForwardOptions {
     bool cacheLayers = true;        ///< false: keep no per-layer activations (ActivationCache::layers stays
                                     ///< empty; one scratch layer is reused), for logits-only runs
     std::vector<HeadAblation> ablations; ///< heads to ablate (applied to z before W_O)
+    bool residualsOnly = false;     ///< keep per layer only resid_pre/mid/post, attn_out, mlp_out and z; the rest is
+                                    ///< recomputed on demand (ActivationCache::layer). runForward also chooses this
+                                    ///< when the full cache would not fit the memory budget (cache_budget.h)
+    int recomputedLayers = 4;       ///< residuals-only: LRU bound of recomputed layers (lowered to fit the budget, ≥ 1)
 };
 
 /// Runs the model on `tokens` (ids in [0, d_vocab)) and returns every intermediate.
 /// Throws InputError if tokens is empty, longer than n_ctx ("the prompt has N tokens but the model's
 /// context is n_ctx ...") or holds an out-of-range id; throws Cancelled if progress says so.
-/// Progress units: layers done out of n_layers + 1.
+/// Progress units: layers done out of n_layers + 1. The cache layout (full, without per-head results, or
+/// residuals-only) follows planCache(cfg, S, options, cacheBudgetBytes()); throws its InputError when even
+/// the residuals-only cache does not fit.
 ActivationCache runForward(const Model& model, std::span<const int> tokens,
                            const ForwardOptions& options = {}, const Progress& progress = {});
 

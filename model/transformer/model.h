@@ -24,7 +24,8 @@ struct ModelInfo {
     bool hasNonFiniteWeights = false; ///< NaN/Inf seen in a weight tensor (checked lazily)
 };
 
-class Model {
+/// Owned by a shared_ptr (loadModel) so residuals-only caches can keep it alive (weak_from_this).
+class Model : public std::enable_shared_from_this<Model> {
 public:
     Model(ModelConfig config, ModelInfo info, std::unique_ptr<Tokenizer> tokenizer,
           std::unique_ptr<WeightResolver> resolver);
