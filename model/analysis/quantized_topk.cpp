@@ -3,7 +3,6 @@
 #include <QCoreApplication>
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,6 +87,15 @@ struct Quantized {
     }
 };
 
+/// True when no entry is NaN or ±Inf (one contiguous pass; Eigen's allFinite walks a row-major
+/// matrix column by column).
+bool allFinite(const Matrix& m) {
+    const float* p = m.data();
+    int ok = 1;
+    for (Eigen::Index i = 0; i < m.size(); ++i) ok &= int(std::abs(p[i]) <= std::numeric_limits<float>::max());
+    return ok != 0;
+}
+
 /// γ_n = n·u/(1 − n·u), u = 2⁻²⁴: bound on the relative rounding error of an n-term F32 dot product.
 double gammaF32(int n) {
     const double nu = double(n) * std::ldexp(1.0, -24);
@@ -145,6 +153,8 @@ void quantize(const Matrix& A, const Matrix& B, Quantized& q) {
     q.err.resize(size_t(rows));
     q.rowSum.assign(size_t(q.rowsPad), 0);
     const double gamma = gammaF32(r);
+    // rows are independent: both threads (a short region of its own; the scan is the main one)
+#pragma omp parallel for schedule(static)
     for (int i = 0; i < rows; ++i) {
         const int src = q.order[size_t(i)];
         const float* a = A.data() + size_t(src) * size_t(r);
@@ -240,8 +250,32 @@ struct Scanner {
         if (s >= bound()) acc.offer(src, j, s);
     }
 
-    /// Portable kernel: rows [i0, i0 + kTileRows) × columns [c0, c1) in groups of 64 columns, flagging
-    /// and rescoring in the same order as the SIMD kernel (so both flag the same cells).
+    /// Integer dot products ã_i·b̃_j of rows [i0, i0 + kTileRows) × columns [j0, j0 + 64) in plain C++; the
+    /// cells reaching their row's threshold are rescored (row by row, column by column). Returns whether
+    /// any was.
+    bool rescoreGroup(int i0, int j0, const int* thrDot) {
+        const int rPad = q.rPad, j1 = std::min(j0 + kGroupCols, q.cols);
+        bool hit[kTileRows][kGroupCols] = {};
+        bool any = false;
+        for (int r = 0; r < kTileRows; ++r) {
+            if (thrDot[r] >= kNever) continue;
+            const int8_t* a = q.aq.data() + size_t(i0 + r) * size_t(rPad);
+            for (int j = j0; j < j1; ++j) {
+                const int8_t* b = q.bq.data() + size_t(j) * size_t(rPad);
+                int dot = 0;
+                for (int k = 0; k < rPad; ++k) dot += int(a[k]) * int(b[k]);
+                hit[r][j - j0] = dot >= thrDot[r];
+                any = any || hit[r][j - j0];
+            }
+        }
+        for (int r = 0; any && r < kTileRows; ++r)
+            for (int j = j0; j < j1; ++j)
+                if (hit[r][j - j0]) rescore(i0 + r, j);
+        return any;
+    }
+
+    /// Portable kernel: rows [i0, i0 + kTileRows) × columns [c0, c1) in groups of 64 columns, thresholds
+    /// refreshed after every group with a hit (as the SIMD kernel does, so both flag the same cells).
     void tilePortable(int i0, int c0, int c1) {
         int thr[kTileRows];
         auto setThresholds = [&] {
@@ -249,28 +283,8 @@ struct Scanner {
             for (int r = 0; r < kTileRows; ++r) thr[r] = q.dotThreshold(i0 + r, L);
         };
         setThresholds();
-        const int rPad = q.rPad;
-        for (int g0 = c0; g0 < c1; g0 += kGroupCols) {
-            const int g1 = std::min(g0 + kGroupCols, q.cols);
-            bool any = false;
-            bool hit[kTileRows][kGroupCols] = {};
-            for (int r = 0; r < kTileRows; ++r) {
-                if (thr[r] >= kNever) continue;
-                const int8_t* a = q.aq.data() + size_t(i0 + r) * size_t(rPad);
-                for (int j = g0; j < g1; ++j) {
-                    const int8_t* b = q.bq.data() + size_t(j) * size_t(rPad);
-                    int dot = 0;
-                    for (int k = 0; k < rPad; ++k) dot += int(a[k]) * int(b[k]);
-                    hit[r][j - g0] = dot >= thr[r];
-                    any = any || hit[r][j - g0];
-                }
-            }
-            if (!any) continue;
-            for (int r = 0; r < kTileRows; ++r)
-                for (int j = g0; j < g1; ++j)
-                    if (hit[r][j - g0]) rescore(i0 + r, j);
-            setThresholds();
-        }
+        for (int j0 = c0; j0 < c1; j0 += kGroupCols)
+            if (rescoreGroup(i0, j0, thr)) setThresholds();
         publish();
     }
 
@@ -279,12 +293,14 @@ struct Scanner {
     /// 6 rows × 64 columns: acc += (b̃ + 128)·ã by vpdpbusd (u8 × s8 → s32, exact), so acc = ã·b̃ + 128·Σã,
     /// compared with the per-row threshold + 128·Σã; only flagged cells leave the registers.
     void tileSimd(int i0, int c0, int c1) {
-        int thr[kTileRows]; // per row: int threshold + 128·Σã (kept in memory: the 24 accumulators need the registers)
+        // per row: the int threshold of ã·b̃ and the one of the accumulator ã·(b̃ + 128) = ã·b̃ + 128·Σã
+        // (kept in memory: the 24 accumulators need the registers)
+        int thrDot[kTileRows], thr[kTileRows];
         auto setThresholds = [&] {
             const float L = bound();
             for (int r = 0; r < kTileRows; ++r) {
-                const int t = q.dotThreshold(i0 + r, L);
-                thr[r] = t >= kNever ? kNever : t + 128 * q.rowSum[size_t(i0 + r)];
+                thrDot[r] = q.dotThreshold(i0 + r, L);
+                thr[r] = thrDot[r] >= kNever ? kNever : thrDot[r] + 128 * q.rowSum[size_t(i0 + r)];
             }
         };
         setThresholds();
@@ -314,25 +330,22 @@ struct Scanner {
                 QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
 #undef QTOPK_ROW
             }
-            __mmask16 m[kTileRows][4];
+            // One compare per row against the max of its 4 vectors; the cells only on a hit (rare).
 #define QTOPK_ROW(R)                                                                                   \
-    {                                                                                                  \
-        const __m512i t = _mm512_set1_epi32(thr[R]);                                                   \
-        m[R][0] = _mm512_cmpge_epi32_mask(a##R##0, t);                                                 \
-        m[R][1] = _mm512_cmpge_epi32_mask(a##R##1, t);                                                 \
-        m[R][2] = _mm512_cmpge_epi32_mask(a##R##2, t);                                                 \
-        m[R][3] = _mm512_cmpge_epi32_mask(a##R##3, t);                                                 \
-    }
+    const __m512i x##R = _mm512_max_epi32(_mm512_max_epi32(a##R##0, a##R##1), _mm512_max_epi32(a##R##2, a##R##3));
             QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
 #undef QTOPK_ROW
-            __mmask16 any = 0;
-            for (int r = 0; r < kTileRows; ++r) any = any | m[r][0] | m[r][1] | m[r][2] | m[r][3];
+            const unsigned any = unsigned(_mm512_cmpge_epi32_mask(x0, _mm512_set1_epi32(thr[0])))
+                                 | _mm512_cmpge_epi32_mask(x1, _mm512_set1_epi32(thr[1]))
+                                 | _mm512_cmpge_epi32_mask(x2, _mm512_set1_epi32(thr[2]))
+                                 | _mm512_cmpge_epi32_mask(x3, _mm512_set1_epi32(thr[3]))
+                                 | _mm512_cmpge_epi32_mask(x4, _mm512_set1_epi32(thr[4]))
+                                 | _mm512_cmpge_epi32_mask(x5, _mm512_set1_epi32(thr[5]));
             if (any == 0) [[likely]]
                 continue;
-            for (int r = 0; r < kTileRows; ++r)
-                for (int c = 0; c < 4; ++c)
-                    for (unsigned bits = m[r][c]; bits; bits &= bits - 1)
-                        rescore(i0 + r, g * kGroupCols + c * 16 + std::countr_zero(bits));
+            // Recompute the group's dot products exactly in scalar code (the accumulators stay in
+            // registers on the fast path) and rescore the flagged cells.
+            rescoreGroup(i0, g * kGroupCols, thrDot);
             setThresholds();
         }
         publish();
@@ -365,7 +378,7 @@ std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B,
         if (stats) *stats = st;
         return {};
     }
-    if (r == 0 || r > kMaxWidth || !A.allFinite() || !B.allFinite()) {
+    if (r == 0 || r > kMaxWidth || !allFinite(A) || !allFinite(B)) {
         // NaN/Inf have no int8 image (and zero width has nothing to quantise): the exact scan handles them.
         st.exactFallback = true;
         if (stats) *stats = st;
