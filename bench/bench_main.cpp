@@ -318,7 +318,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         const int layer = cfg.n_layers / 2;
         PairProjection top;
         const Timing t = timeIt(std::max(1, runs / 2), [&] { top = projectPairs(*model, PairProjectionKind::OV, layer, 0, 100); });
-        printRow(QStringLiteral("W_OV top-100 of %1² pairs, L%2H0").arg(cfg.d_vocab).arg(layer), t,
+        printRow(QStringLiteral("W_OV top-100 of d_vocab² = %1 pairs, L%2H0").arg(qint64(cfg.d_vocab) * cfg.d_vocab).arg(layer), t,
                  QStringLiteral("best %1 → %2 (%3)").arg(top.top.front().row).arg(top.top.front().col)
                      .arg(top.top.front().score, 0, 'g', 6));
         QJsonObject w = toJson(t);

@@ -1,6 +1,7 @@
 #include "model/analysis/embedding_projection.h"
 
 #include "model/analysis/index_checks.h"
+#include "model/analysis/quantized_topk.h"
 
 #include <QCoreApplication>
 #include <algorithm>
@@ -50,11 +51,12 @@ LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer
 }
 
 PairProjection projectPairs(const Model& model, PairProjectionKind kind, int layer, int head, int k,
-                            const Progress& progress, int blockRows) {
+                            const Progress& progress, int blockRows, PairTopKMethod method) {
     const LowRankScores f = pairFactors(model, kind, layer, head);
     const QString what = QStringLiteral("L%1H%2 %3 pairs").arg(layer).arg(head)
                              .arg(kind == PairProjectionKind::OV ? QStringLiteral("OV") : QStringLiteral("QK"));
-    return {kind, layer, head, topKOfProduct(f.A, f.B, k, blockRows, progress, what)};
+    if (method == PairTopKMethod::Exact) return {kind, layer, head, topKOfProduct(f.A, f.B, k, blockRows, progress, what)};
+    return {kind, layer, head, topKOfProductQuantized(f.A, f.B, k, progress, what)};
 }
 
 std::vector<ScoredToken> projectPairsForRow(const Model& model, PairProjectionKind kind, int layer, int head,

@@ -8,7 +8,8 @@
 //   FF key i   = column i of W_in  [d_model]  →  E·k_i  [d_vocab]
 //   FF value i = row i of W_out    [d_model]  →  E·v_i  [d_vocab]
 // The [d_vocab, d_vocab] matrices are never materialised: they are the low-rank products A·Bᵀ
-// (A, B [d_vocab, d_head]) scanned block by block by topKOfProduct. QK scores are raw (no 1/√d_head).
+// (A, B [d_vocab, d_head]) scanned by topKOfProductQuantized (or block by block by topKOfProduct).
+// QK scores are raw (no 1/√d_head).
 // For grouped-query attention the K/V head of query head h is h / (n_heads / n_kv_heads).
 // All functions are pure; caching per head is up to the caller.
 
@@ -45,11 +46,19 @@ struct PairProjection {
     std::vector<ScoredPair> top; ///< highest first; row/col are token ids
 };
 
-/// Top-k pairs of E·W_OV^h·Eᵀ (kind OV) or E·W_QK^h·Eᵀ (kind QK), computed in row blocks of
-/// `blockRows` source/query tokens (see topKOfProduct: progress per block, throws Cancelled).
-/// Throws InputError for a layer/head out of range.
+/// How projectPairs scans the d_vocab² cells (both give the same top-k cells).
+enum class PairTopKMethod {
+    Quantized, ///< int8 candidate pass + exact F32 rescoring (topKOfProductQuantized; ~10× faster)
+    Exact,     ///< blocked F32 GEMM scan in row blocks of `blockRows` (topKOfProduct)
+};
+
+/// Top-k pairs of E·W_OV^h·Eᵀ (kind OV) or E·W_QK^h·Eᵀ (kind QK). Quantized: see
+/// topKOfProductQuantized (progress per panel of rows); Exact: row blocks of `blockRows` source/query
+/// tokens (see topKOfProduct: progress per block). Throws Cancelled; throws InputError for a layer/head
+/// out of range.
 PairProjection projectPairs(const Model& model, PairProjectionKind kind, int layer, int head, int k,
-                            const Progress& progress = {}, int blockRows = 1024);
+                            const Progress& progress = {}, int blockRows = 1024,
+                            PairTopKMethod method = PairTopKMethod::Quantized);
 
 /// For one row token (OV: source token; QK: query token) the k column tokens (OV: output tokens;
 /// QK: key tokens) with the highest scores, highest first. Throws InputError for bad indices.

@@ -1,0 +1,465 @@
+#include "model/analysis/quantized_topk.h"
+
+#include <QCoreApplication>
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <numeric>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
+#define ATTNSCOPE_QTOPK_SIMD 1
+#include <immintrin.h>
+#endif
+
+namespace attnscope {
+
+namespace {
+
+constexpr int kTileRows = 6;      // rows of a register tile (6 × 4 accumulators + 4 B vectors of 32 zmm)
+constexpr int kGroupCols = 64;    // columns of a register tile: 4 vectors of 16 int32 lanes
+constexpr int kChunkCols = 2048;  // B columns scanned per pass over a panel (2048·64 B = 128 KiB, stays in L2)
+constexpr int kPanelRows = 96;    // rows per work unit handed to a thread (multiple of kTileRows)
+constexpr int kSeedRows = 256, kSeedCols = 4096; // seed of exact scores for the first lower bound
+constexpr int kNever = 1 << 30;   // an int threshold no dot product reaches (|dot| ≤ r·127² < 2^30 for r ≤ 4096)
+constexpr int kMaxWidth = 4096;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+template <typename T>
+struct AlignedBuffer {
+    explicit AlignedBuffer(size_t n) : n_(n), p_(static_cast<T*>(::operator new[](std::max<size_t>(1, n) * sizeof(T), std::align_val_t(64)))) {
+        std::memset(static_cast<void*>(p_), 0, n_ * sizeof(T));
+    }
+    ~AlignedBuffer() { ::operator delete[](p_, std::align_val_t(64)); }
+    AlignedBuffer(const AlignedBuffer&) = delete;
+    AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+    T* data() { return p_; }
+    const T* data() const { return p_; }
+    T& operator[](size_t i) { return p_[i]; }
+    const T& operator[](size_t i) const { return p_[i]; }
+
+private:
+    size_t n_;
+    T* p_;
+};
+
+/// The quantised factors and per-row bounds (rows of A in order of decreasing ‖a_i‖₂, "sorted rows").
+struct Quantized {
+    int rows = 0, cols = 0, r = 0;
+    int rPad = 0;     ///< r rounded up to a multiple of 4 (zero padding adds nothing to dot products)
+    int rowsPad = 0;  ///< rows rounded up to a multiple of kTileRows (padding rows never match)
+    int colsPad = 0;  ///< cols rounded up to a multiple of kGroupCols (padding columns are skipped)
+    std::vector<int> order;      ///< sorted row → row of A
+    std::vector<double> aNorm;   ///< ‖a_i‖₂ per sorted row
+    std::vector<double> scale;   ///< s_i·t per sorted row
+    std::vector<double> err;     ///< err_i per sorted row (file comment of quantized_topk.h)
+    std::vector<int> rowSum;     ///< Σ_k ã_ik per sorted row (undoes the +128 offset of the u8 operand)
+    double bMaxNorm = 0;         ///< max_j ‖b_j‖₂
+    AlignedBuffer<int8_t> aq;    ///< ã [rowsPad, rPad], sorted rows
+    AlignedBuffer<int8_t> bq;    ///< b̃ [colsPad, rPad] (portable kernel)
+    AlignedBuffer<uint8_t> bPacked; ///< b̃ + 128 in vpdpbusd layout: [colsPad/64][rPad/4][4 vectors][16 lanes][4 bytes]
+
+    Quantized(int rows_, int cols_, int r_)
+        : rows(rows_), cols(cols_), r(r_), rPad((r_ + 3) / 4 * 4),
+          rowsPad((rows_ + kTileRows - 1) / kTileRows * kTileRows),
+          colsPad((cols_ + kGroupCols - 1) / kGroupCols * kGroupCols),
+          aq(size_t(rowsPad) * size_t(rPad)), bq(size_t(colsPad) * size_t(rPad)),
+          bPacked(size_t(colsPad) * size_t(rPad)) {}
+
+    /// Lowest integer dot product ã_i·b̃_j that can still be a candidate under the lower bound L, i.e. an
+    /// int ≤ ceil((L − err_i) / (s_i t)); kNever for padding rows, −kNever when every cell is a candidate.
+    int dotThreshold(int i, float L) const {
+        if (i >= rows) return kNever;
+        if (!(L > kNegInf)) return -kNever;
+        const double sc = scale[size_t(i)], e = err[size_t(i)];
+        if (sc == 0) return e >= double(L) ? -kNever : kNever; // all approximate scores are 0
+        const double x = (double(L) - e) / sc;
+        if (x > kNever) return kNever;
+        if (x < -kNever) return -kNever;
+        return int(std::floor(x - 1e-9 * std::abs(x)));
+    }
+};
+
+/// True when no entry is NaN or ±Inf (one contiguous pass; Eigen's allFinite walks a row-major
+/// matrix column by column).
+bool allFinite(const Matrix& m) {
+    const float* p = m.data();
+    int ok = 1;
+    for (Eigen::Index i = 0; i < m.size(); ++i) ok &= int(std::abs(p[i]) <= std::numeric_limits<float>::max());
+    return ok != 0;
+}
+
+/// γ_n = n·u/(1 − n·u), u = 2⁻²⁴: bound on the relative rounding error of an n-term F32 dot product.
+double gammaF32(int n) {
+    const double nu = double(n) * std::ldexp(1.0, -24);
+    return nu / (1 - nu);
+}
+
+void quantize(const Matrix& A, const Matrix& B, Quantized& q) {
+    const int rows = q.rows, cols = q.cols, r = q.r, rPad = q.rPad;
+    // B: one global scale t.
+    float bMax = 0;
+    for (Eigen::Index i = 0; i < B.size(); ++i) bMax = std::max(bMax, std::abs(B.data()[i]));
+    const float t = bMax / 127.0f;
+    double eb = 0, bq1Max = 0; // max_jk |e^b_jk|, max_j ‖t·b̃_j‖₁
+    int bqMax = 0;             // max_jk |b̃_jk|
+    q.bMaxNorm = 0;
+    for (int j = 0; j < cols; ++j) {
+        const float* b = B.data() + size_t(j) * size_t(r);
+        int8_t* dst = q.bq.data() + size_t(j) * size_t(rPad);
+        double l1 = 0, l2 = 0;
+        for (int k = 0; k < r; ++k) {
+            const int v = t > 0 ? std::clamp(int(std::lrint(b[k] / t)), -127, 127) : 0;
+            dst[k] = int8_t(v);
+            eb = std::max(eb, std::abs(double(b[k]) - double(t) * v));
+            l1 += std::abs(v);
+            l2 += double(b[k]) * b[k];
+            bqMax = std::max(bqMax, std::abs(v));
+        }
+        bq1Max = std::max(bq1Max, double(t) * l1);
+        q.bMaxNorm = std::max(q.bMaxNorm, std::sqrt(l2));
+    }
+    // vpdpbusd layout: for column group g, k-group kg, vector c, lane l: bytes b̃[j][4kg..4kg+3] + 128.
+    const int nkg = rPad / 4;
+    for (int j = 0; j < q.colsPad; ++j) {
+        const int g = j / kGroupCols, c = (j % kGroupCols) / 16, lane = j % 16;
+        for (int kg = 0; kg < nkg; ++kg)
+            for (int b = 0; b < 4; ++b) {
+                const int v = j < cols ? q.bq[size_t(j) * size_t(rPad) + size_t(kg * 4 + b)] : 0;
+                q.bPacked[((size_t(g) * size_t(nkg) + size_t(kg)) * 4 + size_t(c)) * 64 + size_t(lane) * 4 + size_t(b)] =
+                    uint8_t(v + 128);
+            }
+    }
+
+    // A: rows by decreasing norm (stable: ties by row index), one scale per row.
+    std::vector<double> norm(static_cast<size_t>(rows));
+    for (int i = 0; i < rows; ++i) {
+        double l2 = 0;
+        for (int k = 0; k < r; ++k) l2 += double(A(i, k)) * A(i, k);
+        norm[size_t(i)] = std::sqrt(l2);
+    }
+    q.order.resize(size_t(rows));
+    std::iota(q.order.begin(), q.order.end(), 0);
+    std::stable_sort(q.order.begin(), q.order.end(), [&](int x, int y) { return norm[size_t(x)] > norm[size_t(y)]; });
+    q.aNorm.resize(size_t(rows));
+    q.scale.resize(size_t(rows));
+    q.err.resize(size_t(rows));
+    q.rowSum.assign(size_t(q.rowsPad), 0);
+    const double gamma = gammaF32(r);
+    // rows are independent: both threads (a short region of its own; the scan is the main one)
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < rows; ++i) {
+        const int src = q.order[size_t(i)];
+        const float* a = A.data() + size_t(src) * size_t(r);
+        float aMax = 0;
+        for (int k = 0; k < r; ++k) aMax = std::max(aMax, std::abs(a[k]));
+        const float s = aMax / 127.0f;
+        int8_t* dst = q.aq.data() + size_t(i) * size_t(rPad);
+        double a1 = 0, ea1 = 0, eaMax = 0;
+        int sum = 0;
+        for (int k = 0; k < r; ++k) {
+            const int v = s > 0 ? std::clamp(int(std::lrint(a[k] / s)), -127, 127) : 0;
+            dst[k] = int8_t(v);
+            sum += v;
+            const double e = std::abs(double(a[k]) - double(s) * v);
+            ea1 += e;
+            eaMax = std::max(eaMax, e);
+            a1 += std::abs(double(a[k]));
+        }
+        q.aNorm[size_t(i)] = norm[size_t(src)];
+        q.scale[size_t(i)] = double(s) * double(t);
+        q.rowSum[size_t(i)] = sum;
+        const double bound = a1 * eb + std::min(eaMax * bq1Max, ea1 * double(t) * bqMax) + gamma * norm[size_t(src)] * q.bMaxNorm;
+        q.err[size_t(i)] = bound * (1 + 1e-9) + std::numeric_limits<double>::denorm_min();
+    }
+}
+
+/// Lower bound of the k-th best exact score: the k-th best Eigen GEMM score of the kSeedRows rows of
+/// largest norm × the kSeedCols columns of largest norm, minus 2γ_r·max‖a‖·max‖b‖ (any two F32
+/// evaluations of a dot product differ by at most that). −inf if the seed has fewer than k cells.
+float seedThreshold(const Matrix& A, const Matrix& B, const Quantized& q, int k) {
+    const int nr = std::min(kSeedRows, q.rows), nc = std::min(kSeedCols, q.cols);
+    if (qint64(nr) * nc < k) return kNegInf;
+    std::vector<int> colOrder(size_t(q.cols));
+    std::iota(colOrder.begin(), colOrder.end(), 0);
+    const Vector bNorm = B.rowwise().norm();
+    std::partial_sort(colOrder.begin(), colOrder.begin() + nc, colOrder.end(),
+                      [&](int x, int y) { return bNorm(x) > bNorm(y); });
+    Matrix As(nr, q.r), Bs(q.r, nc);
+    for (int i = 0; i < nr; ++i) As.row(i) = A.row(q.order[size_t(i)]);
+    for (int j = 0; j < nc; ++j) Bs.col(j) = B.row(colOrder[size_t(j)]).transpose();
+    Matrix S(nr, nc);
+    S.noalias() = As * Bs;
+    std::vector<float> v(S.data(), S.data() + S.size());
+    std::nth_element(v.begin(), v.begin() + (k - 1), v.end(), std::greater<float>());
+    const double slack = 2 * gammaF32(q.r) * q.aNorm.front() * q.bMaxNorm * (1 + 1e-6);
+    return float(double(v[size_t(k - 1)]) - slack - std::abs(double(v[size_t(k - 1)])) * 1e-7);
+}
+
+/// Exact F32 score a·b: the sequential FMA chain over k (quantized_topk.h).
+float exactScore(const float* a, const float* b, int r) {
+    float acc = 0;
+    for (int k = 0; k < r; ++k) acc = std::fma(a[k], b[k], acc);
+    return acc;
+}
+
+#ifdef ATTNSCOPE_QTOPK_SIMD
+/// acc + Σ_{4 bytes} u8(b)·s8(a) per int32 lane (vpdpbusd). GCC 12 spills the accumulators of a register
+/// tile around the _mm512_dpbusd_epi32 builtin, so GCC/Clang get the instruction through inline asm.
+inline __m512i dpbusd(__m512i acc, __m512i b, __m512i a) {
+#if defined(__GNUC__)
+    asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(b), "v"(a));
+    return acc;
+#else
+    return _mm512_dpbusd_epi32(acc, b, a);
+#endif
+}
+#endif
+
+/// Per-thread scan state.
+struct Scanner {
+    const Matrix& A;
+    const Matrix& B;
+    const Quantized& q;
+    TopKAccumulator& acc;
+    std::atomic<float>& shared;
+    float seed;
+    qint64 candidates = 0;
+
+    float bound() const { return std::max({seed, acc.threshold(), shared.load(std::memory_order_relaxed)}); }
+
+    void publish() {
+        float s = shared.load();
+        const float mine = acc.threshold();
+        while (mine > s && !shared.compare_exchange_weak(s, mine)) {}
+    }
+
+    /// Rescore cell (sorted row i, column j) exactly and offer it.
+    void rescore(int i, int j) {
+        if (j >= q.cols) return;
+        ++candidates;
+        const int src = q.order[size_t(i)];
+        const float s = exactScore(A.data() + size_t(src) * size_t(q.r), B.data() + size_t(j) * size_t(q.r), q.r);
+        if (s >= bound()) acc.offer(src, j, s);
+    }
+
+    /// Integer dot products ã_i·b̃_j of rows [i0, i0 + kTileRows) × columns [j0, j0 + 64) in plain C++; the
+    /// cells reaching their row's threshold are rescored (row by row, column by column). Returns whether
+    /// any was.
+    bool rescoreGroup(int i0, int j0, const int* thrDot) {
+        const int rPad = q.rPad, j1 = std::min(j0 + kGroupCols, q.cols);
+        bool hit[kTileRows][kGroupCols] = {};
+        bool any = false;
+        for (int r = 0; r < kTileRows; ++r) {
+            if (thrDot[r] >= kNever) continue;
+            const int8_t* a = q.aq.data() + size_t(i0 + r) * size_t(rPad);
+            for (int j = j0; j < j1; ++j) {
+                const int8_t* b = q.bq.data() + size_t(j) * size_t(rPad);
+                int dot = 0;
+                for (int k = 0; k < rPad; ++k) dot += int(a[k]) * int(b[k]);
+                hit[r][j - j0] = dot >= thrDot[r];
+                any = any || hit[r][j - j0];
+            }
+        }
+        for (int r = 0; any && r < kTileRows; ++r)
+            for (int j = j0; j < j1; ++j)
+                if (hit[r][j - j0]) rescore(i0 + r, j);
+        return any;
+    }
+
+    /// Portable kernel: rows [i0, i0 + kTileRows) × columns [c0, c1) in groups of 64 columns, thresholds
+    /// refreshed after every group with a hit (as the SIMD kernel does, so both flag the same cells).
+    void tilePortable(int i0, int c0, int c1) {
+        int thr[kTileRows];
+        auto setThresholds = [&] {
+            const float L = bound();
+            for (int r = 0; r < kTileRows; ++r) thr[r] = q.dotThreshold(i0 + r, L);
+        };
+        setThresholds();
+        for (int j0 = c0; j0 < c1; j0 += kGroupCols)
+            if (rescoreGroup(i0, j0, thr)) setThresholds();
+        publish();
+    }
+
+#ifdef ATTNSCOPE_QTOPK_SIMD
+    /// AVX512-VNNI kernel: rows [i0, i0 + 6) × columns [c0, c1) (c0, c1 multiples of 64). Register tile
+    /// 6 rows × 64 columns: acc += (b̃ + 128)·ã by vpdpbusd (u8 × s8 → s32, exact), so acc = ã·b̃ + 128·Σã,
+    /// compared with the per-row threshold + 128·Σã; only flagged cells leave the registers.
+    void tileSimd(int i0, int c0, int c1) {
+        // per row: the int threshold of ã·b̃ and the one of the accumulator ã·(b̃ + 128) = ã·b̃ + 128·Σã
+        // (kept in memory: the 24 accumulators need the registers)
+        int thrDot[kTileRows], thr[kTileRows];
+        auto setThresholds = [&] {
+            const float L = bound();
+            for (int r = 0; r < kTileRows; ++r) {
+                thrDot[r] = q.dotThreshold(i0 + r, L);
+                thr[r] = thrDot[r] >= kNever ? kNever : thrDot[r] + 128 * q.rowSum[size_t(i0 + r)];
+            }
+        };
+        setThresholds();
+        const int nkg = q.rPad / 4;
+        const int8_t* a = q.aq.data() + size_t(i0) * size_t(q.rPad);
+        const size_t aStride = size_t(q.rPad);
+        for (int g = c0 / kGroupCols; g < c1 / kGroupCols; ++g) {
+            const uint8_t* bg = q.bPacked.data() + size_t(g) * size_t(nkg) * 256;
+            // 24 named accumulators: GCC spills an __m512i[6][4] array to the stack.
+#define QTOPK_ROW(R) __m512i a##R##0 = _mm512_setzero_si512(), a##R##1 = a##R##0, a##R##2 = a##R##0, a##R##3 = a##R##0;
+            QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
+#undef QTOPK_ROW
+            for (int kg = 0; kg < nkg; ++kg) {
+                const uint8_t* bk = bg + size_t(kg) * 256;
+                const __m512i b0 = _mm512_load_si512(bk), b1 = _mm512_load_si512(bk + 64);
+                const __m512i b2 = _mm512_load_si512(bk + 128), b3 = _mm512_load_si512(bk + 192);
+#define QTOPK_ROW(R)                                                                                   \
+    {                                                                                                  \
+        int32_t word;                                                                                  \
+        std::memcpy(&word, a + size_t(R) * aStride + size_t(kg) * 4, 4);                               \
+        const __m512i av = _mm512_set1_epi32(word);                                                    \
+        a##R##0 = dpbusd(a##R##0, b0, av);                                                \
+        a##R##1 = dpbusd(a##R##1, b1, av);                                                \
+        a##R##2 = dpbusd(a##R##2, b2, av);                                                \
+        a##R##3 = dpbusd(a##R##3, b3, av);                                                \
+    }
+                QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
+#undef QTOPK_ROW
+            }
+            // One compare per row against the max of its 4 vectors; the cells only on a hit (rare).
+#define QTOPK_ROW(R)                                                                                   \
+    const __m512i x##R = _mm512_max_epi32(_mm512_max_epi32(a##R##0, a##R##1), _mm512_max_epi32(a##R##2, a##R##3));
+            QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
+#undef QTOPK_ROW
+            const unsigned any = unsigned(_mm512_cmpge_epi32_mask(x0, _mm512_set1_epi32(thr[0])))
+                                 | _mm512_cmpge_epi32_mask(x1, _mm512_set1_epi32(thr[1]))
+                                 | _mm512_cmpge_epi32_mask(x2, _mm512_set1_epi32(thr[2]))
+                                 | _mm512_cmpge_epi32_mask(x3, _mm512_set1_epi32(thr[3]))
+                                 | _mm512_cmpge_epi32_mask(x4, _mm512_set1_epi32(thr[4]))
+                                 | _mm512_cmpge_epi32_mask(x5, _mm512_set1_epi32(thr[5]));
+            if (any == 0) [[likely]]
+                continue;
+            // Recompute the group's dot products exactly in scalar code (the accumulators stay in
+            // registers on the fast path) and rescore the flagged cells.
+            rescoreGroup(i0, g * kGroupCols, thrDot);
+            setThresholds();
+        }
+        publish();
+    }
+
+#endif
+};
+
+} // namespace
+
+bool quantizedTopKHasSimd() {
+#ifdef ATTNSCOPE_QTOPK_SIMD
+    return true;
+#else
+    return false;
+#endif
+}
+
+std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B, int k, const Progress& progress,
+                                               const QString& what, QuantizedKernel kernel, QuantizedTopKStats* stats) {
+    if (A.cols() != B.cols())
+        throw InputError(QCoreApplication::translate("topk", "Low-rank factors differ in width: %1 vs %2 columns.")
+                             .arg(A.cols()).arg(B.cols()));
+    QuantizedTopKStats st;
+    const int rows = int(A.rows()), cols = int(B.rows()), r = int(A.cols());
+    const int kk = int(std::min<qint64>(k, qint64(rows) * cols));
+    const qint64 nPanels = (qint64(rows) + kPanelRows - 1) / kPanelRows;
+    if (kk <= 0 || rows == 0 || cols == 0) {
+        progress.step(nPanels, nPanels, what);
+        if (stats) *stats = st;
+        return {};
+    }
+    if (r == 0 || r > kMaxWidth || !allFinite(A) || !allFinite(B)) {
+        // NaN/Inf have no int8 image (and zero width has nothing to quantise): the exact scan handles them.
+        st.exactFallback = true;
+        if (stats) *stats = st;
+        return topKOfProduct(A, B, k, 1024, progress, what);
+    }
+    bool simd = false;
+#ifdef ATTNSCOPE_QTOPK_SIMD
+    simd = kernel == QuantizedKernel::Auto;
+#else
+    (void)kernel;
+#endif
+    st.simd = simd;
+
+    Quantized q(rows, cols, r);
+    quantize(A, B, q);
+    const float seed = seedThreshold(A, B, q, kk);
+    st.seedThreshold = seed;
+
+    int nThreads = 1;
+#ifdef _OPENMP
+    nThreads = std::max(1, omp_get_max_threads());
+#endif
+    std::vector<TopKAccumulator> accs;
+    for (int t = 0; t < nThreads; ++t) accs.emplace_back(kk);
+    std::vector<qint64> candidates(size_t(nThreads), 0), rowsScanned(size_t(nThreads), 0);
+    std::atomic<float> shared(kNegInf);
+    std::atomic<qint64> nextPanel(0), panelsDone(0);
+    std::atomic<bool> stop(false);
+    std::exception_ptr error;
+    const double stopSlack = 1 + 2 * gammaF32(r) + 1e-6;
+#pragma omp parallel num_threads(nThreads)
+    {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        Scanner sc{A, B, q, accs[size_t(t)], shared, seed};
+        while (!stop.load()) {
+            if (t == 0) {
+                try {
+                    progress.step(panelsDone.load(), nPanels, what);
+                } catch (...) {
+                    error = std::current_exception();
+                    stop = true;
+                    break;
+                }
+            }
+            const qint64 p = nextPanel++;
+            if (p >= nPanels) break;
+            const int i0 = int(p * kPanelRows), i1 = std::min(q.rowsPad, i0 + kPanelRows);
+            // |f_ij| ≤ (1 + γ_r)·‖a_i‖·‖b_j‖ and rows are sorted by ‖a_i‖: nothing from here on can enter.
+            if (q.aNorm[size_t(i0)] * q.bMaxNorm * stopSlack < double(sc.bound())) {
+                stop = true;
+                break;
+            }
+            for (int c0 = 0; c0 < q.colsPad; c0 += kChunkCols) {
+                const int c1 = std::min(q.colsPad, c0 + kChunkCols);
+                for (int i = i0; i < i1; i += kTileRows) {
+#ifdef ATTNSCOPE_QTOPK_SIMD
+                    if (simd) {
+                        sc.tileSimd(i, c0, c1);
+                        continue;
+                    }
+#endif
+                    sc.tilePortable(i, c0, c1);
+                }
+            }
+            rowsScanned[size_t(t)] += std::min(i1, rows) - i0;
+            ++panelsDone;
+        }
+        candidates[size_t(t)] = sc.candidates;
+    }
+    if (error) std::rethrow_exception(error);
+    progress.step(nPanels, nPanels, what);
+    TopKAccumulator merged(kk);
+    for (const TopKAccumulator& a : accs)
+        for (const ScoredPair& p : a.sorted()) merged.offer(p.row, p.col, p.score);
+    st.candidates = std::accumulate(candidates.begin(), candidates.end(), qint64(0));
+    st.rowsScanned = std::accumulate(rowsScanned.begin(), rowsScanned.end(), qint64(0));
+    if (stats) *stats = st;
+    return merged.sorted();
+}
+
+} // namespace attnscope
