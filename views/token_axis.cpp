@@ -1,5 +1,7 @@
 #include "views/token_axis.h"
 
+#include "views/cached_tick_labels.h"
+
 #include <QFontMetrics>
 #include <cmath>
 
@@ -59,6 +61,8 @@ QSharedPointer<TokenAxisTicker> setTokenAxis(QCPAxis* axis, const QStringList& t
     ticker->setTokens(tokens);
     ticker->setShowIndex(showIndex);
     axis->setTicker(ticker);
+    installCachedTickLabels(axis); // many distinct labels: measure and shape each token once
+    axis->setNumberFormat(QStringLiteral("g")); // no "1·10⁵" for a token spelled "1e5"
     axis->setSubTicks(false);
     axis->grid()->setVisible(false);
     axis->setTickLabelRotation(axis->orientation() == Qt::Horizontal ? -90 : 0);

@@ -1,0 +1,117 @@
+#include "views/cached_tick_labels.h"
+
+#include <qcustomplot.h>
+
+#include <QHash>
+#include <QPaintEngine>
+#include <QStaticText>
+
+namespace attnscope {
+namespace {
+
+constexpr int kMaxCachedLabels = 4096; // per axis: both the label layouts and QCustomPlot's label pixmaps
+
+/// QCPAxisPainterPrivate (QCustomPlot 2.1's axis renderer, virtual hooks per tick label) with
+/// per-text caches of the label layout and glyphs.
+class CachedLabelPainter : public QCPAxisPainterPrivate {
+public:
+    CachedLabelPainter(QCustomPlot* plot, const QCPAxisPainterPrivate& from) : QCPAxisPainterPrivate(plot) {
+        // The axis' setters write straight into these members, so carry over what was set so far.
+        type = from.type;
+        basePen = from.basePen;
+        lowerEnding = from.lowerEnding;
+        upperEnding = from.upperEnding;
+        labelPadding = from.labelPadding;
+        labelFont = from.labelFont;
+        labelColor = from.labelColor;
+        label = from.label;
+        tickLabelPadding = from.tickLabelPadding;
+        tickLabelRotation = from.tickLabelRotation;
+        tickLabelSide = from.tickLabelSide;
+        substituteExponent = from.substituteExponent;
+        numberMultiplyCross = from.numberMultiplyCross;
+        tickLengthIn = from.tickLengthIn;
+        tickLengthOut = from.tickLengthOut;
+        subTickLengthIn = from.subTickLengthIn;
+        subTickLengthOut = from.subTickLengthOut;
+        tickPen = from.tickPen;
+        subTickPen = from.subTickPen;
+        tickLabelFont = from.tickLabelFont;
+        tickLabelColor = from.tickLabelColor;
+        axisRect = from.axisRect;
+        viewportRect = from.viewportRect;
+        offset = from.offset;
+        abbreviateDecimalPowers = from.abbreviateDecimalPowers;
+        reversedEndings = from.reversedEndings;
+        subTickPositions = from.subTickPositions;
+        tickPositions = from.tickPositions;
+        tickLabels = from.tickLabels;
+        mLabelCache.setMaxCost(kMaxCachedLabels);
+    }
+
+protected:
+    TickLabelData getTickLabelData(const QFont& font, const QString& text) const override {
+        // The layout depends on the font, the rotation and the exponent splitting; reset on change.
+        if (font != font_ || tickLabelRotation != rotation_ || substituteExponent != substitute_ ||
+            numberMultiplyCross != cross_ || abbreviateDecimalPowers != abbreviate_ ||
+            layouts_.size() >= kMaxCachedLabels) {
+            layouts_.clear();
+            glyphs_.clear();
+            font_ = font;
+            rotation_ = tickLabelRotation;
+            substitute_ = substituteExponent;
+            cross_ = numberMultiplyCross;
+            abbreviate_ = abbreviateDecimalPowers;
+        }
+        if (const auto it = layouts_.constFind(text); it != layouts_.constEnd()) return *it;
+        const TickLabelData d = QCPAxisPainterPrivate::getTickLabelData(font, text);
+        layouts_.insert(text, d);
+        return d;
+    }
+
+    void drawTickLabel(QCPPainter* painter, double x, double y, const TickLabelData& d) const override {
+        const QPaintEngine* engine = painter->paintEngine();
+        if (!d.expPart.isEmpty() || !engine || engine->type() != QPaintEngine::Raster)
+            return QCPAxisPainterPrivate::drawTickLabel(painter, x, y, d);
+        if (glyphs_.size() >= kMaxCachedLabels) glyphs_.clear();
+        QStaticText& text = glyphs_[d.basePart];
+        if (text.text().isEmpty()) {
+            text.setTextFormat(Qt::PlainText); // "<a&b>" is a token, not markup
+            text.setText(d.basePart);
+            text.prepare(QTransform(), d.baseFont); // lays out once, for size(); rotation is applied when drawn
+        }
+        // Same placement as the base class' drawText(0, 0, w, h, TextDontClip | AlignHCenter, text).
+        const QTransform oldTransform = painter->transform();
+        const QFont oldFont = painter->font();
+        painter->translate(x, y);
+        if (!qFuzzyIsNull(tickLabelRotation)) painter->rotate(tickLabelRotation);
+        painter->setFont(d.baseFont);
+        painter->drawStaticText(QPointF((d.totalBounds.width() - text.size().width()) / 2.0, 0.0), text);
+        painter->setTransform(oldTransform);
+        painter->setFont(oldFont);
+    }
+
+private:
+    mutable QHash<QString, TickLabelData> layouts_;
+    mutable QHash<QString, QStaticText> glyphs_;
+    mutable QFont font_;
+    mutable double rotation_ = 0;
+    mutable bool substitute_ = false, cross_ = false, abbreviate_ = false;
+};
+
+/// Reaches QCPAxis' protected painter pointer (a pointer to member named through a derived class).
+struct AxisPainterSlot : QCPAxis {
+    static QCPAxisPainterPrivate*& of(QCPAxis* axis) { return axis->*(&AxisPainterSlot::mAxisPainter); }
+};
+
+} // namespace
+
+void installCachedTickLabels(QCPAxis* axis) {
+    QCPAxisPainterPrivate*& painter = AxisPainterSlot::of(axis);
+    if (dynamic_cast<CachedLabelPainter*>(painter)) return;
+    auto* cached = new CachedLabelPainter(axis->parentPlot(), *painter);
+    delete painter;
+    painter = cached;
+}
+
+} // namespace attnscope
