@@ -49,7 +49,25 @@ public:
         mLabelCache.setMaxCost(kMaxCachedLabels);
     }
 
+    /// Largest rotated label box of `labels` in the tick-label font; kept as the minimum label size.
+    void reserve(const QFont& font, const QStringList& labels) {
+        reserved_ = QSize();
+        for (const QString& text : labels)
+            if (!text.isEmpty()) reserved_ = reserved_.expandedTo(getTickLabelData(font, text).rotatedTotalBounds.size());
+    }
+
 protected:
+    void placeTickLabel(QCPPainter* painter, double position, int distanceToAxis, const QString& text,
+                        QSize* tickLabelsSize) override {
+        QCPAxisPainterPrivate::placeTickLabel(painter, position, distanceToAxis, text, tickLabelsSize);
+        *tickLabelsSize = tickLabelsSize->expandedTo(reserved_); // axis title stays put
+    }
+
+    void getMaxTickLabelSize(const QFont& font, const QString& text, QSize* tickLabelsSize) const override {
+        QCPAxisPainterPrivate::getMaxTickLabelSize(font, text, tickLabelsSize);
+        *tickLabelsSize = tickLabelsSize->expandedTo(reserved_); // margin stays put
+    }
+
     TickLabelData getTickLabelData(const QFont& font, const QString& text) const override {
         // The layout depends on the font, the rotation and the exponent splitting; reset on change.
         if (font != font_ || tickLabelRotation != rotation_ || substituteExponent != substitute_ ||
@@ -92,6 +110,7 @@ protected:
     }
 
 private:
+    QSize reserved_;
     mutable QHash<QString, TickLabelData> layouts_;
     mutable QHash<QString, QStaticText> glyphs_;
     mutable QFont font_;
@@ -112,6 +131,13 @@ void installCachedTickLabels(QCPAxis* axis) {
     auto* cached = new CachedLabelPainter(axis->parentPlot(), *painter);
     delete painter;
     painter = cached;
+}
+
+void reserveTickLabelSpace(QCPAxis* axis, const QStringList& labels) {
+    if (auto* painter = dynamic_cast<CachedLabelPainter*>(AxisPainterSlot::of(axis))) {
+        painter->tickLabelRotation = axis->tickLabelRotation(); // as QCPAxis sets it before drawing
+        painter->reserve(axis->tickLabelFont(), labels);
+    }
 }
 
 } // namespace attnscope

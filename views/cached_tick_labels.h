@@ -4,6 +4,8 @@
 // pixmap cache holds only 16 labels per axis, so an axis showing 30–60 token labels re-shapes all
 // of them (HarfBuzz) two to three times per replot: ~80% of a 512-token heatmap's render time.
 
+#include <QStringList>
+
 class QCPAxis;
 
 namespace attnscope {
@@ -13,5 +15,11 @@ namespace attnscope {
 /// exported text stays text), and whose label pixmap cache holds enough labels for n_ctx = 2048
 /// positions. Rendering is unchanged otherwise. Idempotent; call before or after styling the axis.
 void installCachedTickLabels(QCPAxis* axis);
+
+/// Reserves room on `axis` (which must have installCachedTickLabels) for the largest of `labels`
+/// as drawn with the axis' tick-label font and rotation: the axis margin and the axis title keep
+/// that distance whatever subset of labels zoom/pan shows, so the plot does not jump or lose its
+/// square cells while zooming. Measures each label once (cached); empty `labels` reserves nothing.
+void reserveTickLabelSpace(QCPAxis* axis, const QStringList& labels);
 
 } // namespace attnscope
