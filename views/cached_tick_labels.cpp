@@ -6,6 +6,8 @@
 #include <QPaintEngine>
 #include <QStaticText>
 
+#include <vector>
+
 namespace attnscope {
 namespace {
 
@@ -69,21 +71,23 @@ protected:
     }
 
     TickLabelData getTickLabelData(const QFont& font, const QString& text) const override {
-        // The layout depends on the font, the rotation and the exponent splitting; reset on change.
-        if (font != font_ || tickLabelRotation != rotation_ || substituteExponent != substitute_ ||
-            numberMultiplyCross != cross_ || abbreviateDecimalPowers != abbreviate_ ||
-            layouts_.size() >= kMaxCachedLabels) {
-            layouts_.clear();
-            glyphs_.clear();
-            font_ = font;
-            rotation_ = tickLabelRotation;
-            substitute_ = substituteExponent;
-            cross_ = numberMultiplyCross;
-            abbreviate_ = abbreviateDecimalPowers;
+        // The layout depends on the font (the margin pass gets the axis' font, the draw pass the
+        // painter's device-resolved copy of it, which need not compare equal), the rotation and the
+        // exponent splitting: one table per combination, a handful at most.
+        Layouts* table = nullptr;
+        for (Layouts& t : layouts_)
+            if (t.font == font && t.rotation == tickLabelRotation && t.substitute == substituteExponent &&
+                t.cross == numberMultiplyCross && t.abbreviate == abbreviateDecimalPowers)
+                table = &t;
+        if (!table) {
+            if (layouts_.size() >= 4) layouts_.clear();
+            layouts_.push_back({font, tickLabelRotation, substituteExponent, numberMultiplyCross, abbreviateDecimalPowers, {}});
+            table = &layouts_.back();
         }
-        if (const auto it = layouts_.constFind(text); it != layouts_.constEnd()) return *it;
+        if (const auto it = table->byText.constFind(text); it != table->byText.constEnd()) return *it;
+        if (table->byText.size() >= kMaxCachedLabels) table->byText.clear();
         const TickLabelData d = QCPAxisPainterPrivate::getTickLabelData(font, text);
-        layouts_.insert(text, d);
+        table->byText.insert(text, d);
         return d;
     }
 
@@ -91,7 +95,10 @@ protected:
         const QPaintEngine* engine = painter->paintEngine();
         if (!d.expPart.isEmpty() || !engine || engine->type() != QPaintEngine::Raster)
             return QCPAxisPainterPrivate::drawTickLabel(painter, x, y, d);
-        if (glyphs_.size() >= kMaxCachedLabels) glyphs_.clear();
+        if (glyphs_.size() >= kMaxCachedLabels || d.baseFont != glyphFont_) {
+            glyphs_.clear();
+            glyphFont_ = d.baseFont;
+        }
         QStaticText& text = glyphs_[d.basePart];
         if (text.text().isEmpty()) {
             text.setTextFormat(Qt::PlainText); // "<a&b>" is a token, not markup
@@ -110,12 +117,16 @@ protected:
     }
 
 private:
+    struct Layouts {
+        QFont font;
+        double rotation;
+        bool substitute, cross, abbreviate;
+        QHash<QString, TickLabelData> byText;
+    };
     QSize reserved_;
-    mutable QHash<QString, TickLabelData> layouts_;
-    mutable QHash<QString, QStaticText> glyphs_;
-    mutable QFont font_;
-    mutable double rotation_ = 0;
-    mutable bool substitute_ = false, cross_ = false, abbreviate_ = false;
+    mutable std::vector<Layouts> layouts_;
+    mutable QHash<QString, QStaticText> glyphs_; // prepared in glyphFont_
+    mutable QFont glyphFont_;
 };
 
 /// Reaches QCPAxis' protected painter pointer (a pointer to member named through a derived class).
