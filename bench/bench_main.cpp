@@ -16,6 +16,7 @@
 #include "model/transformer/layer_recompute.h"
 #include "model/transformer/prompt.h"
 #include "views/attention_heatmap.h"
+#include "views/head_grid.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -30,6 +31,7 @@
 #include <qcustomplot.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -167,6 +169,158 @@ QJsonObject benchBigModel(const std::shared_ptr<const Model>& model, int S) {
     out["show_recomputed_head_median_ms"] = totals[totals.size() / 2];
     out["show_head_same_layer_ms"] = again;
     out["show_peak_rss_mib"] = bench::peakRssMiB();
+/// Wall-clock Timing of `runs` calls of fn (after one warm-up) plus the median CPU time of this thread
+/// per call, which other processes' load does not inflate.
+std::pair<Timing, double> timeWithCpu(int runs, const std::function<void()>& fn) {
+    std::vector<double> cpu;
+    const auto threadCpuMs = [] {
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+    };
+    bool warm = false;
+    const Timing t = timeIt(runs, [&] {
+        const double c0 = threadCpuMs();
+        fn();
+        if (warm) cpu.push_back(threadCpuMs() - c0);
+        warm = true;
+    });
+    std::sort(cpu.begin(), cpu.end());
+    return {t, cpu[cpu.size() / 2]};
+}
+
+/// (e) another head at S: setData (pattern + token labels + title) and an 800×800 render to a pixmap,
+/// cycling through heads.
+std::pair<Timing, double> benchAnotherHead(int nLayers, int nHeads, const std::function<Matrix(int, int)>& patternFor,
+                                           const QStringList& labels, int runs) {
+    AttentionHeatmap view;
+    view.resize(800, 800);
+    int i = 0;
+    return timeWithCpu(runs, [&] {
+        const int l = (i / nHeads) % nLayers, h = i % nHeads;
+        ++i;
+        AttentionHeatmapData d;
+        d.pattern = patternFor(l, h);
+        d.tokens = labels;
+        d.title = QStringLiteral("bench — layer %1, head %2").arg(l).arg(h);
+        view.setData(d);
+        const QPixmap pm = view.plot()->toPixmap(800, 800);
+        if (pm.isNull()) throw InputError(QStringLiteral("heatmap render failed"));
+    });
+}
+
+/// (g) zoom/pan of a shown 800×800 heatmap: each frame sets the axis ranges of one wheel/drag step
+/// (zoom in ×0.8 towards a point, pan, zoom back out) and replots immediately, as QCustomPlot does
+/// for a wheel event. Per-frame median over `frames` frames after one warm-up.
+std::pair<Timing, double> benchZoomPan(const Matrix& pattern, const QStringList& labels, int frames) {
+    AttentionHeatmap view;
+    view.resize(800, 800);
+    view.show();
+    view.setData({pattern, labels, QStringLiteral("bench — zoom/pan")});
+    QCoreApplication::processEvents();
+    QCPAxisRect* rect = view.plot()->axisRect();
+    QCPAxis* x = rect->axis(QCPAxis::atBottom);
+    QCPAxis* y = rect->axis(QCPAxis::atLeft);
+    const double n = double(pattern.rows());
+    // 16 wheel steps in towards (0.7 n, 0.6 n), 8 drags, 16 steps back out: 1 → ~1/36 of the axis.
+    std::vector<std::pair<QCPRange, QCPRange>> steps;
+    QCPRange rx(-0.5, n - 0.5), ry(-0.5, n - 0.5);
+    for (int k = 0; k < 16; ++k) {
+        rx = QCPRange(0.7 * n + (rx.lower - 0.7 * n) * 0.8, 0.7 * n + (rx.upper - 0.7 * n) * 0.8);
+        ry = QCPRange(0.6 * n + (ry.lower - 0.6 * n) * 0.8, 0.6 * n + (ry.upper - 0.6 * n) * 0.8);
+        steps.emplace_back(rx, ry);
+    }
+    for (int k = 0; k < 8; ++k) {
+        const double d = rx.size() * 0.05 * (k < 4 ? -1 : 1);
+        rx = QCPRange(rx.lower + d, rx.upper + d);
+        ry = QCPRange(ry.lower - d, ry.upper - d);
+        steps.emplace_back(rx, ry);
+    }
+    for (int k = 15; k >= 0; --k) steps.push_back(steps[size_t(k)]);
+    std::vector<double> ms, cpu;
+    bench::resetPeakRss();
+    for (int f = -1; f < frames; ++f) {
+        const auto& [sx, sy] = steps[size_t((f + 1) % int(steps.size()))];
+        timespec c0{}, c1{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        QElapsedTimer t;
+        t.start();
+        x->setRange(sx);
+        y->setRange(sy);
+        view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        if (f < 0) continue;
+        ms.push_back(t.nsecsElapsed() / 1e6);
+        cpu.push_back((c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::sort(cpu.begin(), cpu.end());
+    return {{ms[ms.size() / 2], ms.front(), ms.back(), bench::peakRssMiB()}, cpu[cpu.size() / 2]};
+}
+
+/// (h) head grid: HeadGrid::setPatterns for every head (thumbnails box-averaged to 128²), then one paint.
+std::pair<Timing, double> benchHeadGrid(int nLayers, int nHeads, const std::function<Matrix(int, int)>& patternFor,
+                                        int runs) {
+    HeadGrid grid;
+    grid.resize(900, 900);
+    return timeWithCpu(runs, [&] {
+        grid.setPatterns(nLayers, nHeads, patternFor);
+        const QPixmap pm = grid.grab();
+        if (pm.isNull()) throw InputError(QStringLiteral("head grid render failed"));
+    });
+}
+
+/// Rows (e), (g), (h) for patterns at S = pattern size; adds them to `out` under `suffix`.
+void benchViews(QJsonObject& out, int nLayers, int nHeads, const std::function<Matrix(int, int)>& patternFor,
+                const QStringList& labels, int runs) {
+    const int S = int(labels.size());
+    const auto [zoom, zoomCpu] = benchZoomPan(patternFor(0, 0), labels, std::max(40, 8 * runs));
+    printRow(QStringLiteral("heatmap zoom/pan replot, S=%1 (800×800)").arg(S), zoom,
+             QStringLiteral("per frame; CPU %1 ms").arg(zoomCpu, 0, 'f', 2));
+    QJsonObject z = toJson(zoom);
+    z["cpu_median_ms"] = zoomCpu;
+    out[QStringLiteral("heatmap_zoom_pan_%1").arg(S)] = z;
+    const auto [grid, gridCpu] = benchHeadGrid(nLayers, nHeads, patternFor, runs);
+    printRow(QStringLiteral("head grid %1×%2 thumbnails, S=%3").arg(nLayers).arg(nHeads).arg(S), grid,
+             QStringLiteral("setPatterns + paint; CPU %1 ms").arg(gridCpu, 0, 'f', 1));
+    QJsonObject g = toJson(grid);
+    g["cpu_median_ms"] = gridCpu;
+    out[QStringLiteral("head_grid_%1").arg(S)] = g;
+}
+
+/// --views-only: rows (e), (g), (h) on synthetic causal patterns (softmax of random scores with a
+/// previous-token stripe) and made-up token labels, gpt2-small's 12×12 heads; no model needed.
+QJsonObject benchSyntheticViews(const QList<int>& seqs, int runs) {
+    QJsonObject out;
+    std::printf("\nsynthetic patterns, 12 layers × 12 heads\n");
+    for (int S : seqs) {
+        std::mt19937 gen{unsigned(S)};
+        std::normal_distribution<float> nd(0.f, 2.f);
+        std::vector<Matrix> heads;
+        for (int h = 0; h < 4; ++h) { // 4 distinct patterns, reused across the 144 heads
+            Matrix p = Matrix::Zero(S, S);
+            for (int q = 0; q < S; ++q) {
+                for (int k = 0; k <= q; ++k) p(q, k) = std::exp(nd(gen) + (k == std::max(0, q - 1 - h) ? 4.f : 0.f));
+                p.row(q) /= p.row(q).sum();
+            }
+            heads.push_back(std::move(p));
+        }
+        // Random token-like labels (mostly distinct, as random token ids give): "␣" + 1–9 letters.
+        QStringList labels;
+        for (int i = 0; i < S; ++i) {
+            QString t = gen() % 2 ? QStringLiteral("␣") : QString();
+            for (int c = 0, len = 1 + int(gen() % 9); c < len; ++c) t += QChar('a' + int(gen() % 26));
+            labels << t;
+        }
+        const auto patternFor = [&](int l, int h) { return heads[size_t(l + h) % heads.size()]; };
+        const auto [t, cpu] = benchAnotherHead(12, 12, patternFor, labels, runs);
+        printRow(QStringLiteral("show another head, S=%1 (800×800 replot)").arg(S), t,
+                 QStringLiteral("CPU %1 ms").arg(cpu, 0, 'f', 1));
+        QJsonObject a = toJson(t);
+        a["cpu_median_ms"] = cpu;
+        out[QStringLiteral("another_head_%1").arg(S)] = a;
+        benchViews(out, 12, 12, patternFor, labels, runs);
+    }
     return out;
 }
 
@@ -223,7 +377,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     }
 
     QJsonObject fwdFull, fwdApp, fwdLogits, lens;
-    std::shared_ptr<ActivationCache> cache512;
+    std::shared_ptr<ActivationCache> cache512, cache1024;
     for (int S : seqs) {
         if (S > cfg.n_ctx) continue;
         const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
@@ -285,6 +439,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
             lens[QString::number(S)] = toJson(t);
         }
         if (S == 512) cache512 = std::make_shared<ActivationCache>(std::move(cache));
+        if (S == 1024) cache1024 = std::make_shared<ActivationCache>(std::move(cache));
     }
     out["forward_full_cache"] = fwdFull;
     out["forward_app_cache"] = fwdApp;
@@ -293,24 +448,20 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
 
     // (e) another head at S = 512: pattern from the cache + token labels + heatmap replot to a pixmap
     if (cache512) {
-        AttentionHeatmap view;
-        view.resize(800, 800);
-        const QStringList labels = tokenLabels(model->tokenizer(), cache512->tokens);
-        int i = 0;
-        const Timing t = timeIt(runs, [&] {
-            const int l = (i / cfg.n_heads) % cfg.n_layers, h = i % cfg.n_heads;
-            ++i;
-            AttentionHeatmapData d;
-            d.pattern = cache512->layer(l)->pattern[size_t(h)];
-            d.tokens = labels;
-            d.title = QStringLiteral("bench — layer %1, head %2").arg(l).arg(h);
-            view.setData(d);
-            const QPixmap pm = view.plot()->toPixmap(800, 800);
-            if (pm.isNull()) throw InputError(QStringLiteral("heatmap render failed"));
-        });
-        printRow(QStringLiteral("show another head, S=512 (800×800 replot)"), t);
-        out["another_head_512"] = toJson(t);
+        const auto [t, cpu] = benchAnotherHead(cfg.n_layers, cfg.n_heads, [&](int l, int h) {
+            return cache512->layer(l)->pattern[size_t(h)];
+        }, tokenLabels(model->tokenizer(), cache512->tokens), runs);
+        printRow(QStringLiteral("show another head, S=512 (800×800 replot)"), t, QStringLiteral("CPU %1 ms").arg(cpu, 0, 'f', 1));
+        QJsonObject a = toJson(t);
+        a["cpu_median_ms"] = cpu;
+        out["another_head_512"] = a;
     }
+    // (g) zoom/pan replot of the heatmap and (h) the head grid at S = 1024
+    if (cache1024)
+        benchViews(out, cfg.n_layers, cfg.n_heads, [&](int l, int h) {
+            return cache1024->layer(l)->pattern[size_t(h)];
+        }, tokenLabels(model->tokenizer(), cache1024->tokens), runs);
+    cache1024.reset();
     cache512.reset();
 
     // (f) W_OV top-100 over all d_vocab² pairs for one head (small: layer 6 head 0; medium: layer 12 head 0)
@@ -350,6 +501,7 @@ int main(int argc, char** argv) {
     p.addOption({QStringLiteral("lens-seq"), QStringLiteral("Sequence lengths for the logit lens."), QStringLiteral("list"), QStringLiteral("20,128,512,1024")});
     p.addOption({QStringLiteral("runs"), QStringLiteral("Timed runs after one warm-up."), QStringLiteral("n"), QStringLiteral("5")});
     p.addOption({QStringLiteral("no-wov"), QStringLiteral("Skip the W_OV top-100.")});
+    p.addOption({QStringLiteral("views-only"), QStringLiteral("Only the view rows (another head, zoom/pan, head grid) on synthetic patterns for --seq.")});
     p.addOption({QStringLiteral("json"), QStringLiteral("Also write the results to this JSON file."), QStringLiteral("file")});
     p.process(app);
 
@@ -369,6 +521,11 @@ int main(int argc, char** argv) {
         const int runs = std::max(1, p.value(QStringLiteral("runs")).toInt());
         const QList<int> seqs = parseInts(p.value(QStringLiteral("seq")));
         const QList<int> lensSeqs = parseInts(p.value(QStringLiteral("lens-seq")));
+        if (p.isSet(QStringLiteral("views-only"))) {
+            const QJsonObject views = benchSyntheticViews(seqs, runs);
+            std::printf("%s\n", QJsonDocument(QJsonObject{{"tool", "attnscope_bench"}, {"views", views}}).toJson().constData());
+            return 0;
+        }
         int threads = 1;
 #ifdef _OPENMP
         threads = omp_get_max_threads();

@@ -86,7 +86,9 @@ void AttentionHeatmap::resetView() {
     rect_->axis(QCPAxis::atBottom)->setRange(-0.5, n - 0.5);
     rect_->axis(QCPAxis::atLeft)->setRange(-0.5, n - 0.5);
     fitSquareCells();
-    plot_->replot();
+    // One render per event-loop pass: setData + selection changes don't draw twice, and nothing is
+    // drawn for a hidden heatmap that is only exported (toPixmap/toPainter render themselves).
+    plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void AttentionHeatmap::fitSquareCells() { fitHeatmapCells(static_cast<LayoutablePlot*>(plot_), rect_, true); }

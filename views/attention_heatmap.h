@@ -37,8 +37,9 @@ class AttentionHeatmap : public QWidget {
 public:
     explicit AttentionHeatmap(QWidget* parent = nullptr);
 
-    /// Shows `data`. Throws InputError if the pattern is not square or tokens.size() differs from
-    /// its size. An empty pattern clears the plot.
+    /// Shows `data`: lays the plot out now and draws it on the next event-loop pass (queued replot;
+    /// toPixmap/exports render themselves). Throws InputError if the pattern is not square or
+    /// tokens.size() differs from its size. An empty pattern clears the plot.
     void setData(const AttentionHeatmapData& data);
     /// The plot, for export and tests. Its layout is laid out by fitSquareCells().
     QCustomPlot* plot();

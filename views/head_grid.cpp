@@ -24,24 +24,41 @@ QImage HeadGrid::thumbnail(const Matrix& p, bool causal) const {
     if (n == 0) return {};
     const int side = std::min(n, maxThumbnailSide());
     QImage img(side, side, QImage::Format_ARGB32_Premultiplied);
-    QCPColorGradient gradient = viridisGradient();
-    std::vector<double> row(side);
+    // colorize() fills the gradient's colour table on first use; one gradient per thread keeps that
+    // cost out of every thumbnail.
+    thread_local QCPColorGradient gradient = viridisGradient();
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    // Box average of the cells each thumbnail pixel covers; masked cells don't count.
+    // Box average of the cells each thumbnail pixel covers; masked and NaN cells don't count.
+    // Per thumbnail row, the query rows it covers are first summed column-wise (contiguous,
+    // vectorised: one pass over the pattern), then each pixel sums its columns.
+    std::vector<float> colSum(static_cast<size_t>(n)), colCount(static_cast<size_t>(n));
+    std::vector<double> row(static_cast<size_t>(side));
+    const float* data = p.data();
+    const Eigen::Index stride = p.outerStride();
     for (int ty = 0; ty < side; ++ty) {
         const int q0 = int(qint64(ty) * n / side), q1 = int(qint64(ty + 1) * n / side);
+        std::fill(colSum.begin(), colSum.end(), 0.0f);
+        std::fill(colCount.begin(), colCount.end(), 0.0f);
+        for (int q = q0; q < q1; ++q) {
+            const float* src = data + q * stride;
+            const int kEnd = causal ? std::min(n, q + 1) : n; // key_pos > query_pos is masked
+            float* __restrict sum = colSum.data();
+            float* __restrict count = colCount.data();
+            for (int k = 0; k < kEnd; ++k) {
+                const float v = src[k];
+                const bool ok = !std::isnan(v);
+                sum[k] += ok ? v : 0.0f;
+                count[k] += ok ? 1.0f : 0.0f;
+            }
+        }
         for (int tx = 0; tx < side; ++tx) {
             const int k0 = int(qint64(tx) * n / side), k1 = int(qint64(tx + 1) * n / side);
-            double sum = 0;
-            int count = 0;
-            for (int q = q0; q < q1; ++q)
-                for (int k = k0; k < k1; ++k) {
-                    const float v = p(q, k);
-                    if ((causal && k > q) || std::isnan(v)) continue;
-                    sum += v;
-                    ++count;
-                }
-            row[tx] = count ? sum / count : nan;
+            double s = 0, c = 0;
+            for (int k = k0; k < k1; ++k) {
+                s += colSum[size_t(k)];
+                c += colCount[size_t(k)];
+            }
+            row[size_t(tx)] = c > 0 ? s / c : nan;
         }
         gradient.colorize(row.data(), QCPRange(0, 1), reinterpret_cast<QRgb*>(img.scanLine(ty)), side);
     }

@@ -88,7 +88,8 @@ void fillHeatmapCells(QCPColorMap* map, int rows, int cols, int k, const std::fu
     k = std::max(1, k);
     // Cell centres at 0..n-1; with k samples per cell the sample centres sit at i + (j+0.5)/k - 0.5.
     const double edge = 0.5 - 0.5 / k;
-    map->data()->setSize(cols * k, rows * k);
+    if (map->data()->keySize() != cols * k || map->data()->valueSize() != rows * k)
+        map->data()->setSize(cols * k, rows * k);
     map->data()->setRange(QCPRange(-edge, cols - 1 + edge), QCPRange(-edge, rows - 1 + edge));
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {

@@ -1,5 +1,7 @@
 #include "views/token_axis.h"
 
+#include "views/cached_tick_labels.h"
+
 #include <QFontMetrics>
 #include <cmath>
 
@@ -16,7 +18,15 @@ int niceLabelStep(double x) {
 
 TokenAxisTicker::TokenAxisTicker(QCPAxis* axis) : axis_(axis) {}
 
-void TokenAxisTicker::setTokens(const QStringList& tokens) { tokens_ = tokens; }
+void TokenAxisTicker::setTokens(const QStringList& tokens) {
+    if (tokens == tokens_ && !tokens.isEmpty()) return; // same prompt, other head: labels already measured
+    tokens_ = tokens;
+    if (!axis_) return;
+    QStringList labels;
+    labels.reserve(tokens_.size());
+    for (int p = 0; p < tokens_.size(); ++p) labels << labelFor(p);
+    reserveTickLabelSpace(axis_, labels);
+}
 
 QString TokenAxisTicker::labelFor(int position) const {
     if (position < 0 || position >= tokens_.size()) return {};
@@ -56,12 +66,14 @@ QVector<double> TokenAxisTicker::createTickVector(double tickStep, const QCPRang
 
 QSharedPointer<TokenAxisTicker> setTokenAxis(QCPAxis* axis, const QStringList& tokens, bool showIndex) {
     auto ticker = QSharedPointer<TokenAxisTicker>::create(axis);
-    ticker->setTokens(tokens);
     ticker->setShowIndex(showIndex);
     axis->setTicker(ticker);
+    installCachedTickLabels(axis); // many distinct labels: measure and shape each token once
+    axis->setNumberFormat(QStringLiteral("g")); // no "1·10⁵" for a token spelled "1e5"
     axis->setSubTicks(false);
     axis->grid()->setVisible(false);
     axis->setTickLabelRotation(axis->orientation() == Qt::Horizontal ? -90 : 0);
+    ticker->setTokens(tokens); // after font and rotation: reserves room for the widest label
     return ticker;
 }
 

@@ -18,6 +18,8 @@ public:
     /// axis: the axis this ticker serves (read for its pixel length and tick-label font).
     explicit TokenAxisTicker(QCPAxis* axis);
 
+    /// Sets the tokens and reserves room on the axis for the widest label (reserveTickLabelSpace),
+    /// so zoom/pan never changes the layout; a list equal to the current one costs one comparison.
     void setTokens(const QStringList& tokens);
     const QStringList& tokens() const { return tokens_; }
     /// Prefix labels with the position: "3 ␣cat". Default off.
