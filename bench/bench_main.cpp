@@ -169,6 +169,9 @@ QJsonObject benchBigModel(const std::shared_ptr<const Model>& model, int S) {
     out["show_recomputed_head_median_ms"] = totals[totals.size() / 2];
     out["show_head_same_layer_ms"] = again;
     out["show_peak_rss_mib"] = bench::peakRssMiB();
+    return out;
+}
+
 /// Wall-clock Timing of `runs` calls of fn (after one warm-up) plus the median CPU time of this thread
 /// per call, which other processes' load does not inflate.
 std::pair<Timing, double> timeWithCpu(int runs, const std::function<void()>& fn) {
