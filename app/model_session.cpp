@@ -76,6 +76,9 @@ void ModelSession::run(const QString& prompt, bool prependBos, bool keepLastNCtx
             ids = keepLastTokens(ids, model->config().n_ctx, prependBos && model->tokenizer().bosId().has_value());
         ForwardOptions opt;
         opt.allLogits = false; // the views read the last position's logits; the lens computes its own rows
+        // no per-head results (S·d_model floats per head and layer, 2·S·d_model² FLOPs per layer): the
+        // views compute z_h·W_O^h for the heads and positions they show (decomposition, DLA, steps)
+        opt.cacheHeadResults = false;
         return RunResult{std::make_shared<const ActivationCache>(runForward(*model, ids, opt, p))};
     }, false);
 }

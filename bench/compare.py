@@ -32,7 +32,7 @@ def main():
             row(f"forward + full cache, all logits, S={S}", f, t["forward_full_cache"].get(S), f["gflop"] / gemm * 1e3)
             a = o.get("forward_app_cache", {}).get(S)
             if a:
-                row(f"forward + full cache, last logits, S={S}", a, t["forward_full_cache"].get(S), a["gflop"] / gemm * 1e3)
+                row(f"forward + app cache (last logits), S={S}", a, t["forward_full_cache"].get(S), a["gflop"] / gemm * 1e3)
             lo = o["forward_logits_only"].get(S)
             row(f"forward, logits only, S={S}", lo, t["forward_logits_only"].get(S), lo["gflop"] / gemm * 1e3 if lo else None)
         for S in o.get("logit_lens", {}):

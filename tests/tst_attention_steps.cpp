@@ -314,13 +314,19 @@ void TestAttentionSteps::rejectsBadArguments() {
     }
     ForwardOptions opt;
     opt.cacheHeadResults = false;
-    const ActivationCache noResults = runForward(*model_, std::vector<int>{511, 464, 269}, opt);
-    try {
-        attentionSteps(*model_, noResults, 0, 0);
-        QFAIL("no error without per-head results");
-    } catch (const InputError& e) {
-        QVERIFY2(e.message().contains("per-head results"), e.what());
+    // without cached per-head results (the app's pass) the steps compute z_h·W_O^h themselves
+    const std::vector<int> ids{511, 464, 269};
+    const ActivationCache noResults = runForward(*model_, ids, opt);
+    const ActivationCache withResults = runForward(*model_, ids);
+    QVERIFY(noResults.layers[1].result.empty());
+    const auto computed = attentionSteps(*model_, noResults, 1, 0);
+    const auto cached = attentionSteps(*model_, withResults, 1, 0);
+    for (int h = 0; h < 4; ++h) {
+        const QString name = QStringLiteral("head_result_%1").arg(h);
+        QVERIFY(maxAbsDiff(step(computed, name).values, step(cached, name).values) <= 1e-6);
+        QVERIFY(step(computed, name).values.cwiseAbs().maxCoeff() > 1e-3f);
     }
+    QCOMPARE(step(computed, "attn_out_additive").maxAbsDiff <= 1e-5, true);
 }
 
 void TestAttentionSteps::groupedQueryVariant() {

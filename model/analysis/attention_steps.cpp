@@ -59,9 +59,6 @@ void checkArguments(const Model& model, const ActivationCache& cache, int layer,
         int(lc->pattern.size()) != cfg.n_heads || lc->z.rows() != S)
         throw InputError(tr("The activations do not belong to this model (layer count or widths differ); "
                             "run the prompt again."));
-    if (int(lc->result.size()) != cfg.n_heads)
-        throw InputError(tr("The activations of layer %1 have no per-head results; run the forward pass with "
-                            "per-head results enabled.").arg(layer));
 }
 
 } // namespace
@@ -191,7 +188,9 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                              tr("What the attention layer adds to the residual stream."), c.attn_out));
     Matrix additive = Matrix::Zero(S, cfg.d_model);
     for (int h = 0; h < H; ++h) {
-        const Matrix& r = c.result[size_t(h)];
+        // hook_result when the pass cached it, else the same product now (the app's pass leaves it out)
+        const Matrix r = int(c.result.size()) == H ? c.result[size_t(h)]
+                                                   : Matrix(c.z.middleCols(h * L, L) * w.W_O_head(h, L).view());
         additive += r;
         steps.push_back(makeStep(QStringLiteral("head_result_%1").arg(h), QStringLiteral("z^%1·W_O^%1").arg(h),
                                  "S×L · L×D → S×D",

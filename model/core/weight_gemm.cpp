@@ -141,7 +141,17 @@ void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight
 #else
     const Index threads = 1;
 #endif
-    const Index blockCols = std::clamp<Index>((cols / (2 * threads) + kCols - 1) / kCols * kCols, 64, 256);
+    // In 32-column micro-panels: at most 8 per block, and a block count that is a multiple of the
+    // thread count when a width of 2–8 panels gives one (2304 columns on 2 threads: 12 blocks of 6
+    // panels, not 9 of 8, which left one thread idle for a ninth of the S = 20 pass).
+    const Index panels = (cols + kCols - 1) / kCols;
+    Index blockPanels = std::clamp<Index>((panels + 2 * threads - 1) / (2 * threads), 2, 8);
+    for (Index b = blockPanels; b >= 2; --b)
+        if (((panels + b - 1) / b) % threads == 0) {
+            blockPanels = b;
+            break;
+        }
+    const Index blockCols = blockPanels * kCols;
     const Index nBlocks = (cols + blockCols - 1) / blockCols;
 #ifdef _OPENMP
     const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1;
