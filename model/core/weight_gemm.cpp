@@ -24,6 +24,7 @@ constexpr int kRows = 14;            // MR: rows of x per register tile (2×14 a
 constexpr int kCols = 32;            // NR: columns per micro-panel (two vectors)
 constexpr Index kDepth = 256;        // KC: W micro-panel of 256×32 floats = 32 KiB stays in L1
 constexpr Index kBlockRows = 14 * 24; // MC: 336×256 packed x floats = 336 KiB stay in L2
+constexpr Index kPrefetch = 12;       // W rows prefetched ahead in the micro-kernel
 
 inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
@@ -36,6 +37,9 @@ void microKernel(const float* __restrict a, const float* __restrict b, Index ldb
 #pragma GCC unroll 14
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = v16{};
     for (Index k = 0; k < kc; ++k) {
+        // W rows kPrefetch ahead: the first x panel streams each micro-panel from DRAM (rows ldb apart)
+        __builtin_prefetch(b + (k + kPrefetch) * ldb);
+        __builtin_prefetch(b + (k + kPrefetch) * ldb + 16);
         const v16 b0 = load(b + k * ldb), b1 = load(b + k * ldb + 16);
 #pragma GCC unroll 14
         for (int r = 0; r < MR; ++r) {
