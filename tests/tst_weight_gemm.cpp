@@ -117,6 +117,39 @@ private slots:
 #endif
     }
 
+    void transposedMatchesFloat64Reference_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("inner");
+        QTest::addColumn<int>("cols");
+        QTest::newRow("1 row (Eigen path)") << 1 << 96 << 77;
+        QTest::newRow("20 rows (Eigen path)") << 20 << 300 << 40;
+        QTest::newRow("64 rows (kernel), tail 1") << 64 << 64 << 33;
+        QTest::newRow("130 rows, inner 300, tail 5") << 130 << 300 << 101;
+        QTest::newRow("150 rows, 513 cols") << 150 << 130 << 513;
+    }
+    void transposedMatchesFloat64Reference() {
+        QFETCH(int, rows);
+        QFETCH(int, inner);
+        QFETCH(int, cols);
+        const Matrix x = randomMatrix(rows, inner, 11);
+        const Matrix wtStore = randomMatrix(cols, inner + 9, 12); // Wᵀ with a row stride beyond its width
+        const Weight WT{wtStore.data(), cols, inner, wtStore.cols()};
+        Matrix y;
+        weightGemmTransposed(x, WT, y);
+        QCOMPARE(y.rows(), Eigen::Index(rows));
+        QCOMPARE(y.cols(), Eigen::Index(cols));
+        const Eigen::MatrixXd xd = x.cast<double>(), wd = WT.view().transpose().cast<double>();
+        const Eigen::MatrixXd ref = xd * wd, mag = xd.cwiseAbs() * wd.cwiseAbs();
+        const double err = relativeError(y, ref, mag);
+        QVERIFY2(err <= 4.0 * inner * 6e-8 + 1e-7, qPrintable(QString("relative error %1").arg(err)));
+        // a row's values do not depend on which other rows share the call (≥ 64 rows: the kernel path)
+        if (rows >= 128) {
+            Matrix part;
+            weightGemmTransposed(Matrix(x.topRows(rows / 2)), WT, part);
+            QCOMPARE(std::memcmp(part.data(), y.data(), size_t(part.size()) * sizeof(float)), 0);
+        }
+    }
+
     void emptyInnerGivesZerosPlusBias() {
         const Matrix x(3, 0);
         const Matrix bStore = randomMatrix(1, 5, 8);

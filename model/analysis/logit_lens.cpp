@@ -1,5 +1,7 @@
 #include "model/analysis/logit_lens.h"
 
+#include "model/core/weight_gemm.h"
+
 #include "model/analysis/index_checks.h"
 #include "model/core/column_parallel_product.h"
 #include "model/transformer/forward.h"
@@ -21,7 +23,7 @@ void checkBoundary(const ModelConfig& cfg, int boundary) {
 /// normed [n, d_model] -> logits [n, d_vocab]: the unembedding of runForward.
 Matrix unembed(const GlobalWeights& g, const Matrix& normed) {
     Matrix logits;
-    columnParallelProduct(normed, g.W_U_T.view().transpose(), logits, 1024); // same blocks as runForward
+    weightGemmTransposed(normed, g.W_U_T, logits); // the function runForward unembeds with
 
     if (!g.b_U.empty()) logits.rowwise() += g.b_U.view().row(0);
     return logits;

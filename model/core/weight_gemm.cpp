@@ -1,5 +1,7 @@
 #include "model/core/weight_gemm.h"
 
+#include "model/core/column_parallel_product.h"
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -25,6 +27,8 @@ constexpr int kCols = 32;            // NR: columns per micro-panel (two vectors
 constexpr Index kDepth = 256;        // KC: W micro-panel of 256×32 floats = 32 KiB stays in L1
 constexpr Index kBlockRows = 14 * 24; // MC: 336×256 packed x floats = 336 KiB stay in L2
 constexpr Index kPrefetch = 12;       // W rows prefetched ahead in the micro-kernel
+constexpr Index kFewRows = 64;        // weightGemmTransposed below this many rows: Eigen's path (packing
+                                      // Wᵀ's micro-panels does not pay for itself over fewer x panels)
 
 inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
@@ -79,8 +83,10 @@ void packPanel(const float* x, Index ldx, Index rows, Index inner, Index p, floa
     }
 }
 
-/// y[:, c0:c1) = packed x · W[:, c0:c1) for one thread.
-void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, Index c0, Index c1, float* y, Index ldy) {
+/// y[:, c0:c1) = packed x · W[:, c0:c1) for one thread; with `transposed`, W holds Wᵀ [cols, inner] and
+/// each micro-panel is packed (transposed) into an L1 buffer first, then used by every x panel.
+void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, bool transposed, Index c0, Index c1,
+                 float* y, Index ldy) {
     alignas(64) float padB[kDepth * kCols];
     alignas(64) float padC[kRows * kCols];
     for (Index k0 = 0; k0 < inner; k0 += kDepth) {
@@ -92,7 +98,15 @@ void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, In
                 const Index w = std::min<Index>(kCols, c1 - j);
                 const float* b = W.data + k0 * W.stride + j;
                 Index ldb = W.stride;
-                if (w < kCols) { // tail columns: a zero-padded copy of the micro-panel
+                if (transposed) { // W(k, j) = Wᵀ(j, k): gather 32 rows of Wᵀ into a k-major micro-panel
+                    for (Index c = 0; c < w; ++c) {
+                        const float* src = W.data + (j + c) * W.stride + k0;
+                        for (Index k = 0; k < kc; ++k) padB[k * kCols + c] = src[k];
+                    }
+                    for (Index k = 0; k < kc; ++k) std::fill(padB + k * kCols + w, padB + (k + 1) * kCols, 0.0f);
+                    b = padB;
+                    ldb = kCols;
+                } else if (w < kCols) { // tail columns: a zero-padded copy of the micro-panel
                     for (Index k = 0; k < kc; ++k) {
                         std::memcpy(padB + k * kCols, b + k * W.stride, size_t(w) * sizeof(float));
                         std::fill(padB + k * kCols + w, padB + (k + 1) * kCols, 0.0f);
@@ -127,8 +141,11 @@ std::vector<float>& packBuffer() {
 
 } // namespace
 
-void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight& W, float* y, Index ldy, bool parallel) {
-    const Index cols = W.cols;
+namespace {
+
+void gemmImpl(const float* x, Index rows, Index inner, Index ldx, const Weight& W, bool transposed, float* y, Index ldy,
+              bool parallel) {
+    const Index cols = transposed ? W.rows : W.cols;
     if (rows == 0 || cols == 0) return;
     if (inner == 0) {
         for (Index r = 0; r < rows; ++r) std::fill(y + r * ldy, y + r * ldy + cols, 0.0f);
@@ -169,8 +186,22 @@ void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight
         for (Index p = 0; p < nPanels; ++p) packPanel(x, ldx, rows, inner, p * kRows, packed);
 #pragma omp for schedule(dynamic)
         for (Index b = 0; b < nBlocks; ++b)
-            gemmColumns(packed, rows, inner, W, b * blockCols, std::min(cols, (b + 1) * blockCols), y, ldy);
+            gemmColumns(packed, rows, inner, W, transposed, b * blockCols, std::min(cols, (b + 1) * blockCols), y, ldy);
     }
+}
+
+} // namespace
+
+void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight& W, float* y, Index ldy, bool parallel) {
+    gemmImpl(x, rows, inner, ldx, W, false, y, ldy, parallel);
+}
+
+void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y) {
+    y.resize(x.rows(), WT.rows);
+    if (x.rows() < kFewRows) // few rows: Eigen streams Wᵀ without the transposing copy
+        columnParallelProduct(x, WT.view().transpose(), y, 1024);
+    else
+        gemmImpl(x.data(), x.rows(), x.cols(), x.cols(), WT, true, y.data(), y.cols(), true);
 }
 
 void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y) {

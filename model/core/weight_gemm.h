@@ -31,4 +31,12 @@ void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y)
 void weightGemm(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx, const Weight& W, float* y,
                 Eigen::Index ldy, bool parallel);
 
+/// y [rows, WT.rows] = x [rows, inner] · WTᵀ for a weight stored transposed, WT [cols, inner] (the
+/// unembedding W_U_T = wte [d_vocab, d_model]): the same kernel, each 32-row slice of WT transposed into
+/// an L1 micro-panel once and used by every x panel. Below 64 rows, Eigen's product
+/// (columnParallelProduct) instead, which streams WT without the transposing copy. Every caller of the unembedding
+/// uses this one function, so a row's logits are bitwise the same whichever analysis computes them for
+/// the same row count class.
+void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y);
+
 } // namespace attnscope

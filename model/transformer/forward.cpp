@@ -260,10 +260,10 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     if (options.allLogits) {
         cache.logitPositions.resize(size_t(S));
         for (int p = 0; p < S; ++p) cache.logitPositions[size_t(p)] = p;
-        columnParallelProduct(cache.ln_final, g.W_U_T.view().transpose(), cache.logits, 1024);
+        weightGemmTransposed(cache.ln_final, g.W_U_T, cache.logits);
     } else {
         cache.logitPositions = {S - 1};
-        columnParallelProduct(cache.ln_final.bottomRows(1), g.W_U_T.view().transpose(), cache.logits, 1024);
+        weightGemmTransposed(Matrix(cache.ln_final.bottomRows(1)), g.W_U_T, cache.logits);
     }
     addBias(cache.logits, g.b_U);
     progress.step(total, total, QStringLiteral("done"));
