@@ -9,6 +9,7 @@
 #include "model/transformer/forward.h"
 #include "model/transformer/layer_recompute.h"
 #include "support/reference_json.h"
+#include "support/bitwise_equal.h"
 #include "support/test_paths.h"
 #include "model/transformer/prompt.h"
 #include "views/attention_heatmap.h"
@@ -27,10 +28,6 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-bool same(const Matrix& a, const Matrix& b) {
-    return a.rows() == b.rows() && a.cols() == b.cols() &&
-           std::memcmp(a.data(), b.data(), size_t(a.size()) * sizeof(float)) == 0;
-}
 QString statusText(QMainWindow& w) {
     QStringList texts;
     for (QLabel* l : w.statusBar()->findChildren<QLabel*>()) texts << l->text();

@@ -16,6 +16,7 @@
 #include "model/transformer/forward.h"
 #include "model/transformer/layer_recompute.h"
 #include "model/transformer/prompt.h"
+#include "support/bitwise_equal.h"
 #include "support/test_paths.h"
 
 #include <QtConcurrent>
@@ -28,17 +29,6 @@ using namespace attnscope::test;
 
 namespace {
 
-/// Same shape and the same bytes (NaN-safe, -0 ≠ +0): what "bitwise" means here.
-bool same(const Matrix& a, const Matrix& b) {
-    return a.rows() == b.rows() && a.cols() == b.cols() &&
-           std::memcmp(a.data(), b.data(), size_t(a.size()) * sizeof(float)) == 0;
-}
-bool same(const std::vector<Matrix>& a, const std::vector<Matrix>& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (!same(a[i], b[i])) return false;
-    return true;
-}
 
 /// Name of the first field of two layers that differs, or "" when all are bitwise equal.
 QString firstDifference(const LayerCache& a, const LayerCache& b) {
