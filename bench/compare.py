@@ -7,12 +7,19 @@ import sys
 def main():
     torch = json.load(open(sys.argv[1]))
     ours = {}
-    gemm = None
+    gemm = fma = bandwidth = None
     for path in sys.argv[2:]:
         d = json.load(open(path))
         ours.update(d["models"])
         gemm = d.get("eigen_gemm_2048_gflops", gemm)
-    print(f"\nEigen GEMM 2048^3: {gemm:.0f} GFLOP/s (the compute bound below uses it)")
+        fma = d.get("fma_peak_gflops", fma)
+        bandwidth = d.get("read_bandwidth_gbs", bandwidth)
+    if fma:  # the hardware bounds: no product runs faster than the FMA units, no pass reads faster than DRAM
+        print(f"\nFMA peak {fma:.0f} GFLOP/s, DRAM read {bandwidth:.1f} GB/s, Eigen GEMM 2048^3 {gemm:.0f} GFLOP/s;"
+              " bound = max(FLOPs / FMA peak, file bytes / DRAM read)")
+        gemm = fma
+    else:
+        print(f"\nEigen GEMM 2048^3: {gemm:.0f} GFLOP/s (the compute bound below uses it)")
     print(f"{'model':12} {'what':44} {'ours ms':>9} {'torch ms':>9} {'ratio':>7} {'bound ms':>9} {'ours/bound':>10}")
     for name, o in ours.items():
         t = torch["models"].get(name)
@@ -27,14 +34,19 @@ def main():
             print(f"{name:12} {what:44} {a['median_ms']:9.1f} {b['median_ms']:9.1f} {r:7.2f} {bs}")
 
         row("open (ours: loadModel; torch: read+views)", o.get("open"), t.get("open"))
+        stream_ms = o["file_mib"] * 1048576 / (bandwidth * 1e6) if bandwidth else 0.0
+
+        def bound(gflop):  # ms
+            return max(gflop / gemm * 1e3, stream_ms)
+
         for S in o.get("forward_full_cache", {}):
             f = o["forward_full_cache"][S]
-            row(f"forward + full cache, all logits, S={S}", f, t["forward_full_cache"].get(S), f["gflop"] / gemm * 1e3)
+            row(f"forward + full cache, all logits, S={S}", f, t["forward_full_cache"].get(S), bound(f["gflop"]))
             a = o.get("forward_app_cache", {}).get(S)
             if a:
-                row(f"forward + app cache (last logits), S={S}", a, t["forward_full_cache"].get(S), a["gflop"] / gemm * 1e3)
+                row(f"forward + app cache (last logits), S={S}", a, t["forward_full_cache"].get(S), bound(a["gflop"]))
             lo = o["forward_logits_only"].get(S)
-            row(f"forward, logits only, S={S}", lo, t["forward_logits_only"].get(S), lo["gflop"] / gemm * 1e3 if lo else None)
+            row(f"forward, logits only, S={S}", lo, t["forward_logits_only"].get(S), bound(lo["gflop"]) if lo else None)
         for S in o.get("logit_lens", {}):
             row(f"logit lens (L+1)xS rows top-10, S={S}", o["logit_lens"][S], t["logit_lens"].get(S))
         row("W_OV top-100 (one head)", o.get("wov_top100"), t.get("wov_top100"))

@@ -150,6 +150,43 @@ private slots:
         }
     }
 
+    void multiEqualsSingleProductsAndRunsEachEpilogueOncePerColumn_data() {
+        QTest::addColumn<int>("rows");
+        QTest::newRow("20 rows: packed x in L2, narrow blocks") << 20;
+        QTest::newRow("300 rows: wide blocks") << 300;
+    }
+    void multiEqualsSingleProductsAndRunsEachEpilogueOncePerColumn() {
+        // weightGemmMulti (W_Q, W_K, W_V of one ln1): each y bitwise what weightGemm gives; every column's
+        // epilogue runs exactly once, after the column is final
+        QFETCH(int, rows);
+        const Matrix x = randomMatrix(rows, 300, 21), wa = randomMatrix(300, 96, 22), wb = randomMatrix(300, 70, 23),
+                     wide = randomMatrix(300, 200, 24);
+        const std::vector<Weight> Ws{{wa.data(), 300, 96, 96}, {wb.data(), 300, 70, 70}, {wide.data() + 50, 300, 40, 200}};
+        std::vector<Matrix> ys(3), seen(3);
+        std::vector<std::vector<int>> calls(3);
+        std::vector<GemmTarget> targets;
+        for (size_t t = 0; t < 3; ++t) {
+            ys[t] = Matrix::Constant(rows, Ws[t].cols + 3, -1.0f); // row stride beyond the product's width
+            seen[t] = Matrix::Zero(rows, Ws[t].cols);
+            calls[t].assign(size_t(Ws[t].cols), 0);
+            targets.push_back({Ws[t], ys[t].data(), ys[t].cols(), [&, t](Eigen::Index c0, Eigen::Index c1) {
+                                   for (Eigen::Index c = c0; c < c1; ++c) ++calls[t][size_t(c)];
+                                   seen[t].middleCols(c0, c1 - c0) = ys[t].middleCols(c0, c1 - c0);
+                               }});
+        }
+        weightGemmMulti(x.data(), rows, 300, 300, targets);
+        for (size_t t = 0; t < 3; ++t) {
+            Matrix single;
+            weightGemm(x, Ws[t], Weight{}, single);
+            const Matrix y = ys[t].leftCols(Ws[t].cols);
+            QCOMPARE(std::memcmp(Matrix(y).data(), single.data(), size_t(single.size()) * sizeof(float)), 0);
+            QCOMPARE(std::memcmp(seen[t].data(), single.data(), size_t(single.size()) * sizeof(float)), 0);
+            QVERIFY(std::all_of(calls[t].begin(), calls[t].end(), [](int n) { return n == 1; }));
+            QCOMPARE(ys[t].rightCols(3).maxCoeff(), -1.0f); // untouched beyond W.cols
+            QVERIFY(single.cwiseAbs().maxCoeff() > 10.0f);
+        }
+    }
+
     void emptyInnerGivesZerosPlusBias() {
         const Matrix x(3, 0);
         const Matrix bStore = randomMatrix(1, 5, 8);

@@ -1,6 +1,7 @@
 #include "model/analysis/attention_steps.h"
 
 #include "model/core/errors.h"
+#include "model/transformer/forward.h"
 
 #include <QCoreApplication>
 #include <cmath>
@@ -137,7 +138,7 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
     // the cache holds the scaled scores after the mask (−∞ above the diagonal, never computed there);
     // the unmasked steps are recomputed from the cached q and k
     const Matrix& maskedScores = c.attn_scores[size_t(head)];
-    Matrix raw = c.q.middleCols(head * L, L) * c.k.middleCols(head * L, L).transpose();
+    Matrix raw = attentionScores(c.q, c.k, head, L); // as runForward computes them: bitwise the cached cells
     const double scale = cfg.attnScale(layer);
     Matrix scaledScores = raw * float(scale);
     double scoreDiff = 0;

@@ -143,65 +143,100 @@ std::vector<float>& packBuffer() {
 
 namespace {
 
-void gemmImpl(const float* x, Index rows, Index inner, Index ldx, const Weight& W, bool transposed, float* y, Index ldy,
+/// Column blocks of one target: [c0, c1) of target t.
+struct ColumnBlock {
+    size_t target;
+    Index c0, c1;
+};
+
+/// Splits each target's columns into blocks handed out dynamically. Wide blocks re-read the packed x
+/// (L3 at long S) as rarely as possible; at least two per thread evens out a core that another process
+/// takes. When the packed x fits in L2 (short prompts), re-reading it costs nothing and narrow blocks of
+/// 2 micro-panels keep the threads' finishing times within ~10 µs of each other (at S = 20 the wider
+/// blocks left one thread waiting ~12% of the pass). Otherwise, in 32-column micro-panels: at most 8 per
+/// block, and a count that is a multiple of the thread count when a width of 2–8 gives one (2304
+/// columns on 2 threads: 12 blocks of 6 panels, not 9 of 8, which left one thread idle for a ninth).
+std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, bool transposed, Index rows, Index inner,
+                                      Index threads) {
+    constexpr Index kPackedInL2 = 256 * 1024; // bytes of packed x below which narrow blocks are free
+    std::vector<ColumnBlock> blocks;
+    for (size_t t = 0; t < targets.size(); ++t) {
+        const Weight& W = targets[t].W;
+        const Index cols = transposed ? W.rows : W.cols;
+        const Index panels = (cols + kCols - 1) / kCols;
+        Index blockPanels = 2;
+        if (rows * inner * Index(sizeof(float)) > kPackedInL2) {
+            blockPanels = std::clamp<Index>((panels + 2 * threads - 1) / (2 * threads), 2, 8);
+            for (Index b = blockPanels; b >= 2; --b)
+                if (((panels + b - 1) / b) % threads == 0) {
+                    blockPanels = b;
+                    break;
+                }
+        }
+        const Index blockCols = blockPanels * kCols;
+        for (Index c0 = 0; c0 < cols; c0 += blockCols) blocks.push_back({t, c0, std::min(cols, c0 + blockCols)});
+    }
+    return blocks;
+}
+
+void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets, bool transposed,
               bool parallel) {
-    const Index cols = transposed ? W.rows : W.cols;
-    if (rows == 0 || cols == 0) return;
+    if (rows == 0 || targets.empty()) return;
     if (inner == 0) {
-        for (Index r = 0; r < rows; ++r) std::fill(y + r * ldy, y + r * ldy + cols, 0.0f);
+        for (const GemmTarget& t : targets) {
+            const Index cols = transposed ? t.W.rows : t.W.cols;
+            for (Index r = 0; r < rows; ++r) std::fill(t.y + r * t.ldy, t.y + r * t.ldy + cols, 0.0f);
+            if (t.epilogue && cols > 0) t.epilogue(0, cols);
+        }
         return;
     }
     std::vector<float>& pack = packBuffer();
     if (pack.size() < size_t(rows * inner)) pack.resize(size_t(rows * inner));
     float* packed = pack.data();
     const Index nPanels = (rows + kRows - 1) / kRows;
-    // column blocks: wide, so that each block re-reads the packed x (L3) as rarely as possible, yet at
-    // least two per thread, so that dynamic scheduling evens out a core that another process takes
 #ifdef _OPENMP
     const Index threads = parallel ? omp_get_max_threads() : 1;
-#else
-    const Index threads = 1;
-#endif
-    // In 32-column micro-panels: at most 8 per block, and a block count that is a multiple of the
-    // thread count when a width of 2–8 panels gives one (2304 columns on 2 threads: 12 blocks of 6
-    // panels, not 9 of 8, which left one thread idle for a ninth of the S = 20 pass).
-    const Index panels = (cols + kCols - 1) / kCols;
-    Index blockPanels = std::clamp<Index>((panels + 2 * threads - 1) / (2 * threads), 2, 8);
-    for (Index b = blockPanels; b >= 2; --b)
-        if (((panels + b - 1) / b) % threads == 0) {
-            blockPanels = b;
-            break;
-        }
-    const Index blockCols = blockPanels * kCols;
-    const Index nBlocks = (cols + blockCols - 1) / blockCols;
-#ifdef _OPENMP
     const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1;
 #else
+    const Index threads = 1;
     const bool team = false;
     (void)parallel;
 #endif
+    const std::vector<ColumnBlock> blocks = columnBlocks(targets, transposed, rows, inner, threads);
+    const Index nBlocks = Index(blocks.size());
 #pragma omp parallel if (team)
     {
 #pragma omp for schedule(static)
         for (Index p = 0; p < nPanels; ++p) packPanel(x, ldx, rows, inner, p * kRows, packed);
 #pragma omp for schedule(dynamic)
-        for (Index b = 0; b < nBlocks; ++b)
-            gemmColumns(packed, rows, inner, W, transposed, b * blockCols, std::min(cols, (b + 1) * blockCols), y, ldy);
+        for (Index b = 0; b < nBlocks; ++b) {
+            const ColumnBlock& blk = blocks[size_t(b)];
+            const GemmTarget& t = targets[blk.target];
+            gemmColumns(packed, rows, inner, t.W, transposed, blk.c0, blk.c1, t.y, t.ldy);
+            if (t.epilogue) t.epilogue(blk.c0, blk.c1);
+        }
     }
 }
 
 } // namespace
 
 void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight& W, float* y, Index ldy, bool parallel) {
-    gemmImpl(x, rows, inner, ldx, W, false, y, ldy, parallel);
+    const GemmTarget target{W, y, ldy, {}};
+    gemmImpl(x, rows, inner, ldx, std::span(&target, 1), false, parallel);
+}
+
+void weightGemmMulti(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets) {
+    gemmImpl(x, rows, inner, ldx, targets, false, true);
 }
 
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y) {
     y.resize(x.rows(), WT.rows);
-    if (x.rows() < kFewRows) // few rows: Eigen streams Wᵀ without the transposing copy
+    if (x.rows() < kFewRows) { // few rows: Eigen streams Wᵀ without the transposing copy
         columnParallelProduct(x, WT.view().transpose(), y, 1024);
-    else
-        gemmImpl(x.data(), x.rows(), x.cols(), x.cols(), WT, true, y.data(), y.cols(), true);
+    } else {
+        const GemmTarget target{WT, y.data(), y.cols(), {}};
+        gemmImpl(x.data(), x.rows(), x.cols(), x.cols(), std::span(&target, 1), true, true);
+    }
 }
 
 void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y) {

@@ -16,6 +16,9 @@
 
 #include "model/core/tensor.h"
 
+#include <functional>
+#include <span>
+
 namespace attnscope {
 
 /// y [rows, cols] = x [rows, inner] · W [inner, cols] (+ bias [1, cols] on every row when bias is
@@ -30,6 +33,24 @@ void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y)
 /// the calling thread (for use inside an OpenMP region over heads).
 void weightGemm(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx, const Weight& W, float* y,
                 Eigen::Index ldy, bool parallel);
+
+/// One product of weightGemmMulti: y [rows, W.cols] (row stride ldy) = x · W.
+struct GemmTarget {
+    Weight W;                  ///< [inner, cols], any row stride (read in place)
+    float* y = nullptr;        ///< [rows, cols] output, row stride ldy
+    Eigen::Index ldy = 0;
+    /// Optional: called once for every column block [c0, c1) of y as soon as those columns are final, on
+    /// the thread that computed them, while they are still in its cache (bias, activation, residual add).
+    /// Blocks are disjoint and cover [0, cols); the epilogue must touch only its block's columns.
+    std::function<void(Eigen::Index c0, Eigen::Index c1)> epilogue;
+};
+
+/// Several products of the same x [rows, inner] (row stride ldx), e.g. W_Q, W_K, W_V of one ln1: x is
+/// packed once and all targets' column blocks are shared out in one parallel region, so the threads
+/// finish together instead of once per product. Each y is bitwise what weightGemm computes for it.
+/// Runs on the OpenMP threads (the calling thread only inside a parallel region).
+void weightGemmMulti(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx,
+                     std::span<const GemmTarget> targets);
 
 /// y [rows, WT.rows] = x [rows, inner] · WTᵀ for a weight stored transposed, WT [cols, inner] (the
 /// unembedding W_U_T = wte [d_vocab, d_model]): the same kernel, each 32-row slice of WT transposed into

@@ -17,48 +17,108 @@ void addBias(Matrix& x, const Weight& b) {
     if (!b.empty()) x.rowwise() += b.view().row(0);
 }
 
-/// y = x·W + b for x [pos, in], W [in, out] -> y [pos, out] (GPT-2 Conv1D). weightGemm: W read in
-/// place, column blocks across the threads with no per-block barrier; y's buffer is reused when its
-/// size is unchanged (a recycled cache).
-void linear(const Matrix& x, const Weight& W, const Weight& b, Matrix& y) { weightGemm(x, W, b, y); }
+/// Columns [c0, c1) of the rows of y [rows, ld]: a strided map an epilogue works on.
+using ColumnMap = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
+ColumnMap columns(Matrix& y, Eigen::Index c0, Eigen::Index c1) {
+    return ColumnMap(y.data() + c0, y.rows(), c1 - c0, Eigen::OuterStride<>(y.cols()));
+}
+void addBiasColumns(Matrix& y, const Weight& b, Eigen::Index c0, Eigen::Index c1) {
+    if (!b.empty()) columns(y, c0, c1).rowwise() += b.view().row(0).segment(c0, c1 - c0).array();
+}
 
-/// Rows [r0, r1) of the causal softmax, in place: row i of `scores` holds the scaled scores of keys
-/// 0..i (what follows is ignored and set to −∞); row i of p becomes softmax over keys 0..i, zero beyond.
-/// Equivalent to HF's masked_fill(finfo.min) followed by softmax.
-void causalSoftmaxRows(Matrix& scores, Matrix& p, Eigen::Index r0, Eigen::Index r1) {
+/// A GemmTarget computing y [pos, W.cols] (resized; its buffer reused when the size is unchanged) and adding
+/// the bias to each column block as soon as it is final, then running `then(c0, c1)` on the block.
+GemmTarget linearTarget(Eigen::Index rows, const Weight& W, const Weight& b, Matrix& y,
+                        std::function<void(Eigen::Index, Eigen::Index)> then = {}) {
+    y.resize(rows, W.cols);
+    return GemmTarget{W, y.data(), y.cols(), [&y, b, then = std::move(then)](Eigen::Index c0, Eigen::Index c1) {
+                          addBiasColumns(y, b, c0, c1);
+                          if (then) then(c0, c1);
+                      }};
+}
+
+/// ys[i] = x·W_i + b_i for x [pos, in], W_i [in, out_i] (GPT-2 Conv1D), with one packing of x and one
+/// parallel region for all products (weightGemmMulti), W read in place.
+void linears(const Matrix& x, std::initializer_list<GemmTarget> targets) {
+    weightGemmMulti(x.data(), x.rows(), x.cols(), x.cols(), std::span(targets.begin(), targets.size()));
+}
+
+/// The activation of `kind` on an array expression, in place.
+template <typename A>
+void activateInPlace(ActivationKind kind, A&& a) {
+    switch (kind) {
+    case ActivationKind::GeluNew: {
+        // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
+        const float c = 0.7978845608028654f;
+        a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
+        break;
+    }
+    case ActivationKind::GeluExact:
+        a = a.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2))); });
+        break;
+    case ActivationKind::Relu:
+        a = a.max(0.0f);
+        break;
+    case ActivationKind::Silu:
+        a = a / (1.0f + (-a).exp());
+        break;
+    }
+}
+
+/// Rows [r0, r1) of the causal softmax, in place: row i of `scores` holds the unscaled scores q_i·k_j of
+/// keys 0..i (what follows is ignored); they are multiplied by `scale` in place, the rest of the row is set
+/// to −∞, and row i of p becomes softmax over keys 0..i, zero beyond. Equivalent to HF's
+/// (q·kᵀ)·scale, masked_fill(finfo.min), softmax.
+void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, Eigen::Index r0, Eigen::Index r1) {
     const Eigen::Index S = scores.cols();
     for (Eigen::Index i = r0; i < r1; ++i) {
-        const auto row = scores.row(i).head(i + 1);
-        auto out = p.row(i);
-        out.head(i + 1) = (row.array() - row.maxCoeff()).exp().matrix();
-        out.head(i + 1) /= out.head(i + 1).sum();
-        out.tail(S - i - 1).setZero();
+        auto row = scores.row(i).head(i + 1).array();
+        row *= scale;
+        auto out = p.row(i).head(i + 1).array();
+        out = (row - row.maxCoeff()).exp();
+        out /= out.sum();
+        p.row(i).tail(S - i - 1).setZero();
         scores.row(i).tail(S - i - 1).setConstant(-std::numeric_limits<float>::infinity());
     }
 }
 
+/// K_hᵀ [d_head, pos] of the head whose keys are columns [col, col + d_head) of k, into `buffer`, as the
+/// weight the kernel multiplies Q_h by. Its rows are padded to an odd number of 16-float lines: at a
+/// power-of-two S a row stride of S floats would put every row of a micro-panel in the same L1 set.
+Weight transposedKeys(const Matrix& k, Eigen::Index col, int L, Matrix& buffer) {
+    const Eigen::Index S = k.rows(), ld = ((S + 15) / 16 | 1) * 16;
+    buffer.resize(L, ld);
+    buffer.leftCols(S) = k.middleCols(col, L).transpose();
+    return Weight{buffer.data(), L, S, ld};
+}
+
 /// One head's attention, computing only what the causal mask keeps: for each block of kQueryBlock
 /// query rows [r0, r1), scores = Q[r0:r1)·K[0:r1)ᵀ · scale, its softmax, and z[r0:r1) = pattern[r0:r1, 0:r1)·V[0:r1).
-/// About half the FLOPs of the full S×S products at long S (1024: 53%).
+/// About half the FLOPs of the full S×S products at long S (1024: 53%). Both products run on the calling
+/// thread through weightGemm's kernel, which writes the row-major scores and z in place (Eigen's product
+/// zeroed each destination block first and packed both operands: a fifth of the attention time at S = 1024).
 void headAttention(const Matrix& q, const Matrix& k, const Matrix& v, int h, int L, float scale, Matrix& scores,
                    Matrix& pattern, Matrix& z) {
     constexpr Eigen::Index kQueryBlock = 64;
-    const Eigen::Index S = q.rows();
+    const Eigen::Index S = q.rows(), col = Eigen::Index(h) * L;
+    thread_local Matrix kT; // K_hᵀ [d_head, pos]: the right-hand operand of Q·Kᵀ, read in place by the kernel
+    const Weight K_T = transposedKeys(k, col, L, kT);
+    const Weight V_h{v.data() + col, S, L, v.cols()};
     for (Eigen::Index r0 = 0; r0 < S; r0 += kQueryBlock) {
         const Eigen::Index n = std::min(kQueryBlock, S - r0), r1 = r0 + n;
-        scores.block(r0, 0, n, r1).noalias() =
-            (q.block(r0, Eigen::Index(h) * L, n, L) * k.block(0, Eigen::Index(h) * L, r1, L).transpose()) * scale;
-        causalSoftmaxRows(scores, pattern, r0, r1);
-        z.block(r0, Eigen::Index(h) * L, n, L).noalias() = pattern.block(r0, 0, n, r1) * v.block(0, Eigen::Index(h) * L, r1, L);
+        weightGemm(q.data() + r0 * q.cols() + col, n, L, q.cols(), K_T.colBlock(0, r1), scores.data() + r0 * S, S, false);
+        causalSoftmaxRows(scores, pattern, scale, r0, r1);
+        weightGemm(pattern.data() + r0 * S, n, r1, S, V_h.rowBlock(0, r1), z.data() + r0 * z.cols() + col, z.cols(), false);
     }
 }
 
 /// Attention block of layer l: fills q, k, v, attn_scores, pattern, z, result, attn_out.
 void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& c, const ForwardOptions& opt) {
     const int H = cfg.n_heads, L = cfg.d_head, groups = cfg.n_heads / std::max(1, cfg.n_kv_heads);
-    linear(c.ln1, w.W_Q, w.b_Q, c.q);   // [pos, H*L]
-    linear(c.ln1, w.W_K, w.b_K, c.k);   // [pos, H_kv*L]
-    linear(c.ln1, w.W_V, w.b_V, c.v);
+    const Eigen::Index S = c.ln1.rows();
+    linears(c.ln1, {linearTarget(S, w.W_Q, w.b_Q, c.q),   // [pos, H*L]
+                    linearTarget(S, w.W_K, w.b_K, c.k),   // [pos, H_kv*L]
+                    linearTarget(S, w.W_V, w.b_V, c.v)});
     if (groups > 1) { // grouped-query attention: repeat each K/V head for its query heads
         Matrix k(c.k.rows(), Eigen::Index(H) * L), v(c.v.rows(), Eigen::Index(H) * L);
         for (int h = 0; h < H; ++h) {
@@ -69,7 +129,6 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         c.v = std::move(v);
     }
     const float scale = float(cfg.attnScale(l));
-    const Eigen::Index S = c.ln1.rows();
     c.attn_scores.resize(size_t(H)); // resize, not assign: a reused scratch layer keeps its buffers
     c.pattern.resize(size_t(H));
     for (int h = 0; h < H; ++h) { // allocated by this thread: one malloc arena, memory reused pass after pass
@@ -87,8 +146,12 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         if (a.kind == HeadAblation::Kind::Zero) zh.setZero();
         else zh.rowwise() = RowVector(zh.colwise().mean());
     }
-    // concat heads then project: attn_out = z·W_O + b_O (what HF computes)
-    linear(c.z, w.W_O, w.b_O, c.attn_out);
+    // concat heads then project: attn_out = z·W_O + b_O (what HF computes); resid_mid = resid_pre + attn_out
+    // block by block while the block is in cache
+    c.resid_mid.resize(S, cfg.d_model);
+    linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out, [&c](Eigen::Index c0, Eigen::Index c1) {
+                columns(c.resid_mid, c0, c1) = columns(c.resid_pre, c0, c1) + columns(c.attn_out, c0, c1);
+            })});
     if (!opt.cacheHeadResults) c.result.clear();
     else {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
@@ -103,32 +166,47 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
 }
 
 /// MLP block: mlp_pre = x·W_in + b_in, mlp_post = act(mlp_pre) (× x·W_gate when gated), mlp_out = mlp_post·W_out + b_out.
+/// resid_post = resid_mid + mlp_out, each block of mlp_out's columns as soon as it is final.
 void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
-    linear(c.ln2, w.W_in, w.b_in, c.mlp_pre);
+    const Eigen::Index S = c.ln2.rows();
+    c.mlp_post.resize(S, w.W_in.cols);
     if (cfg.gatedMlp && !w.W_gate.empty()) {
         // SwiGLU (Llama): act(x·W_gate) ⊙ (x·W_in)
         Matrix gate;
-        linear(c.ln2, w.W_gate, Weight{}, gate);
-        applyActivation(cfg.activation, gate);
+        linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre),
+                        linearTarget(S, w.W_gate, Weight{}, gate,
+                                     [&](Eigen::Index c0, Eigen::Index c1) { activateInPlace(cfg.activation, columns(gate, c0, c1)); })});
         c.mlp_post = gate.cwiseProduct(c.mlp_pre);
-    } else {
-        c.mlp_post = c.mlp_pre;
-        applyActivation(cfg.activation, c.mlp_post);
+    } else { // mlp_post = act(mlp_pre), block by block while the block is in cache
+        linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre, [&](Eigen::Index c0, Eigen::Index c1) {
+                    auto post = columns(c.mlp_post, c0, c1);
+                    post = columns(c.mlp_pre, c0, c1);
+                    activateInPlace(cfg.activation, post);
+                })});
     }
-    linear(c.mlp_post, w.W_out, w.b_out, c.mlp_out);
+    c.resid_post.resize(S, cfg.d_model);
+    linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out, [&c](Eigen::Index c0, Eigen::Index c1) {
+                columns(c.resid_post, c0, c1) = columns(c.resid_mid, c0, c1) + columns(c.mlp_out, c0, c1);
+            })});
 }
 
 } // namespace
+
+Matrix attentionScores(const Matrix& q, const Matrix& k, int head, int d_head) {
+    const Eigen::Index col = Eigen::Index(head) * d_head;
+    Matrix kT, scores(q.rows(), k.rows());
+    const Weight K_T = transposedKeys(k, col, d_head, kT);
+    weightGemm(q.data() + col, q.rows(), d_head, q.cols(), K_T, scores.data(), scores.cols(), true);
+    return scores;
+}
 
 void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options) {
     const ModelConfig& cfg = model.config();
     const LayerWeights& w = model.layer(layer);
     applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b, c.ln1);
-    attentionBlock(cfg, layer, w, c, options);
-    c.resid_mid = c.resid_pre + c.attn_out;
+    attentionBlock(cfg, layer, w, c, options); // … attn_out, resid_mid
     applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b, c.ln2);
-    mlpBlock(cfg, w, c);
-    c.resid_post = c.resid_mid + c.mlp_out;
+    mlpBlock(cfg, w, c);                        // … mlp_out, resid_post
 }
 
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale) {
@@ -165,26 +243,8 @@ void applyActivation(ActivationKind kind, Matrix& x) {
     // rows split across the OpenMP threads; each block is one vectorised Eigen expression
     const Eigen::Index rows = x.rows(), block = 16;
 #pragma omp parallel for schedule(static) if (x.size() >= (1 << 15))
-    for (Eigen::Index r0 = 0; r0 < rows; r0 += block) {
-        auto a = x.middleRows(r0, std::min(block, rows - r0)).array();
-        switch (kind) {
-        case ActivationKind::GeluNew: {
-            // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
-            const float c = 0.7978845608028654f;
-            a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
-            break;
-        }
-        case ActivationKind::GeluExact:
-            a = a.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2))); });
-            break;
-        case ActivationKind::Relu:
-            a = a.max(0.0f);
-            break;
-        case ActivationKind::Silu:
-            a = a / (1.0f + (-a).exp());
-            break;
-        }
-    }
+    for (Eigen::Index r0 = 0; r0 < rows; r0 += block)
+        activateInPlace(kind, x.middleRows(r0, std::min(block, rows - r0)).array());
 }
 
 ActivationCache runForward(const Model& model, std::span<const int> tokens, const ForwardOptions& options,

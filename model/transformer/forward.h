@@ -58,6 +58,12 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
 /// options: cacheHeadResults and ablations (of this layer) apply.
 void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options = {});
 
+/// Unscaled attention scores of one head, Q_h·K_hᵀ [query pos, key pos], every cell (no mask): the product
+/// runForward computes for the cells the causal mask keeps, with the same kernel and summation order, so
+/// the lower triangle times attnScale is bitwise the cached attn_scores. q [pos, n_heads·d_head],
+/// k [pos, n_heads·d_head] (a layer's cached q and k, GQA heads already repeated); head in [0, n_heads).
+Matrix attentionScores(const Matrix& q, const Matrix& k, int head, int d_head);
+
 /// Normalisation as the config says, row-wise over d_model: LayerNorm (x-μ)/√(σ²+eps)·w + b or
 /// RMSNorm x/√(mean(x²)+eps)·w. x: [pos, d_model]. If scale is given it receives the divisor per row.
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale = nullptr);
