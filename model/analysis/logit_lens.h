@@ -54,7 +54,7 @@ std::vector<LensCell> logitLens(const Model& model, const ActivationCache& cache
 /// The lens table for a list of boundaries (any order; repeats allowed), all positions, k tokens per cell,
 /// boundary-major in the order given: cell [i·S + p] is (boundaries[i], p). Each cell equals topTokens of
 /// the row of lensLogits(model, cache, boundaries[i]) bit for bit. Method: the rows' ln_final outputs are
-/// unembedded in chunks of at most 256 rows into one reused logits buffer — rows of several boundaries
+/// unembedded in chunks of at most 336 rows into one reused logits buffer — rows of several boundaries
 /// per GEMM when S ≥ kTransposedKernelMinRows (weightGemmTransposed's kernel computes each row the same
 /// whatever rows share the GEMM), one boundary per GEMM below (Eigen's path there, whose bits depend on
 /// the row count) — and the top-k of a chunk's rows are computed on the OpenMP threads.
