@@ -433,15 +433,9 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
 
         // (d) logit lens: (n_layers+1)·S rows (embed and after every block), top-10 with probabilities
         if (lensSeqs.contains(S)) {
-            const Timing t = timeIt(runs, [&] {
-                for (int b = 0; b < lensBoundaryCount(cfg); b += 2) {
-                    const Matrix lg = lensLogits(*model, cache, b);
-                    for (int p = 0; p < S; ++p) {
-                        const auto top = topTokens(lg.row(p), 10);
-                        (void)top;
-                    }
-                }
-            });
+            std::vector<int> boundaries; // resid_pre of every layer and the final residual, as torch_reference.py
+            for (int b = 0; b < lensBoundaryCount(cfg); b += 2) boundaries.push_back(b);
+            const Timing t = timeIt(runs, [&] { const auto cells = logitLensAt(*model, cache, boundaries, 10); });
             printRow(QStringLiteral("logit lens %1×%2 rows, top-10").arg(cfg.n_layers + 1).arg(S), t);
             lens[QString::number(S)] = toJson(t);
         }

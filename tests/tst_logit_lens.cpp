@@ -70,6 +70,8 @@ private slots:
     void headOutputWithoutCachedResults();
     void json();
     void cancellationAndErrors();
+    void boundaryListEqualsPerBoundaryRows_data();
+    void boundaryListEqualsPerBoundaryRows();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -217,6 +219,64 @@ void TestLogitLens::json() {
     QCOMPARE(float(top[0].toObject()["prob"].toDouble()), cells[22].top[0].prob);
     QCOMPARE(a[0].toObject()["layer"].toString(), QString("embed"));
     QCOMPARE(a[89].toObject()["layer"].toString(), QString("L1mlp"));
+}
+
+void TestLogitLens::boundaryListEqualsPerBoundaryRows_data() {
+    QTest::addColumn<int>("S");
+    QTest::newRow("S=18: one boundary per GEMM (Eigen path)") << 18;
+    QTest::newRow("S=64 (n_ctx): 704 rows in chunks of 235 (kernel), the last padded") << 64;
+}
+
+void TestLogitLens::boundaryListEqualsPerBoundaryRows() {
+    // logitLensAt batches rows of several boundaries into one GEMM and runs topTokens in parallel; each
+    // cell must be bitwise what topTokens gives on the row of lensLogits(b), the per-boundary path.
+    QFETCH(int, S);
+    std::vector<int> tokens(static_cast<size_t>(S));
+    for (int i = 0; i < S; ++i) tokens[size_t(i)] = (i * 37 + 11) % model_->config().d_vocab;
+    const ActivationCache cache = S == 18 ? cache_ : runForward(*model_, tokens);
+    QCOMPARE(cache.nPositions(), S);
+    const std::vector<int> boundaries = S == 18 ? std::vector<int>{4, 0, 2, 2, 1, 3}
+                                                : std::vector<int>{4, 0, 2, 2, 1, 3, 0, 4, 1, 1, 3};
+    const int nb = int(boundaries.size());
+    std::vector<qint64> steps;
+    Progress p;
+    p.report = [&](qint64 done, qint64 total, const QString&) {
+        QCOMPARE(total, qint64(nb));
+        steps.push_back(done);
+    };
+    const std::vector<LensCell> cells = logitLensAt(*model_, cache, boundaries, 7, p);
+    QCOMPARE(int(cells.size()), nb * S);
+    QCOMPARE(steps.back(), qint64(nb));
+    QVERIFY(std::is_sorted(steps.begin(), steps.end()));
+    QCOMPARE(int(steps.size()), S == 18 ? 7 : 4); // a step per GEMM (6 boundaries, or 704 rows in 3 chunks) + done
+    for (size_t i = 0; i < boundaries.size(); ++i) {
+        const Matrix logits = lensLogits(*model_, cache, boundaries[i]);
+        for (int pos = 0; pos < S; ++pos) {
+            const LensCell& c = cells[i * size_t(S) + size_t(pos)];
+            QCOMPARE(c.boundary, boundaries[i]);
+            QCOMPARE(c.position, pos);
+            const std::vector<TokenScore> ref = topTokens(logits.row(pos), 7);
+            QCOMPARE(int(c.top.size()), 7);
+            for (size_t j = 0; j < ref.size(); ++j) {
+                QCOMPARE(c.top[j].id, ref[j].id);
+                QCOMPARE(std::memcmp(&c.top[j].logit, &ref[j].logit, sizeof(float)), 0);
+                QCOMPARE(std::memcmp(&c.top[j].prob, &ref[j].prob, sizeof(float)), 0);
+            }
+        }
+    }
+    // the whole table is the list of all boundaries
+    if (S == 18) {
+        const std::vector<LensCell> all = logitLens(*model_, cache, 7);
+        QCOMPARE(all[size_t(4 * S + 5)].top[0].id, cells[5].top[0].id);
+        QCOMPARE(all[size_t(4 * S + 5)].top[6].prob, cells[5].top[6].prob);
+    }
+    QVERIFY(logitLensAt(*model_, cache, {}, 5).empty());
+    try {
+        logitLensAt(*model_, cache, {0, 5}, 5);
+        QFAIL("no InputError");
+    } catch (const InputError& e) {
+        QVERIFY2(e.message().contains("Lens boundary 5 is outside [0, 5)"), qPrintable(e.message()));
+    }
 }
 
 void TestLogitLens::cancellationAndErrors() {

@@ -187,6 +187,33 @@ private slots:
         }
     }
 
+    void transposedEqualsInPlaceBitwise_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<int>("inner");
+        QTest::addColumn<int>("cols");
+        QTest::newRow("64 rows, inner 768, 32 cols") << 64 << 768 << 32;
+        QTest::newRow("100 rows, inner 300 (16-row tail 12), tail 17") << 100 << 300 << 113;
+        QTest::newRow("70 rows, inner 15, 64 cols") << 70 << 15 << 64;
+        QTest::newRow("340 rows (two row blocks), inner 529, 257 cols") << 340 << 529 << 257;
+    }
+    void transposedEqualsInPlaceBitwise() {
+        // The transposed path copies Wᵀ's micro-panels (16×16 register transposes) and runs the kernel
+        // of the in-place path on them: with W = (Wᵀ)ᵀ stored explicitly, both give the same bits.
+        QFETCH(int, rows);
+        QFETCH(int, inner);
+        QFETCH(int, cols);
+        const Matrix x = randomMatrix(rows, inner, 21);
+        const Matrix wtStore = randomMatrix(cols, inner + 3, 22);
+        const Weight WT{wtStore.data(), cols, inner, wtStore.cols()};
+        const Matrix W = WT.view().transpose();
+        Matrix yt, y;
+        weightGemmTransposed(x, WT, yt);
+        weightGemm(x, Weight{W.data(), W.rows(), W.cols(), W.cols()}, Weight{}, y);
+        QCOMPARE(yt.rows(), y.rows());
+        QCOMPARE(yt.cols(), y.cols());
+        QCOMPARE(std::memcmp(yt.data(), y.data(), size_t(y.size()) * sizeof(float)), 0);
+    }
+
     void emptyInnerGivesZerosPlusBias() {
         const Matrix x(3, 0);
         const Matrix bStore = randomMatrix(1, 5, 8);

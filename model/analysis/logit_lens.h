@@ -46,10 +46,23 @@ struct LensCell {
     std::vector<TokenScore> top;
 };
 
-/// The whole table, boundary-major ([boundary][position] flattened), k tokens per cell.
-/// Progress units: boundaries done out of lensBoundaryCount; throws Cancelled.
+/// The whole table, boundary-major ([boundary][position] flattened), k tokens per cell: logitLensAt of
+/// every boundary. Progress units: boundaries done out of lensBoundaryCount; throws Cancelled.
 std::vector<LensCell> logitLens(const Model& model, const ActivationCache& cache, int k,
                                 const Progress& progress = {});
+
+/// The lens table for a list of boundaries (any order; repeats allowed), all positions, k tokens per cell,
+/// boundary-major in the order given: cell [i·S + p] is (boundaries[i], p). Each cell equals topTokens of
+/// the row of lensLogits(model, cache, boundaries[i]) bit for bit. Method: the rows' ln_final outputs are
+/// unembedded in chunks of at most 336 rows into one reused logits buffer — rows of several boundaries
+/// per GEMM when S ≥ kTransposedKernelMinRows (weightGemmTransposed's kernel computes each row the same
+/// whatever rows share the GEMM), one boundary per GEMM below (Eigen's path there, whose bits depend on
+/// the row count) — and the top-k of a chunk's rows are computed on the OpenMP threads.
+/// Progress units: boundaries done out of boundaries.size(), reported before each chunk on the calling
+/// thread; throws Cancelled. Throws InputError for a boundary out of range or a cache with fewer
+/// layers than the model.
+std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cache, const std::vector<int>& boundaries,
+                                  int k, const Progress& progress = {});
 
 /// Where one token stands at a (boundary, position): rank 0 = top (ties broken by lower id, as
 /// topTokens), its softmax probability and its logit.

@@ -1,18 +1,15 @@
 #include "model/analysis/quantized_topk.h"
 
+#include "model/core/parallel_scan.h"
+
 #include <QCoreApplication>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <exception>
 #include <limits>
 #include <numeric>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
 #define ATTNSCOPE_QTOPK_SIMD 1
@@ -224,7 +221,7 @@ inline __m512i dpbusd(__m512i acc, __m512i b, __m512i a) {
 #endif
 
 /// Per-thread scan state.
-struct Scanner {
+struct alignas(64) Scanner { // one cache line or more per thread: no false sharing of `candidates`
     const Matrix& A;
     const Matrix& B;
     const Quantized& q;
@@ -397,66 +394,40 @@ std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B,
     const float seed = seedThreshold(A, B, q, kk);
     st.seedThreshold = seed;
 
-    int nThreads = 1;
-#ifdef _OPENMP
-    nThreads = std::max(1, omp_get_max_threads());
-#endif
+    const int nThreads = parallelScanThreads();
     std::vector<TopKAccumulator> accs;
+    std::vector<Scanner> scanners;
+    accs.reserve(size_t(nThreads));
     for (int t = 0; t < nThreads; ++t) accs.emplace_back(kk);
-    std::vector<qint64> candidates(size_t(nThreads), 0), rowsScanned(size_t(nThreads), 0);
+    std::vector<qint64> rowsScanned(size_t(nThreads), 0);
     std::atomic<float> shared(kNegInf);
-    std::atomic<qint64> nextPanel(0), panelsDone(0);
-    std::atomic<bool> stop(false);
-    std::exception_ptr error;
+    for (int t = 0; t < nThreads; ++t) scanners.push_back(Scanner{A, B, q, accs[size_t(t)], shared, seed});
     const double stopSlack = 1 + 2 * gammaF32(r) + 1e-6;
-#pragma omp parallel num_threads(nThreads)
-    {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        Scanner sc{A, B, q, accs[size_t(t)], shared, seed};
-        while (!stop.load()) {
-            if (t == 0) {
-                try {
-                    progress.step(panelsDone.load(), nPanels, what);
-                } catch (...) {
-                    error = std::current_exception();
-                    stop = true;
-                    break;
-                }
-            }
-            const qint64 p = nextPanel++;
-            if (p >= nPanels) break;
-            const int i0 = int(p * kPanelRows), i1 = std::min(q.rowsPad, i0 + kPanelRows);
-            // |f_ij| ≤ (1 + γ_r)·‖a_i‖·‖b_j‖ and rows are sorted by ‖a_i‖: nothing from here on can enter.
-            if (q.aNorm[size_t(i0)] * q.bMaxNorm * stopSlack < double(sc.bound())) {
-                stop = true;
-                break;
-            }
-            for (int c0 = 0; c0 < q.colsPad; c0 += kChunkCols) {
-                const int c1 = std::min(q.colsPad, c0 + kChunkCols);
-                for (int i = i0; i < i1; i += kTileRows) {
+    parallelScan(nPanels, progress, what, [&](int t, qint64 p) {
+        Scanner& sc = scanners[size_t(t)];
+        const int i0 = int(p * kPanelRows), i1 = std::min(q.rowsPad, i0 + kPanelRows);
+        // |f_ij| ≤ (1 + γ_r)·‖a_i‖·‖b_j‖ and rows are sorted by ‖a_i‖: nothing from here on can enter.
+        if (q.aNorm[size_t(i0)] * q.bMaxNorm * stopSlack < double(sc.bound())) return false;
+        for (int c0 = 0; c0 < q.colsPad; c0 += kChunkCols) {
+            const int c1 = std::min(q.colsPad, c0 + kChunkCols);
+            for (int i = i0; i < i1; i += kTileRows) {
 #ifdef ATTNSCOPE_QTOPK_SIMD
-                    if (simd) {
-                        sc.tileSimd(i, c0, c1);
-                        continue;
-                    }
-#endif
-                    sc.tilePortable(i, c0, c1);
+                if (simd) {
+                    sc.tileSimd(i, c0, c1);
+                    continue;
                 }
+#endif
+                sc.tilePortable(i, c0, c1);
             }
-            rowsScanned[size_t(t)] += std::min(i1, rows) - i0;
-            ++panelsDone;
         }
-        candidates[size_t(t)] = sc.candidates;
-    }
-    if (error) std::rethrow_exception(error);
-    progress.step(nPanels, nPanels, what);
+        rowsScanned[size_t(t)] += std::min(i1, rows) - i0;
+        return true;
+    });
     TopKAccumulator merged(kk);
     for (const TopKAccumulator& a : accs)
         for (const ScoredPair& p : a.sorted()) merged.offer(p.row, p.col, p.score);
-    st.candidates = std::accumulate(candidates.begin(), candidates.end(), qint64(0));
+    st.candidates = 0;
+    for (const Scanner& sc : scanners) st.candidates += sc.candidates;
     st.rowsScanned = std::accumulate(rowsScanned.begin(), rowsScanned.end(), qint64(0));
     if (stats) *stats = st;
     return merged.sorted();

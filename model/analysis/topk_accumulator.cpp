@@ -1,15 +1,12 @@
 #include "model/analysis/topk_accumulator.h"
 
+#include "model/core/parallel_scan.h"
+
 #include <QCoreApplication>
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <limits>
 #include <numeric>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace attnscope {
 
@@ -90,67 +87,43 @@ std::vector<ScoredPair> topKOfProduct(const Matrix& A, const Matrix& B, int k, i
     // scores a GEMM writes in cache while the scan reads them back. Only the calling thread (0) reports
     // progress and polls for cancellation.
     constexpr int kTileRows = 128, kTileCols = 4096;
-    int nThreads = 1;
-#ifdef _OPENMP
-    nThreads = std::max(1, omp_get_max_threads());
-#endif
+    const int nThreads = parallelScanThreads();
     std::vector<TopKAccumulator> accs;
-    for (int t = 0; t < nThreads; ++t) accs.emplace_back(kk);
-    std::atomic<float> sharedThreshold(-std::numeric_limits<float>::infinity());
-    std::atomic<qint64> nextBlock(0), blocksDone(0);
-    std::atomic<bool> stop(false);
-    std::exception_ptr error;
-#pragma omp parallel num_threads(nThreads)
-    {
-        int t = 0;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-#endif
-        TopKAccumulator& acc = accs[size_t(t)];
-        Matrix aTile(kTileRows, A.cols()), scores(kTileRows, kTileCols);
-        auto threshold = [&] { return std::max(acc.threshold(), sharedThreshold.load(std::memory_order_relaxed)); };
-        while (!stop.load()) {
-            if (t == 0) {
-                try {
-                    progress.step(blocksDone.load(), nBlocks, what);
-                } catch (...) {
-                    error = std::current_exception();
-                    stop = true;
-                    break;
-                }
-            }
-            const qint64 blk = nextBlock++;
-            if (blk >= nBlocks) break;
-            const int r0 = int(blk * blockRows), n = std::min(blockRows, rows - r0);
-            // Bound on every score in this block and after it; slack covers float rounding of the GEMM.
-            const float bound = aNorm(order[size_t(r0)]) * bMaxNorm;
-            if (bound * 1.0001f + 1e-6f < threshold()) {
-                stop = true;
-                break;
-            }
-            for (int i0 = 0; i0 < n; i0 += kTileRows) {
-                const int m = std::min(kTileRows, n - i0);
-                for (int i = 0; i < m; ++i) aTile.row(i) = A.row(order[size_t(r0 + i0 + i)]);
-                for (int c0 = 0; c0 < cols; c0 += kTileCols) {
-                    const int w = std::min(kTileCols, cols - c0);
-                    auto s = scores.topLeftCorner(m, w);
-                    s.noalias() = aTile.topRows(m) * Bt.middleCols(c0, w);
-                    for (int i = 0; i < m; ++i) {
-                        const auto row = s.row(i);
-                        if (row.maxCoeff() < threshold()) continue; // nothing in this row can enter
-                        const int src = order[size_t(r0 + i0 + i)];
-                        for (int j = 0; j < w; ++j)
-                            if (row(j) >= acc.threshold()) acc.offer(src, c0 + j, row(j));
-                    }
-                }
-            }
-            float shared = sharedThreshold.load();
-            while (acc.threshold() > shared && !sharedThreshold.compare_exchange_weak(shared, acc.threshold())) {}
-            ++blocksDone;
-        }
+    std::vector<Matrix> aTiles, scoreTiles; // per thread
+    for (int t = 0; t < nThreads; ++t) {
+        accs.emplace_back(kk);
+        aTiles.emplace_back(kTileRows, A.cols());
+        scoreTiles.emplace_back(kTileRows, kTileCols);
     }
-    if (error) std::rethrow_exception(error);
-    progress.step(nBlocks, nBlocks, what);
+    std::atomic<float> sharedThreshold(-std::numeric_limits<float>::infinity());
+    parallelScan(nBlocks, progress, what, [&](int t, qint64 blk) {
+        TopKAccumulator& acc = accs[size_t(t)];
+        Matrix &aTile = aTiles[size_t(t)], &scores = scoreTiles[size_t(t)];
+        auto threshold = [&] { return std::max(acc.threshold(), sharedThreshold.load(std::memory_order_relaxed)); };
+        const int r0 = int(blk * blockRows), n = std::min(blockRows, rows - r0);
+        // Bound on every score in this block and after it; slack covers float rounding of the GEMM.
+        const float bound = aNorm(order[size_t(r0)]) * bMaxNorm;
+        if (bound * 1.0001f + 1e-6f < threshold()) return false;
+        for (int i0 = 0; i0 < n; i0 += kTileRows) {
+            const int m = std::min(kTileRows, n - i0);
+            for (int i = 0; i < m; ++i) aTile.row(i) = A.row(order[size_t(r0 + i0 + i)]);
+            for (int c0 = 0; c0 < cols; c0 += kTileCols) {
+                const int w = std::min(kTileCols, cols - c0);
+                auto s = scores.topLeftCorner(m, w);
+                s.noalias() = aTile.topRows(m) * Bt.middleCols(c0, w);
+                for (int i = 0; i < m; ++i) {
+                    const auto row = s.row(i);
+                    if (row.maxCoeff() < threshold()) continue; // nothing in this row can enter
+                    const int src = order[size_t(r0 + i0 + i)];
+                    for (int j = 0; j < w; ++j)
+                        if (row(j) >= acc.threshold()) acc.offer(src, c0 + j, row(j));
+                }
+            }
+        }
+        float shared = sharedThreshold.load();
+        while (acc.threshold() > shared && !sharedThreshold.compare_exchange_weak(shared, acc.threshold())) {}
+        return true;
+    });
     TopKAccumulator merged(kk);
     for (const TopKAccumulator& a : accs)
         for (const ScoredPair& p : a.sorted()) merged.offer(p.row, p.col, p.score);

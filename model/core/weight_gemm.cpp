@@ -27,8 +27,8 @@ constexpr int kCols = 32;            // NR: columns per micro-panel (two vectors
 constexpr Index kDepth = 256;        // KC: W micro-panel of 256×32 floats = 32 KiB stays in L1
 constexpr Index kBlockRows = 14 * 24; // MC: 336×256 packed x floats = 336 KiB stay in L2
 constexpr Index kPrefetch = 12;       // W rows prefetched ahead in the micro-kernel
-constexpr Index kFewRows = 64;        // weightGemmTransposed below this many rows: Eigen's path (packing
-                                      // Wᵀ's micro-panels does not pay for itself over fewer x panels)
+constexpr Index kFewRows = kTransposedKernelMinRows; // weightGemmTransposed below this many rows: Eigen's
+                                      // path (packing Wᵀ's micro-panels does not pay for itself over fewer x panels)
 
 inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
@@ -83,6 +83,75 @@ void packPanel(const float* x, Index ldx, Index rows, Index inner, Index p, floa
     }
 }
 
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define ATTNSCOPE_GEMM_SHUFFLE 1
+/// One stage of a 16×16 register transpose: rows a = r_i, b = r_{i+h} (bit h of i clear) become the
+/// rows whose element e swaps bit h of its row index with bit h of its column index. After the four
+/// stages h = 8, 4, 2, 1 every element (i, e) sits at (e, i). Each output is one two-source shuffle
+/// (vpermt2ps / vunpck*ps under AVX-512).
+template <int h>
+inline void transposeStage(v16& a, v16& b) {
+#define ATTNSCOPE_LO(e) (((e) & h) == 0 ? (e) : 16 + (e) - h)
+#define ATTNSCOPE_HI(e) (((e) & h) == 0 ? (e) + h : 16 + (e))
+    const v16 lo = __builtin_shufflevector(a, b, ATTNSCOPE_LO(0), ATTNSCOPE_LO(1), ATTNSCOPE_LO(2), ATTNSCOPE_LO(3),
+                                           ATTNSCOPE_LO(4), ATTNSCOPE_LO(5), ATTNSCOPE_LO(6), ATTNSCOPE_LO(7),
+                                           ATTNSCOPE_LO(8), ATTNSCOPE_LO(9), ATTNSCOPE_LO(10), ATTNSCOPE_LO(11),
+                                           ATTNSCOPE_LO(12), ATTNSCOPE_LO(13), ATTNSCOPE_LO(14), ATTNSCOPE_LO(15));
+    const v16 hi = __builtin_shufflevector(a, b, ATTNSCOPE_HI(0), ATTNSCOPE_HI(1), ATTNSCOPE_HI(2), ATTNSCOPE_HI(3),
+                                           ATTNSCOPE_HI(4), ATTNSCOPE_HI(5), ATTNSCOPE_HI(6), ATTNSCOPE_HI(7),
+                                           ATTNSCOPE_HI(8), ATTNSCOPE_HI(9), ATTNSCOPE_HI(10), ATTNSCOPE_HI(11),
+                                           ATTNSCOPE_HI(12), ATTNSCOPE_HI(13), ATTNSCOPE_HI(14), ATTNSCOPE_HI(15));
+#undef ATTNSCOPE_LO
+#undef ATTNSCOPE_HI
+    a = lo;
+    b = hi;
+}
+
+template <int h>
+inline void transposeStage(v16 (&r)[16]) {
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i)
+        if ((i & h) == 0) transposeStage<h>(r[i], r[i + h]);
+}
+
+/// dst[k·ldd + c] = src[c·lds + k] for a 16×16 block (c, k < 16).
+inline void transpose16(const float* src, Index lds, float* dst, Index ldd) {
+    v16 r[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) r[i] = load(src + i * lds);
+    transposeStage<8>(r);
+    transposeStage<4>(r);
+    transposeStage<2>(r);
+    transposeStage<1>(r);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) store(dst + i * ldd, r[i]);
+}
+#endif
+
+/// The micro-panel of a transposed weight: pad[k·kCols + c] = wt[c·ldw + k] for c < w, k < kc, and 0 for
+/// the columns c ≥ w. Full 32-column panels go through 16×16 register transposes (a plain copy either
+/// way, so the panel is bitwise the same), the rest element by element. `next`, when not null, is the
+/// next full panel's wt: its lines are prefetched into L2 while this panel's kernel calls run (Wᵀ
+/// streams from DRAM, one 1 KiB piece of each of 32 rows per panel).
+void transposeIntoPanel(const float* wt, Index ldw, Index w, Index kc, float* pad, const float* next) {
+    Index kDone = 0;
+#ifdef ATTNSCOPE_GEMM_SHUFFLE
+    if (w == kCols) {
+        for (; kDone + 16 <= kc; kDone += 16) {
+            transpose16(wt + kDone, ldw, pad + kDone * kCols, kCols);
+            transpose16(wt + 16 * ldw + kDone, ldw, pad + kDone * kCols + 16, kCols);
+            if (next)
+                for (Index c = 0; c < kCols; ++c) __builtin_prefetch(next + c * ldw + kDone, 0, 2);
+        }
+    }
+#endif
+    for (Index c = 0; c < w; ++c) {
+        const float* src = wt + c * ldw;
+        for (Index k = kDone; k < kc; ++k) pad[k * kCols + c] = src[k];
+    }
+    for (Index k = 0; k < kc; ++k) std::fill(pad + k * kCols + w, pad + (k + 1) * kCols, 0.0f);
+}
+
 /// y[:, c0:c1) = packed x · W[:, c0:c1) for one thread; with `transposed`, W holds Wᵀ [cols, inner] and
 /// each micro-panel is packed (transposed) into an L1 buffer first, then used by every x panel.
 void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, bool transposed, Index c0, Index c1,
@@ -99,11 +168,9 @@ void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, bo
                 const float* b = W.data + k0 * W.stride + j;
                 Index ldb = W.stride;
                 if (transposed) { // W(k, j) = Wᵀ(j, k): gather 32 rows of Wᵀ into a k-major micro-panel
-                    for (Index c = 0; c < w; ++c) {
-                        const float* src = W.data + (j + c) * W.stride + k0;
-                        for (Index k = 0; k < kc; ++k) padB[k * kCols + c] = src[k];
-                    }
-                    for (Index k = 0; k < kc; ++k) std::fill(padB + k * kCols + w, padB + (k + 1) * kCols, 0.0f);
+                    const bool nextFull = j + 2 * kCols <= c1;
+                    transposeIntoPanel(W.data + j * W.stride + k0, W.stride, w, kc, padB,
+                                       nextFull ? W.data + (j + kCols) * W.stride + k0 : nullptr);
                     b = padB;
                     ldb = kCols;
                 } else if (w < kCols) { // tail columns: a zero-padded copy of the micro-panel

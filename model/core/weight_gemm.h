@@ -60,4 +60,8 @@ void weightGemmMulti(const float* x, Eigen::Index rows, Eigen::Index inner, Eige
 /// the same row count class.
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y);
 
+/// Row count from which weightGemmTransposed uses its own kernel, whose result for a row does not
+/// depend on the other rows of x (below it, Eigen's product, whose rounding may depend on the row count).
+inline constexpr Eigen::Index kTransposedKernelMinRows = 64;
+
 } // namespace attnscope
