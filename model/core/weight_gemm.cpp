@@ -26,7 +26,12 @@ constexpr int kRows = 14;            // MR: rows of x per register tile (2×14 a
 constexpr int kCols = 32;            // NR: columns per micro-panel (two vectors)
 constexpr Index kDepth = 256;        // KC: W micro-panel of 256×32 floats = 32 KiB stays in L1
 constexpr Index kBlockRows = 14 * 24; // MC: 336×256 packed x floats = 336 KiB stay in L2
-constexpr Index kPrefetch = 12;       // W rows prefetched ahead in the micro-kernel
+constexpr Index kPrefetch = 12;       // W rows prefetched into L1 ahead in the streaming micro-kernel
+constexpr Index kPrefetchL2 = 64;     // … and into L2 further ahead: at S = 20 the pass is bound by how many
+                                      // W lines are in flight (12 rows = 24 lines ≈ 26 GB/s at DRAM latency;
+                                      // with these 64 rows more, the S = 20 forward took 11% less). Not all in
+                                      // L1: W's rows 3–12 KiB apart share 1–4 L1 sets, which would evict them
+                                      // before use
 constexpr Index kFewRows = kTransposedKernelMinRows; // weightGemmTransposed below this many rows: Eigen's
                                       // path (packing Wᵀ's micro-panels does not pay for itself over fewer x panels)
 
@@ -34,17 +39,29 @@ inline v16 load(const float* p) { return *reinterpret_cast<const v16u*>(p); }
 inline void store(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
 
 /// c [MR, 32] (+)= a [MR, kc] · b [kc, 32]. a packed k-major (a[k·MR + r]); b rows ldb floats apart.
-template <int MR>
+/// With `copy` (not null), the b rows it reads are also stored there contiguously (copy[k·32 + j]): the
+/// first x panel leaves an L1-resident copy of the micro-panel for the others (W's rows in place are
+/// 3–12 KiB apart, which maps a micro-panel's 256 rows onto 1–4 L1 sets, so it never stays in L1).
+/// Stream = false: b is such an L1 copy (or another L1-resident panel): no prefetching.
+template <int MR, bool Stream>
 void microKernel(const float* __restrict a, const float* __restrict b, Index ldb, Index kc, float* __restrict c,
-                 Index ldc, bool accumulate) {
+                 Index ldc, bool accumulate, float* __restrict copy) {
     v16 acc0[MR], acc1[MR];
 #pragma GCC unroll 14
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = v16{};
     for (Index k = 0; k < kc; ++k) {
-        // W rows kPrefetch ahead: the first x panel streams each micro-panel from DRAM (rows ldb apart)
-        __builtin_prefetch(b + (k + kPrefetch) * ldb);
-        __builtin_prefetch(b + (k + kPrefetch) * ldb + 16);
+        // W rows ahead: the first x panel streams each micro-panel from DRAM (rows ldb apart)
+        if constexpr (Stream) {
+            __builtin_prefetch(b + (k + kPrefetch) * ldb);
+            __builtin_prefetch(b + (k + kPrefetch) * ldb + 16);
+            __builtin_prefetch(b + (k + kPrefetchL2) * ldb, 0, 2);
+            __builtin_prefetch(b + (k + kPrefetchL2) * ldb + 16, 0, 2);
+        }
         const v16 b0 = load(b + k * ldb), b1 = load(b + k * ldb + 16);
+        if (Stream && copy) {
+            store(copy + k * kCols, b0);
+            store(copy + k * kCols + 16, b1);
+        }
 #pragma GCC unroll 14
         for (int r = 0; r < MR; ++r) {
             const float ar = a[k * MR + r];
@@ -64,13 +81,15 @@ void microKernel(const float* __restrict a, const float* __restrict b, Index ldb
     }
 }
 
-using KernelFn = void (*)(const float*, const float*, Index, Index, float*, Index, bool);
+using KernelFn = void (*)(const float*, const float*, Index, Index, float*, Index, bool, float*);
 
-template <int... R>
+template <bool Stream, int... R>
 constexpr auto kernelTable(std::integer_sequence<int, R...>) {
-    return std::array<KernelFn, sizeof...(R)>{&microKernel<R + 1>...};
+    return std::array<KernelFn, sizeof...(R)>{&microKernel<R + 1, Stream>...};
 }
-constexpr auto kKernels = kernelTable(std::make_integer_sequence<int, kRows>{});
+/// kKernels[stream][mr − 1]: stream = b read in place from W (prefetched), else an L1 micro-panel copy.
+constexpr std::array<std::array<KernelFn, kRows>, 2> kKernels{
+    kernelTable<false>(std::make_integer_sequence<int, kRows>{}), kernelTable<true>(std::make_integer_sequence<int, kRows>{})};
 
 /// Packs x rows [0, rows) into panels of kRows rows (the last may be shorter), each stored k-major:
 /// panel starting at row p holds x(p + r, k) at pack[p·inner + k·mr + r], mr = min(kRows, rows − p).
@@ -186,13 +205,19 @@ void gemmColumns(const float* pack, Index rows, Index inner, const Weight& W, bo
                     const float* a = pack + p * inner + k0 * mr;
                     float* c = y + p * ldy + j;
                     if (w == kCols) {
-                        kKernels[size_t(mr - 1)](a, b, ldb, kc, c, ldy, accumulate);
+                        // in place: the first of several x panels copies the micro-panel for the rest
+                        const bool stream = b != padB, copy = stream && p == m0 && m1 - m0 > kRows;
+                        kKernels[stream][size_t(mr - 1)](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr);
+                        if (copy) {
+                            b = padB;
+                            ldb = kCols;
+                        }
                     } else {
                         for (Index r = 0; r < mr; ++r) {
                             std::memcpy(padC + r * kCols, c + r * ldy, size_t(w) * sizeof(float));
                             std::fill(padC + r * kCols + w, padC + (r + 1) * kCols, 0.0f);
                         }
-                        kKernels[size_t(mr - 1)](a, b, ldb, kc, padC, kCols, accumulate);
+                        kKernels[b != padB][size_t(mr - 1)](a, b, ldb, kc, padC, kCols, accumulate, nullptr);
                         for (Index r = 0; r < mr; ++r) std::memcpy(c + r * ldy, padC + r * kCols, size_t(w) * sizeof(float));
                     }
                 }

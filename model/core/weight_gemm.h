@@ -7,8 +7,9 @@
 // busy-wait for each other, which under a second process's load costs 5–10×.
 //
 // Method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x is packed once into
-// panels of kRows rows stored k-major; W is read in place in micro-panels of 32 columns × kDepth rows
-// (32 KiB, L1-resident) and multiplied with every x panel of the current block (L2-resident) by a
+// panels of kRows rows stored k-major; W is read in place (prefetched into L1 and, further ahead, L2) in
+// micro-panels of 32 columns × kDepth rows by the first x panel's kernel, which also leaves a contiguous
+// 32 KiB copy in L1 for the other x panels of the block (L2-resident), all multiplied by a
 // 14×32 register-tile kernel written with GCC/Clang vector extensions (AVX-512 under -march=native,
 // narrower SIMD elsewhere, same arithmetic order). Column blocks are handed to the OpenMP threads
 // dynamically: no barrier but the last, each column computed by one thread in a fixed order, so the
