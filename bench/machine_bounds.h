@@ -13,7 +13,7 @@ double fmaPeakGflops(int runs);
 
 /// GB/s (10⁹ bytes) of all OpenMP threads summing a 512 MiB buffer (far beyond the last-level cache)
 /// with 64-byte vector loads, each thread a contiguous part: the rate at which a pass can stream weights.
-/// Median of `runs` passes after one that faults the buffer in.
+/// Median of `runs` passes over a buffer written (faulted in) once before; 0 if it cannot be mapped.
 double readBandwidthGBs(int runs);
 
 } // namespace attnscope::bench
