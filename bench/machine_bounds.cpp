@@ -55,8 +55,7 @@ double fmaPeakGflops(int runs) {
         sink = sink + s;
         if (r > 0) gflops.push_back(double(threads) * kIterations * 12 * 16 * 2 / ns);
     }
-    std::sort(gflops.begin(), gflops.end());
-    return gflops[gflops.size() / 2];
+    return *std::max_element(gflops.begin(), gflops.end()); // a bound: the best the machine reached
 }
 
 double readBandwidthGBs(int runs) {
@@ -90,8 +89,7 @@ double readBandwidthGBs(int runs) {
         sink = sink + s;
     }
     munmap(mapping, kBytes);
-    std::sort(rates.begin(), rates.end());
-    return rates[rates.size() / 2];
+    return *std::max_element(rates.begin(), rates.end()); // a bound: the best the machine reached
 }
 
 } // namespace attnscope::bench
