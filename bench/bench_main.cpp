@@ -494,13 +494,19 @@ int main(int argc, char** argv) {
     p.setApplicationDescription(QStringLiteral("AttnScope benchmarks (README \"Benchmarks\")."));
     p.addHelpOption();
     p.addOption({QStringLiteral("model"), QStringLiteral("Benchmark this model folder instead of writing random ones."), QStringLiteral("path")});
-    p.addOption({QStringLiteral("sizes"), QStringLiteral("Random GPT-2 sizes to write and run (small,medium,xl)."), QStringLiteral("list"), QStringLiteral("small")});
+    // options with a default say it in their help text (QCommandLineParser does not show defaults)
+    const auto withDefault = [&p](const QString& name, const QString& help, const QString& value, const QString& def) {
+        p.addOption({name, QStringLiteral("%1 Default: %2.").arg(help, def), value, def});
+    };
+    withDefault(QStringLiteral("sizes"), QStringLiteral("Random GPT-2 sizes to write and run (small,medium,xl)."),
+                QStringLiteral("list"), QStringLiteral("small"));
     p.addOption({QStringLiteral("write-models"), QStringLiteral("Only write the random checkpoints into DIR/<gpt2-size> and exit."), QStringLiteral("dir")});
-    p.addOption({QStringLiteral("tokenizer"), QStringLiteral("Folder with GPT-2 encoder.json and vocab.bpe."), QStringLiteral("dir"),
-                 QStringLiteral("/work/shared/testdata/gpt2-tokenizer")});
-    p.addOption({QStringLiteral("seq"), QStringLiteral("Sequence lengths."), QStringLiteral("list"), QStringLiteral("20,128,512,1024")});
-    p.addOption({QStringLiteral("lens-seq"), QStringLiteral("Sequence lengths for the logit lens."), QStringLiteral("list"), QStringLiteral("20,128,512,1024")});
-    p.addOption({QStringLiteral("runs"), QStringLiteral("Timed runs after one warm-up."), QStringLiteral("n"), QStringLiteral("5")});
+    withDefault(QStringLiteral("tokenizer"), QStringLiteral("Folder with GPT-2 encoder.json and vocab.bpe."), QStringLiteral("dir"),
+                QDir::cleanPath(QStringLiteral(ATTNSCOPE_GPT2_TOKENIZER_DIR)));
+    withDefault(QStringLiteral("seq"), QStringLiteral("Sequence lengths."), QStringLiteral("list"), QStringLiteral("20,128,512,1024"));
+    withDefault(QStringLiteral("lens-seq"), QStringLiteral("Sequence lengths for the logit lens."), QStringLiteral("list"),
+                QStringLiteral("20,128,512,1024"));
+    withDefault(QStringLiteral("runs"), QStringLiteral("Timed runs after one warm-up."), QStringLiteral("n"), QStringLiteral("5"));
     p.addOption({QStringLiteral("no-wov"), QStringLiteral("Skip the W_OV top-100.")});
     p.addOption({QStringLiteral("views-only"), QStringLiteral("Only the view rows (another head, zoom/pan, head grid) on synthetic patterns for --seq.")});
     p.addOption({QStringLiteral("json"), QStringLiteral("Also write the results to this JSON file."), QStringLiteral("file")});
