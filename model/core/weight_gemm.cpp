@@ -122,11 +122,12 @@ inline void transposeStage(v16 (&r)[16]) {
         if ((i & h) == 0) transposeStage<h>(r[i], r[i + h]);
 }
 
-/// dst[k·ldd + c] = src[c·lds + k] for a 16×16 block (c, k < 16).
-inline void transpose16(const float* src, Index lds, float* dst, Index ldd) {
+/// dst[k·ldd + c] = src[c·lds + k] for c < nRows ≤ 16 rows of 16 floats (k < 16); each of the 16 stores
+/// writes 16 floats, lanes c ≥ nRows zero (with ldd < 16 they spill into the next store's place).
+inline void transposeRows(const float* src, Index lds, int nRows, float* dst, Index ldd) {
     v16 r[16];
 #pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) r[i] = load(src + i * lds);
+    for (int i = 0; i < 16; ++i) r[i] = i < nRows ? load(src + i * lds) : v16{};
     transposeStage<8>(r);
     transposeStage<4>(r);
     transposeStage<2>(r);
@@ -149,18 +150,7 @@ void packPanel(const float* x, Index ldx, Index rows, Index inner, Index p, floa
         // 16 k-vectors of 14 rows per step, stored 14 floats apart in ascending order: each store's two
         // padding lanes land where the next store (or the next step) writes; the last step stays scalar
         // so that nothing is written past this panel
-        for (; kDone + 16 < inner; kDone += 16) {
-            v16 r[16];
-#pragma GCC unroll 14
-            for (int i = 0; i < kRows; ++i) r[i] = load(x + (p + i) * ldx + kDone);
-            r[14] = r[15] = v16{};
-            transposeStage<8>(r);
-            transposeStage<4>(r);
-            transposeStage<2>(r);
-            transposeStage<1>(r);
-#pragma GCC unroll 16
-            for (int i = 0; i < 16; ++i) store(dst + (kDone + i) * kRows, r[i]);
-        }
+        for (; kDone + 16 < inner; kDone += 16) transposeRows(x + p * ldx + kDone, ldx, kRows, dst + kDone * kRows, kRows);
     }
 #endif
     for (Index r = 0; r < mr; ++r) {
@@ -179,8 +169,8 @@ void transposeIntoPanel(const float* wt, Index ldw, Index w, Index kc, float* pa
 #ifdef ATTNSCOPE_GEMM_SHUFFLE
     if (w == kCols) {
         for (; kDone + 16 <= kc; kDone += 16) {
-            transpose16(wt + kDone, ldw, pad + kDone * kCols, kCols);
-            transpose16(wt + 16 * ldw + kDone, ldw, pad + kDone * kCols + 16, kCols);
+            transposeRows(wt + kDone, ldw, 16, pad + kDone * kCols, kCols);
+            transposeRows(wt + 16 * ldw + kDone, ldw, 16, pad + kDone * kCols + 16, kCols);
             if (next)
                 for (Index c = 0; c < kCols; ++c) __builtin_prefetch(next + c * ldw + kDone, 0, 2);
         }
@@ -266,8 +256,8 @@ struct ColumnBlock {
 /// Splits each target's columns into blocks handed out dynamically. Wide blocks re-read the packed x
 /// (L3 at long S) as rarely as possible; at least two per thread evens out a core that another process
 /// takes. When the packed x fits in L2 (short prompts), re-reading it costs nothing and narrow blocks of
-/// 2 micro-panels keep the threads' finishing times within ~10 µs of each other (at S = 20 the wider
-/// blocks left one thread waiting ~12% of the pass). Otherwise, in 32-column micro-panels: at most 8 per
+/// 2 micro-panels bound the time one thread can wait for the other to ~10 µs (the S = 20 pass was not
+/// measurably faster for it: OpenMP waits stayed ~8% of its samples). Otherwise, in 32-column micro-panels: at most 8 per
 /// block, and a count that is a multiple of the thread count when a width of 2–8 gives one (2304
 /// columns on 2 threads: 12 blocks of 6 panels, not 9 of 8, which left one thread idle for a ninth).
 std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, bool transposed, Index rows, Index inner,
