@@ -1,5 +1,7 @@
 #include "app/command_line.h"
 
+#include "app/about_text.h"
+
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <cstring>
@@ -62,7 +64,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     if (p.isSet(help) || p.isSet(version)) {
         error->clear();
-        *helpText = p.isSet(help) ? p.helpText() : QStringLiteral("attnscope 0.1.0\n");
+        *helpText = p.isSet(help) ? p.helpText() : aboutText();
         return false;
     }
     CommandLine c;

@@ -5,6 +5,7 @@
 #include "app/headless.h"
 #include "app/main_window.h"
 #include "model/core/heap_reuse.h"
+#include "model/core/kernels/kernel_choice.h"
 #include "app/startup_model.h"
 
 #include <QApplication>
@@ -21,6 +22,11 @@ int main(int argc, char** argv) {
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
 
     QTextStream out(stdout), err(stderr);
+    // the compute kernel is chosen before any work: a forced one the CPU cannot run is a clear error
+    if (const attnscope::KernelChoice& choice = attnscope::processKernelChoice(); !choice.error.isEmpty()) {
+        err << "attnscope: " << choice.error << "\n";
+        return 1;
+    }
     attnscope::CommandLine cmd;
     QString error, help;
     if (!attnscope::parseCommandLine(QApplication::arguments(), &cmd, &error, &help)) {

@@ -1,5 +1,7 @@
 #include "app/main_window.h"
 
+#include "app/about_text.h"
+
 #include "model/analysis/top_tokens.h"
 #include "views/logit_lens_panel.h"
 #include "views/model_compare_panel.h"
@@ -16,6 +18,7 @@
 #include "views/top_tokens_view.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
 #include <QDialog>
@@ -217,6 +220,13 @@ void MainWindow::buildMenus() {
         tabs_->addAction(a);
         connect(a, &QAction::triggered, this, [this, m] { moveHead(m.dl, m.dh); });
     }
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About AttnScope"), this, [this] {
+        QMessageBox::about(this, tr("About AttnScope"),
+                           tr("<b>AttnScope</b>: see what a transformer computes, head by head.<br><br>%1")
+                               .arg(aboutText().toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+    });
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
     for (QAction* a : needsCache_) a->setEnabled(false);
 }
 

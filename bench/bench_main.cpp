@@ -11,6 +11,7 @@
 #include "model/analysis/top_tokens.h"
 #include "model/core/errors.h"
 #include "model/core/heap_reuse.h"
+#include "model/core/kernels/kernel_choice.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/cache_budget.h"
 #include "model/transformer/forward.h"
@@ -511,6 +512,10 @@ int main(int argc, char** argv) {
     p.addOption({QStringLiteral("views-only"), QStringLiteral("Only the view rows (another head, zoom/pan, head grid) on synthetic patterns for --seq.")});
     p.addOption({QStringLiteral("json"), QStringLiteral("Also write the results to this JSON file."), QStringLiteral("file")});
     p.process(app);
+    if (const KernelChoice& choice = processKernelChoice(); !choice.error.isEmpty()) {
+        std::fprintf(stderr, "attnscope_bench: %s\n", qPrintable(choice.error));
+        return 1;
+    }
 
     try {
         const QStringList sizes = p.value(QStringLiteral("sizes")).split(',', Qt::SkipEmptyParts);
@@ -537,12 +542,15 @@ int main(int argc, char** argv) {
 #ifdef _OPENMP
         threads = omp_get_max_threads();
 #endif
+        const ComputeKernels& kernel = computeKernels();
+        std::printf("%s\n", qPrintable(kernelSummary()));
         const double gemm = eigenGemmGflops(2048, runs);
-        const double fma = bench::fmaPeakGflops(runs), bandwidth = bench::readBandwidthGBs(runs);
-        std::printf("Eigen GEMM 2048³: %.0f GFLOP/s, FMA peak %.0f GFLOP/s, DRAM read %.1f GB/s (%d OpenMP threads, %u "
-                    "hardware threads)\n",
-                    gemm, fma, bandwidth, threads, std::thread::hardware_concurrency());
+        const double fma = bench::fmaPeakGflops(kernel, runs), bandwidth = bench::readBandwidthGBs(kernel, runs);
+        std::printf("Eigen GEMM 2048³ (built for the baseline ISA): %.0f GFLOP/s, FMA peak (%s, %d lanes) %.0f GFLOP/s, "
+                    "DRAM read %.1f GB/s (%d OpenMP threads, %u hardware threads)\n",
+                    gemm, kernel.name, kernel.lanes, fma, bandwidth, threads, std::thread::hardware_concurrency());
         QJsonObject root{{"tool", "attnscope_bench"}, {"date", QDateTime::currentDateTimeUtc().toString(Qt::ISODate)},
+                         {"kernel", QString::fromLatin1(kernel.name)}, {"kernel_summary", kernelSummary()},
                          {"eigen_gemm_2048_gflops", gemm}, {"fma_peak_gflops", fma}, {"read_bandwidth_gbs", bandwidth},
                          {"omp_threads", threads},
                          {"runs", runs}};

@@ -12,6 +12,7 @@
 
 #include <QJsonArray>
 #include <QtTest>
+#include <atomic>
 
 using namespace attnscope;
 using namespace attnscope::test;
@@ -184,13 +185,14 @@ void TestEmbeddingProjection::progressAndCancellation() {
     QCOMPARE(lastTotal, qint64(6)); // ceil(512 / 100) blocks
     QVERIFY(reports >= 2);
 
-    int seen = 0;
+    // reports come from any scan thread, one at a time; cancellation is polled by every thread
+    std::atomic<int> seen(0);
     Progress cancelling;
     cancelling.report = [&](qint64, qint64, const QString&) { ++seen; };
-    cancelling.isCancelled = [&] { return seen >= 2; };
+    cancelling.isCancelled = [&] { return seen.load() >= 2; };
     QVERIFY_THROWS_EXCEPTION(Cancelled, projectPairs(*tiny_, PairProjectionKind::QK, 0, 0, 5000, cancelling, 16,
                                                      PairTopKMethod::Exact));
-    QCOMPARE(seen, 2);
+    QCOMPARE(seen.load(), 2);
     seen = 0;
     QVERIFY_THROWS_EXCEPTION(Cancelled, reverseSearch(*tiny_, 3, 5, 5, cancelling));
 }

@@ -223,7 +223,7 @@ void TestLogitLens::json() {
 
 void TestLogitLens::boundaryListEqualsPerBoundaryRows_data() {
     QTest::addColumn<int>("S");
-    QTest::newRow("S=18: one boundary per GEMM (Eigen path)") << 18;
+    QTest::newRow("S=18: 108 rows in chunks of 54 (3 boundaries; dot products)") << 18;
     QTest::newRow("S=64 (n_ctx): 704 rows in chunks of 235 (kernel), the last padded") << 64;
 }
 
@@ -248,7 +248,8 @@ void TestLogitLens::boundaryListEqualsPerBoundaryRows() {
     QCOMPARE(int(cells.size()), nb * S);
     QCOMPARE(steps.back(), qint64(nb));
     QVERIFY(std::is_sorted(steps.begin(), steps.end()));
-    QCOMPARE(int(steps.size()), S == 18 ? 7 : 4); // a step per GEMM (6 boundaries, or 704 rows in 3 chunks) + done
+    // a step per product (6 boundaries in 2 chunks of 3 below 64 rows, or 704 rows in 3 chunks) + done
+    QCOMPARE(int(steps.size()), S == 18 ? 3 : 4);
     for (size_t i = 0; i < boundaries.size(); ++i) {
         const Matrix logits = lensLogits(*model_, cache, boundaries[i]);
         for (int pos = 0; pos < S; ++pos) {

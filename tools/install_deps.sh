@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages AttnScope needs to build, test and run (only those missing).
 # Needs root or sudo. Used by tools/run.sh, tools/test.sh and .ci/run.
 set -euo pipefail
+# qemu-user: the tests run the binary as older CPUs (no AVX-512, no AVX) would (tests/tst_cli_kernels.cpp)
 PKGS=(cmake g++ make pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libeigen3-dev
-      libgl-dev fonts-dejavu-core)
+      libgl-dev fonts-dejavu-core qemu-user)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

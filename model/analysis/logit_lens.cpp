@@ -16,10 +16,6 @@ namespace attnscope {
 
 namespace {
 
-// Rows per unembedding GEMM in logitLensAt: weight_gemm.cpp's row block (MC = 14·24), so that each Wᵀ
-// micro-panel is gathered once per GEMM (67 MiB of GPT-2 logits; 3–4 % faster than 256 rows at S = 128, 512).
-constexpr Eigen::Index kLensChunkRows = 336;
-
 void checkBoundary(const ModelConfig& cfg, int boundary) {
     if (boundary < 0 || boundary >= lensBoundaryCount(cfg))
         throw InputError(QCoreApplication::translate("logit_lens", "Lens boundary %1 is outside [0, %2).")
@@ -95,12 +91,17 @@ std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cac
     const Eigen::Index S = nb > 0 ? lensResidual(cfg, cache, boundaries.front()).rows() : 0;
     const Eigen::Index total = nb * S;
     std::vector<LensCell> out(static_cast<size_t>(total));
-    // Chunks of equal size c (the last one padded with zero rows, so the buffers never reallocate), or
-    // one boundary each below the kernel's row count (see the header).
+    // Chunks of equal size c (the last one padded with zero rows, so the buffers never reallocate): at most
+    // the GEMM kernel's row block (each Wᵀ micro-panel gathered once per GEMM; 67 MiB of GPT-2 logits at
+    // 336 rows, 3–4 % faster than 256 at S = 128, 512), or, below the kernel's row count, as many whole
+    // boundaries as stay under it (dot products, which stream Wᵀ once per chunk; see the header)
     Eigen::Index c = S;
     if (S >= kTransposedKernelMinRows) {
-        const Eigen::Index nChunks = (total + kLensChunkRows - 1) / kLensChunkRows;
+        const Eigen::Index rowBlock = weightGemmRowBlock();
+        const Eigen::Index nChunks = (total + rowBlock - 1) / rowBlock;
         c = (total + nChunks - 1) / nChunks;
+    } else if (S > 0) {
+        c = std::min(total, (kTransposedKernelMinRows - 1) / S * S);
     }
     Matrix normed, x(c, cfg.d_model), logits;
     qint64 normedIndex = -1; // which entry of `boundaries` `normed` holds

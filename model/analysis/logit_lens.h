@@ -54,10 +54,11 @@ std::vector<LensCell> logitLens(const Model& model, const ActivationCache& cache
 /// The lens table for a list of boundaries (any order; repeats allowed), all positions, k tokens per cell,
 /// boundary-major in the order given: cell [i·S + p] is (boundaries[i], p). Each cell equals topTokens of
 /// the row of lensLogits(model, cache, boundaries[i]) bit for bit. Method: the rows' ln_final outputs are
-/// unembedded in chunks of at most 336 rows into one reused logits buffer — rows of several boundaries
-/// per GEMM when S ≥ kTransposedKernelMinRows (weightGemmTransposed's kernel computes each row the same
-/// whatever rows share the GEMM), one boundary per GEMM below (Eigen's path there, whose bits depend on
-/// the row count) — and the top-k of a chunk's rows are computed on the OpenMP threads.
+/// unembedded in chunks of at most weightGemmRowBlock() rows into one reused logits buffer, rows of several
+/// boundaries per product (weightGemmTransposed computes each row the same whatever rows share the
+/// product): when S ≥ kTransposedKernelMinRows by its GEMM kernel, below by its dot products in chunks
+/// of whole boundaries that stay below kTransposedKernelMinRows rows, as lensLogits's S rows do. The
+/// top-k of a chunk's rows are computed on the OpenMP threads.
 /// Progress units: boundaries done out of boundaries.size(), reported before each chunk on the calling
 /// thread; throws Cancelled. Throws InputError for a boundary out of range or a cache with fewer
 /// layers than the model.

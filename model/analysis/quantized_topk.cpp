@@ -1,5 +1,6 @@
 #include "model/analysis/quantized_topk.h"
 
+#include "model/core/kernels/compute_kernels.h"
 #include "model/core/parallel_scan.h"
 
 #include <QCoreApplication>
@@ -11,10 +12,6 @@
 #include <limits>
 #include <numeric>
 
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512F__)
-#define ATTNSCOPE_QTOPK_SIMD 1
-#include <immintrin.h>
-#endif
 
 namespace attnscope {
 
@@ -60,8 +57,9 @@ struct Quantized {
     std::vector<int> rowSum;     ///< Σ_k ã_ik per sorted row (undoes the +128 offset of the u8 operand)
     double bMaxNorm = 0;         ///< max_j ‖b_j‖₂
     AlignedBuffer<int8_t> aq;    ///< ã [rowsPad, rPad], sorted rows
-    AlignedBuffer<int8_t> bq;    ///< b̃ [colsPad, rPad] (portable kernel)
-    AlignedBuffer<uint8_t> bPacked; ///< b̃ + 128 in vpdpbusd layout: [colsPad/64][rPad/4][4 vectors][16 lanes][4 bytes]
+    AlignedBuffer<int8_t> bq;    ///< b̃ [colsPad, rPad] (the exact recomputation of a flagged group)
+    AlignedBuffer<uint8_t> bPacked; ///< b̃ + the kernel's int8Offset, [colsPad/64][rPad/4][64 columns][4 bytes]
+                                    ///< (compute_kernels.h, int8FirstHit)
 
     Quantized(int rows_, int cols_, int r_)
         : rows(rows_), cols(cols_), r(r_), rPad((r_ + 3) / 4 * 4),
@@ -99,7 +97,7 @@ double gammaF32(int n) {
     return nu / (1 - nu);
 }
 
-void quantize(const Matrix& A, const Matrix& B, Quantized& q) {
+void quantize(const Matrix& A, const Matrix& B, int offset, Quantized& q) {
     const int rows = q.rows, cols = q.cols, r = q.r, rPad = q.rPad;
     // B: one global scale t.
     float bMax = 0;
@@ -123,15 +121,14 @@ void quantize(const Matrix& A, const Matrix& B, Quantized& q) {
         bq1Max = std::max(bq1Max, double(t) * l1);
         q.bMaxNorm = std::max(q.bMaxNorm, std::sqrt(l2));
     }
-    // vpdpbusd layout: for column group g, k-group kg, vector c, lane l: bytes b̃[j][4kg..4kg+3] + 128.
+    // the kernels' layout: for column group g, k-group kg, column j of the group: bytes b̃[j][4kg..4kg+3] + offset
     const int nkg = rPad / 4;
     for (int j = 0; j < q.colsPad; ++j) {
-        const int g = j / kGroupCols, c = (j % kGroupCols) / 16, lane = j % 16;
+        const int g = j / kGroupCols, jg = j % kGroupCols;
         for (int kg = 0; kg < nkg; ++kg)
             for (int b = 0; b < 4; ++b) {
                 const int v = j < cols ? q.bq[size_t(j) * size_t(rPad) + size_t(kg * 4 + b)] : 0;
-                q.bPacked[((size_t(g) * size_t(nkg) + size_t(kg)) * 4 + size_t(c)) * 64 + size_t(lane) * 4 + size_t(b)] =
-                    uint8_t(v + 128);
+                q.bPacked[(size_t(g) * size_t(nkg) + size_t(kg)) * 256 + size_t(jg) * 4 + size_t(b)] = uint8_t(v + offset);
             }
     }
 
@@ -207,19 +204,6 @@ float exactScore(const float* a, const float* b, int r) {
     return acc;
 }
 
-#ifdef ATTNSCOPE_QTOPK_SIMD
-/// acc + Σ_{4 bytes} u8(b)·s8(a) per int32 lane (vpdpbusd). GCC 12 spills the accumulators of a register
-/// tile around the _mm512_dpbusd_epi32 builtin, so GCC/Clang get the instruction through inline asm.
-inline __m512i dpbusd(__m512i acc, __m512i b, __m512i a) {
-#if defined(__GNUC__)
-    asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(b), "v"(a));
-    return acc;
-#else
-    return _mm512_dpbusd_epi32(acc, b, a);
-#endif
-}
-#endif
-
 /// Per-thread scan state.
 struct alignas(64) Scanner { // one cache line or more per thread: no false sharing of `candidates`
     const Matrix& A;
@@ -271,95 +255,33 @@ struct alignas(64) Scanner { // one cache line or more per thread: no false shar
         return any;
     }
 
-    /// Portable kernel: rows [i0, i0 + kTileRows) × columns [c0, c1) in groups of 64 columns, thresholds
-    /// refreshed after every group with a hit (as the SIMD kernel does, so both flag the same cells).
-    void tilePortable(int i0, int c0, int c1) {
-        int thr[kTileRows];
+    /// Rows [i0, i0 + kTileRows) × columns [c0, c1) (multiples of 64) through the kernel's int8 pass, which
+    /// reports the next group of 64 columns with a cell reaching its row's threshold; that group's cells are
+    /// recomputed exactly and the flagged ones rescored, then the thresholds refreshed (every kernel flags
+    /// the same cells: the integer dot products are exact).
+    void tile(const ComputeKernels& K, int i0, int c0, int c1) {
+        int thrDot[kTileRows];
         auto setThresholds = [&] {
             const float L = bound();
-            for (int r = 0; r < kTileRows; ++r) thr[r] = q.dotThreshold(i0 + r, L);
-        };
-        setThresholds();
-        for (int j0 = c0; j0 < c1; j0 += kGroupCols)
-            if (rescoreGroup(i0, j0, thr)) setThresholds();
-        publish();
-    }
-
-#ifdef ATTNSCOPE_QTOPK_SIMD
-    /// AVX512-VNNI kernel: rows [i0, i0 + 6) × columns [c0, c1) (c0, c1 multiples of 64). Register tile
-    /// 6 rows × 64 columns: acc += (b̃ + 128)·ã by vpdpbusd (u8 × s8 → s32, exact), so acc = ã·b̃ + 128·Σã,
-    /// compared with the per-row threshold + 128·Σã; only flagged cells leave the registers.
-    void tileSimd(int i0, int c0, int c1) {
-        // per row: the int threshold of ã·b̃ and the one of the accumulator ã·(b̃ + 128) = ã·b̃ + 128·Σã
-        // (kept in memory: the 24 accumulators need the registers)
-        int thrDot[kTileRows], thr[kTileRows];
-        auto setThresholds = [&] {
-            const float L = bound();
-            for (int r = 0; r < kTileRows; ++r) {
-                thrDot[r] = q.dotThreshold(i0 + r, L);
-                thr[r] = thrDot[r] >= kNever ? kNever : thrDot[r] + 128 * q.rowSum[size_t(i0 + r)];
-            }
+            for (int r = 0; r < kTileRows; ++r) thrDot[r] = q.dotThreshold(i0 + r, L);
         };
         setThresholds();
         const int nkg = q.rPad / 4;
         const int8_t* a = q.aq.data() + size_t(i0) * size_t(q.rPad);
-        const size_t aStride = size_t(q.rPad);
-        for (int g = c0 / kGroupCols; g < c1 / kGroupCols; ++g) {
-            const uint8_t* bg = q.bPacked.data() + size_t(g) * size_t(nkg) * 256;
-            // 24 named accumulators: GCC spills an __m512i[6][4] array to the stack.
-#define QTOPK_ROW(R) __m512i a##R##0 = _mm512_setzero_si512(), a##R##1 = a##R##0, a##R##2 = a##R##0, a##R##3 = a##R##0;
-            QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
-#undef QTOPK_ROW
-            for (int kg = 0; kg < nkg; ++kg) {
-                const uint8_t* bk = bg + size_t(kg) * 256;
-                const __m512i b0 = _mm512_load_si512(bk), b1 = _mm512_load_si512(bk + 64);
-                const __m512i b2 = _mm512_load_si512(bk + 128), b3 = _mm512_load_si512(bk + 192);
-#define QTOPK_ROW(R)                                                                                   \
-    {                                                                                                  \
-        int32_t word;                                                                                  \
-        std::memcpy(&word, a + size_t(R) * aStride + size_t(kg) * 4, 4);                               \
-        const __m512i av = _mm512_set1_epi32(word);                                                    \
-        a##R##0 = dpbusd(a##R##0, b0, av);                                                \
-        a##R##1 = dpbusd(a##R##1, b1, av);                                                \
-        a##R##2 = dpbusd(a##R##2, b2, av);                                                \
-        a##R##3 = dpbusd(a##R##3, b3, av);                                                \
-    }
-                QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
-#undef QTOPK_ROW
-            }
-            // One compare per row against the max of its 4 vectors; the cells only on a hit (rare).
-#define QTOPK_ROW(R)                                                                                   \
-    const __m512i x##R = _mm512_max_epi32(_mm512_max_epi32(a##R##0, a##R##1), _mm512_max_epi32(a##R##2, a##R##3));
-            QTOPK_ROW(0) QTOPK_ROW(1) QTOPK_ROW(2) QTOPK_ROW(3) QTOPK_ROW(4) QTOPK_ROW(5)
-#undef QTOPK_ROW
-            const unsigned any = unsigned(_mm512_cmpge_epi32_mask(x0, _mm512_set1_epi32(thr[0])))
-                                 | _mm512_cmpge_epi32_mask(x1, _mm512_set1_epi32(thr[1]))
-                                 | _mm512_cmpge_epi32_mask(x2, _mm512_set1_epi32(thr[2]))
-                                 | _mm512_cmpge_epi32_mask(x3, _mm512_set1_epi32(thr[3]))
-                                 | _mm512_cmpge_epi32_mask(x4, _mm512_set1_epi32(thr[4]))
-                                 | _mm512_cmpge_epi32_mask(x5, _mm512_set1_epi32(thr[5]));
-            if (any == 0) [[likely]]
-                continue;
-            // Recompute the group's dot products exactly in scalar code (the accumulators stay in
-            // registers on the fast path) and rescore the flagged cells.
-            rescoreGroup(i0, g * kGroupCols, thrDot);
+        const long g1 = c1 / kGroupCols;
+        for (long g = c0 / kGroupCols; g < g1; ++g) {
+            g = K.int8FirstHit(a, q.rPad, q.bPacked.data(), nkg, g, g1, thrDot, q.rowSum.data() + i0);
+            if (g >= g1) break;
+            rescoreGroup(i0, int(g) * kGroupCols, thrDot);
             setThresholds();
         }
         publish();
     }
-
-#endif
 };
 
 } // namespace
 
-bool quantizedTopKHasSimd() {
-#ifdef ATTNSCOPE_QTOPK_SIMD
-    return true;
-#else
-    return false;
-#endif
-}
+bool quantizedTopKHasSimd() { return computeKernels().isa != KernelIsa::Portable; }
 
 std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B, int k, const Progress& progress,
                                                const QString& what, QuantizedKernel kernel, QuantizedTopKStats* stats) {
@@ -381,16 +303,12 @@ std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B,
         if (stats) *stats = st;
         return topKOfProduct(A, B, k, 1024, progress, what);
     }
-    bool simd = false;
-#ifdef ATTNSCOPE_QTOPK_SIMD
-    simd = kernel == QuantizedKernel::Auto;
-#else
-    (void)kernel;
-#endif
-    st.simd = simd;
+    const ComputeKernels& K = kernel == QuantizedKernel::Portable ? *kernelsFor(KernelIsa::Portable) : computeKernels();
+    st.simd = K.isa != KernelIsa::Portable;
+    st.int8Kernel = K.int8Description;
 
     Quantized q(rows, cols, r);
-    quantize(A, B, q);
+    quantize(A, B, K.int8Offset, q);
     const float seed = seedThreshold(A, B, q, kk);
     st.seedThreshold = seed;
 
@@ -410,15 +328,7 @@ std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B,
         if (q.aNorm[size_t(i0)] * q.bMaxNorm * stopSlack < double(sc.bound())) return false;
         for (int c0 = 0; c0 < q.colsPad; c0 += kChunkCols) {
             const int c1 = std::min(q.colsPad, c0 + kChunkCols);
-            for (int i = i0; i < i1; i += kTileRows) {
-#ifdef ATTNSCOPE_QTOPK_SIMD
-                if (simd) {
-                    sc.tileSimd(i, c0, c1);
-                    continue;
-                }
-#endif
-                sc.tilePortable(i, c0, c1);
-            }
+            for (int i = i0; i < i1; i += kTileRows) sc.tile(K, i, c0, c1);
         }
         rowsScanned[size_t(t)] += std::min(i1, rows) - i0;
         return true;

@@ -8,7 +8,8 @@
 // Quantisation (symmetric int8): A per row, B with one global scale,
 //   ã_ik = round(a_ik / s_i),  s_i = max_k |a_ik| / 127;   b̃_jk = round(b_jk / t),  t = max_jk |b_jk| / 127,
 // and the approximate score is s_i·t·(ã_i·b̃_j), with the integer dot product computed exactly in int32
-// (AVX512-VNNI vpdpbusd when compiled with __AVX512VNNI__, else portable C++; both give the same ints).
+// (by the compute kernel chosen at start-up: AVX512-VNNI vpdpbusd, AVX2 vpmaddubsw/vpmaddwd, or a portable
+// loop; all give the same ints, compute_kernels.h int8FirstHit).
 //
 // Error bound. Write e^a_i = a_i − s_i·ã_i, e^b_j = b_j − t·b̃_j. Then
 //   a_i·b_j − s_i t (ã_i·b̃_j) = a_i·e^b_j + e^a_i·(t b̃_j), so
@@ -27,18 +28,18 @@
 // another order the two differ by a few ulps, within the γ_r bound above, so the exact scan
 // topKOfProduct can order cells whose scores are that close differently).
 //
-// Kernel: register tiles of 6 rows × 64 columns (24 zmm accumulators) over column chunks that stay in
-// L2; each tile's int32 scores are compared with the rows' integer thresholds in registers and never
-// stored. Cost: rows·cols·⌈r/4⌉/16 vpdpbusd (2.5·10⁹ for GPT-2's W_OV), ~4× fewer instructions than
-// F32 FMAs and no score traffic through memory.
+// Kernel: tiles of 6 rows × 64 columns over column chunks that stay in L2; each tile's int32 scores are
+// compared with the rows' integer thresholds in registers and never stored. Cost with VNNI:
+// rows·cols·⌈r/4⌉/16 vpdpbusd (2.5·10⁹ for GPT-2's W_OV), ~4× fewer instructions than F32 FMAs and no
+// score traffic through memory; with AVX2 four instructions per 8 columns × 4 bytes.
 
 #include "model/analysis/topk_accumulator.h"
 
 namespace attnscope {
 
 enum class QuantizedKernel {
-    Auto,     ///< AVX512-VNNI when the build targets it, else Portable
-    Portable, ///< plain C++ integer dot products (reference for the SIMD kernel)
+    Auto,     ///< the int8 pass of the compute kernels chosen at start-up (compute_kernels.h)
+    Portable, ///< the portable kernels' plain C++ loop (a reference for the SIMD passes)
 };
 
 /// What a topKOfProductQuantized call did (for tests and benchmarks).
@@ -46,11 +47,12 @@ struct QuantizedTopKStats {
     qint64 candidates = 0;  ///< cells flagged by the int8 pass and rescored in F32
     qint64 rowsScanned = 0; ///< rows of A whose int8 scores were computed (the rest were cut by the Cauchy–Schwarz stop)
     float seedThreshold = 0; ///< the lower bound L the scan started from (−inf if the seed had fewer than k cells)
-    bool simd = false;      ///< the AVX512-VNNI kernel ran
+    bool simd = false;      ///< an int8 pass with intrinsics ran (not the portable loop)
+    const char* int8Kernel = ""; ///< which (compute_kernels.h int8Description)
     bool exactFallback = false; ///< A or B held NaN/Inf, so topKOfProduct ran instead
 };
 
-/// True when this build has the AVX512-VNNI kernel (compiled with __AVX512VNNI__ and __AVX512BW__).
+/// True when the compute kernels in use have an int8 pass with intrinsics (AVX512-VNNI or AVX2).
 bool quantizedTopKHasSimd();
 
 /// The k largest cells of S = A·Bᵀ (A [rows, r], B [cols, r]), best first (TopKAccumulator order: score

@@ -1,5 +1,7 @@
 #include "model/analysis/top_tokens.h"
 
+#include "model/core/kernels/compute_kernels.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -11,27 +13,13 @@ namespace {
 
 constexpr int kScanMaxK = 64;  // up to this k: threshold scan with a sorted buffer; above: partial sort
 constexpr int kScanBlock = 64; // logits compared with the threshold per step (four AVX-512 registers)
-constexpr int kExpChunk = 512; // exp(x − max) evaluated into a stack buffer this many at a time
 
 /// Better = higher logit, then lower id (the order topTokens documents).
 bool better(float va, int a, float vb, int b) { return va > vb || (va == vb && a < b); }
 
-/// Σ_j exp(x_j − m) over the row, in double: Eigen's vectorised float exp per chunk, summed into 8
-/// double partial sums (the terms are those of `(x − m).exp().cast<double>().sum()`, to float
-/// rounding of exp).
+/// Σ_j exp(x_j − m) over the row: the exps in float32 by the compute kernel, summed in double.
 double sumExp(const Eigen::Ref<const RowVector>& logits, float m) {
-    alignas(64) std::array<float, kExpChunk> e;
-    double acc[8] = {};
-    const Eigen::Index n = logits.size();
-    for (Eigen::Index i0 = 0; i0 < n; i0 += kExpChunk) {
-        const Eigen::Index w = std::min<Eigen::Index>(kExpChunk, n - i0);
-        Eigen::Map<Eigen::ArrayXf>(e.data(), w) = (logits.segment(i0, w).array() - m).exp();
-        Eigen::Index j = 0;
-        for (; j + 8 <= w; j += 8)
-            for (int l = 0; l < 8; ++l) acc[l] += double(e[size_t(j + l)]);
-        for (; j < w; ++j) acc[j % 8] += double(e[size_t(j)]);
-    }
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    return computeKernels().sumExp(logits.data(), long(logits.size()), m);
 }
 
 /// Whether any of x[0, kScanBlock) is above thr: one vectorised compare per register, OR-reduced.

@@ -1,6 +1,7 @@
 #pragma once
 // The driver of a parallel scan with early stop: units of work (row panels, row blocks) handed to the
-// OpenMP threads one at a time in increasing order, progress and cancellation on the calling thread.
+// OpenMP threads one at a time in increasing order; every thread honours cancellation at each unit and
+// progress counts the units whichever thread did them.
 // Used by the top-k scans of a low-rank product (model/analysis/topk_accumulator.cpp,
 // model/analysis/quantized_topk.cpp), which visit rows by decreasing norm and stop once a bound shows
 // that no later unit can enter the top-k.
@@ -32,15 +33,25 @@ inline int parallelScanThreads() {
 /// most promising units of a sorted scan run first. `body(thread, unit)` does one unit and returns
 /// false, without doing it, when no unit from this one on can matter: then no thread takes another unit
 /// (the ones running finish). The body must not throw (it runs inside an OpenMP region).
-/// Thread 0, the calling thread, reports progress.step(units done, nUnits, what) before each unit it
-/// takes; a Cancelled (or any exception) from it stops all threads and is rethrown after the region.
-/// On completion (including an early stop) reports (nUnits, nUnits, what).
+/// Before each unit, every thread polls progress.isCancelled (which must be thread-safe, as a flag read
+/// is): a cancel stops all threads at their next unit, whichever thread is running, and Cancelled is
+/// rethrown after the region. Progress is progress.step(units done by all threads, nUnits, what): before
+/// each unit, the thread that finds no other thread reporting checks for cancellation and reports; so
+/// report is never called concurrently (but may be called from any of the threads) and never after a
+/// cancel was seen. Any exception from progress stops all threads and is rethrown the same way.
+/// On completion (including an early stop) reports (nUnits, nUnits, what) on the calling thread.
 template <typename Body>
 void parallelScan(qint64 nUnits, const Progress& progress, const QString& what, Body&& body) {
     const int nThreads = parallelScanThreads();
     std::atomic<qint64> nextUnit(0), unitsDone(0);
     std::atomic<bool> stop(false);
+    std::atomic_flag reporting = ATOMIC_FLAG_INIT;
+    std::atomic_flag errorSet = ATOMIC_FLAG_INIT;
     std::exception_ptr error;
+    auto fail = [&](std::exception_ptr e) {
+        if (!errorSet.test_and_set()) error = std::move(e);
+        stop = true;
+    };
 #pragma omp parallel num_threads(nThreads)
     {
         int t = 0;
@@ -48,15 +59,21 @@ void parallelScan(qint64 nUnits, const Progress& progress, const QString& what, 
         t = omp_get_thread_num();
 #endif
         while (!stop.load()) {
-            if (t == 0) {
-                try {
-                    progress.step(unitsDone.load(), nUnits, what);
-                } catch (...) {
-                    error = std::current_exception();
-                    stop = true;
-                    break;
+            try {
+                if (!reporting.test_and_set(std::memory_order_acquire)) {
+                    struct Release { // also when step throws
+                        std::atomic_flag& f;
+                        ~Release() { f.clear(std::memory_order_release); }
+                    } release{reporting};
+                    progress.step(unitsDone.load(), nUnits, what); // checks cancellation, then reports
+                } else {
+                    progress.checkCancelled();
                 }
+            } catch (...) {
+                fail(std::current_exception());
+                break;
             }
+            if (stop.load()) break;
             const qint64 unit = nextUnit++;
             if (unit >= nUnits) break;
             if (!body(t, unit)) {

@@ -12,9 +12,11 @@
 namespace attnscope {
 
 struct Progress {
-    /// Called with (units done, units in total, what is being done). May be empty.
+    /// Called with (units done, units in total, what is being done). May be empty. Parallel work may call
+    /// it from any of its threads, one call at a time (model/core/parallel_scan.h).
     std::function<void(qint64 done, qint64 total, const QString& what)> report;
-    /// Polled between units of work; when it returns true the work throws Cancelled.
+    /// Polled between units of work; when it returns true the work throws Cancelled. Must be thread-safe:
+    /// parallel work polls it from every thread (the app's reads an atomic flag).
     std::function<bool()> isCancelled;
 
     void step(qint64 done, qint64 total, const QString& what) const {

@@ -7,13 +7,14 @@
 // busy-wait for each other, which under a second process's load costs 5–10×.
 //
 // Method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x is packed once into
-// panels of kRows rows stored k-major; W is read in place (prefetched into L1 and, further ahead, L2) in
-// micro-panels of 32 columns × kDepth rows by the first x panel's kernel, which also leaves a contiguous
-// 32 KiB copy in L1 for the other x panels of the block (L2-resident), all multiplied by a
-// 14×32 register-tile kernel written with GCC/Clang vector extensions (AVX-512 under -march=native,
-// narrower SIMD elsewhere, same arithmetic order). Column blocks are handed to the OpenMP threads
-// dynamically: no barrier but the last, each column computed by one thread in a fixed order, so the
-// result is bitwise independent of the thread count and of scheduling.
+// panels of mr rows stored k-major; W is read in place (prefetched into L1 and, further ahead, L2) in
+// micro-panels of nr columns × 256 rows by the first x panel's kernel, which also leaves a contiguous
+// copy in L1 for the other x panels of the block (L2-resident), all multiplied by a register-tile kernel
+// of the instruction set chosen at start-up (model/core/kernels: 14×32 for AVX-512, 6×16 for AVX2, 6×8
+// portable). This file is the driver: packing, column blocks and threads. Column blocks are handed to
+// the OpenMP threads dynamically: no barrier but the last, each column computed by one thread in a
+// fixed order, so the result is bitwise independent of the thread count and of scheduling (not of
+// the kernel: each instruction set rounds in its own order, within float32 rounding of each other).
 
 #include "model/core/tensor.h"
 
@@ -54,15 +55,20 @@ void weightGemmMulti(const float* x, Eigen::Index rows, Eigen::Index inner, Eige
                      std::span<const GemmTarget> targets);
 
 /// y [rows, WT.rows] = x [rows, inner] · WTᵀ for a weight stored transposed, WT [cols, inner] (the
-/// unembedding W_U_T = wte [d_vocab, d_model]): the same kernel, each 32-row slice of WT transposed into
-/// an L1 micro-panel once and used by every x panel. Below 64 rows, Eigen's product
-/// (columnParallelProduct) instead, which streams WT without the transposing copy. Every caller of the unembedding
-/// uses this one function, so a row's logits are bitwise the same whichever analysis computes them for
-/// the same row count class.
+/// unembedding W_U_T = wte [d_vocab, d_model]): the same kernel, each nr-row slice of WT transposed into
+/// an L1 micro-panel once and used by every x panel. Below kTransposedKernelMinRows rows, the kernel's
+/// dotRows instead (dot products of x's rows with WT's rows, streaming WT once without the transposing
+/// copy). Every caller of the unembedding uses this one function, and in both classes a row's result
+/// does not depend on the other rows, so a row's logits are bitwise the same whichever analysis
+/// computes them within the same row count class.
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y);
 
-/// Row count from which weightGemmTransposed uses its own kernel, whose result for a row does not
-/// depend on the other rows of x (below it, Eigen's product, whose rounding may depend on the row count).
+/// Row count from which weightGemmTransposed uses the GEMM kernel (below it, dotRows; the two round
+/// differently, each independently of the other rows).
 inline constexpr Eigen::Index kTransposedKernelMinRows = 64;
+
+/// Rows of packed x per L2-resident block of the GEMM kernel (336 for every kernel): a caller that batches
+/// rows (the logit lens) uses multiples of it.
+Eigen::Index weightGemmRowBlock();
 
 } // namespace attnscope

@@ -1,6 +1,6 @@
 #include "model/transformer/forward.h"
 
-#include "model/core/column_parallel_product.h"
+#include "model/core/kernels/compute_kernels.h"
 #include "model/core/weight_gemm.h"
 #include "model/transformer/cache_budget.h"
 #include "model/transformer/layer_recompute.h"
@@ -43,25 +43,27 @@ void linears(const Matrix& x, std::initializer_list<GemmTarget> targets) {
     weightGemmMulti(x.data(), x.rows(), x.cols(), x.cols(), std::span(targets.begin(), targets.size()));
 }
 
-/// The activation of `kind` on an array expression, in place.
-template <typename A>
-void activateInPlace(ActivationKind kind, A&& a) {
+/// The activation of `kind` on columns [c0, c1) of every row of y, in place: gelu_new and SiLU through the
+/// compute kernel (compute_kernels.h), the rare others through Eigen.
+void activateColumns(ActivationKind kind, Matrix& y, Eigen::Index c0, Eigen::Index c1) {
+    const ComputeKernels& K = computeKernels();
     switch (kind) {
-    case ActivationKind::GeluNew: {
-        // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
-        const float c = 0.7978845608028654f;
-        a = 0.5f * a * (1.0f + (c * (a + 0.044715f * a.cube())).tanh());
+    case ActivationKind::GeluNew: // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
+        for (Eigen::Index r = 0; r < y.rows(); ++r) K.geluNew(y.data() + r * y.cols() + c0, c1 - c0);
         break;
-    }
-    case ActivationKind::GeluExact:
+    case ActivationKind::Silu: // x·σ(x)  (HF SiLU, Llama's act_fn)
+        for (Eigen::Index r = 0; r < y.rows(); ++r) K.silu(y.data() + r * y.cols() + c0, c1 - c0);
+        break;
+    case ActivationKind::GeluExact: {
+        auto a = columns(y, c0, c1);
         a = a.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2))); });
         break;
-    case ActivationKind::Relu:
+    }
+    case ActivationKind::Relu: {
+        auto a = columns(y, c0, c1);
         a = a.max(0.0f);
         break;
-    case ActivationKind::Silu:
-        a = a / (1.0f + (-a).exp());
-        break;
+    }
     }
 }
 
@@ -70,16 +72,9 @@ void activateInPlace(ActivationKind kind, A&& a) {
 /// to −∞, and row i of p becomes softmax over keys 0..i, zero beyond. Equivalent to HF's
 /// (q·kᵀ)·scale, masked_fill(finfo.min), softmax.
 void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, Eigen::Index r0, Eigen::Index r1) {
+    const ComputeKernels& K = computeKernels();
     const Eigen::Index S = scores.cols();
-    for (Eigen::Index i = r0; i < r1; ++i) {
-        auto row = scores.row(i).head(i + 1).array();
-        row *= scale;
-        auto out = p.row(i).head(i + 1).array();
-        out = (row - row.maxCoeff()).exp();
-        out /= out.sum();
-        p.row(i).tail(S - i - 1).setZero();
-        scores.row(i).tail(S - i - 1).setConstant(-std::numeric_limits<float>::infinity());
-    }
+    for (Eigen::Index i = r0; i < r1; ++i) K.causalSoftmaxRow(scores.data() + i * S, p.data() + i * S, i + 1, S, scale);
 }
 
 /// K_hᵀ [d_head, pos] of the head whose keys are columns [col, col + d_head) of k, into `buffer`, as the
@@ -175,13 +170,12 @@ void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
         Matrix gate;
         linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre),
                         linearTarget(S, w.W_gate, Weight{}, gate,
-                                     [&](Eigen::Index c0, Eigen::Index c1) { activateInPlace(cfg.activation, columns(gate, c0, c1)); })});
+                                     [&](Eigen::Index c0, Eigen::Index c1) { activateColumns(cfg.activation, gate, c0, c1); })});
         c.mlp_post = gate.cwiseProduct(c.mlp_pre);
     } else { // mlp_post = act(mlp_pre), block by block while the block is in cache
         linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre, [&](Eigen::Index c0, Eigen::Index c1) {
-                    auto post = columns(c.mlp_post, c0, c1);
-                    post = columns(c.mlp_pre, c0, c1);
-                    activateInPlace(cfg.activation, post);
+                    columns(c.mlp_post, c0, c1) = columns(c.mlp_pre, c0, c1);
+                    activateColumns(cfg.activation, c.mlp_post, c0, c1);
                 })});
     }
     c.resid_post.resize(S, cfg.d_model);
@@ -239,13 +233,7 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     addBias(y, b);
 }
 
-void applyActivation(ActivationKind kind, Matrix& x) {
-    // rows split across the OpenMP threads; each block is one vectorised Eigen expression
-    const Eigen::Index rows = x.rows(), block = 16;
-#pragma omp parallel for schedule(static) if (x.size() >= (1 << 15))
-    for (Eigen::Index r0 = 0; r0 < rows; r0 += block)
-        activateInPlace(kind, x.middleRows(r0, std::min(block, rows - r0)).array());
-}
+void applyActivation(ActivationKind kind, Matrix& x) { activateColumns(kind, x, 0, x.cols()); }
 
 ActivationCache runForward(const Model& model, std::span<const int> tokens, const ForwardOptions& options,
                            const Progress& progress) {

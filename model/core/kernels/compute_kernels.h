@@ -1,0 +1,97 @@
+#pragma once
+// The compute kernels: the few vectorised routines every hot path runs through (the register-tile GEMM
+// of the projections, Q·Kᵀ, pattern·V and the unembedding; the softmax and the activations; the int8
+// candidate pass of the embedding-space top-k; the machine probes of the bench). One table per
+// instruction set, each compiled in its own translation unit with its own target flags
+// (kernels_avx512.cpp, kernels_avx2.cpp, kernels_portable.cpp), chosen once at start-up from what the
+// CPU and the OS report (kernel_choice.h). Code above this table never names an ISA or a vector width.
+//
+// This header is included by the kernel translation units themselves, so it holds declarations only:
+// no inline function, no template, no library header whose code could be compiled with a kernel's
+// flags and then shared, through the linker's merging of identical inline definitions, with code
+// that must run on every x86-64 CPU (a binary that dies with SIGILL on an older CPU).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace attnscope {
+
+/// The instruction sets AttnScope has kernels for, from the most portable up.
+enum class KernelIsa {
+    Portable, ///< no intrinsics: GCC/Clang vector extensions at the target's baseline (SSE2 on x86-64, NEON on arm64)
+    Avx2,     ///< AVX2 + FMA + F16C (Intel Haswell and later, AMD Zen and later): 16 ymm registers
+    Avx512,   ///< AVX-512 F/BW/DQ/VL (Intel Skylake-X and later, AMD Zen 4 and later): 32 zmm registers
+};
+
+/// One instruction set's kernels. Every function runs on the calling thread only; the callers
+/// (weight_gemm.cpp, forward.cpp, quantized_topk.cpp, bench) own the threading. Matrices are row-major
+/// float32 with explicit row strides (in elements).
+struct ComputeKernels {
+    KernelIsa isa;
+    const char* name;        ///< "avx512", "avx2" or "portable" (the values of ATTNSCOPE_ISA)
+    const char* description; ///< e.g. "AVX2+FMA, 6×16 register tile, int8 via vpmaddubsw" (About box, --version)
+
+    // ---- GEMM y = x·W (weight_gemm.cpp drives these) -------------------------------------------------
+    int mr;        ///< rows of x per register tile (and per packed panel)
+    int nr;        ///< columns of W per micro-panel
+    long rowBlock; ///< rows of packed x per L2-resident block (a multiple of mr)
+
+    /// Packs x rows [p, p + min(mr, rows − p)) (row stride ldx, `inner` columns) into pack + p·inner,
+    /// k-major: element (p + r, k) at pack[p·inner + k·mr' + r], mr' = min(mr, rows − p).
+    void (*packPanel)(const float* x, long ldx, long rows, long inner, long p, float* pack);
+
+    /// y[:, c0:c1) = packed x [rows, inner] · W[:, c0:c1), W [inner, cols] with row stride ldw read in place;
+    /// with `transposed`, W holds Wᵀ [cols, inner] (row stride ldw) and each micro-panel is transposed
+    /// into an L1 buffer first. Each y entry is one sequential float32 sum over k in a fixed order, so
+    /// a row's result does not depend on the other rows, on c0/c1 or on the thread.
+    void (*gemmColumns)(const float* pack, long rows, long inner, const float* W, long ldw, bool transposed, long c0,
+                        long c1, float* y, long ldy);
+
+    /// y[i, j] = x_i · wt_j for rows i < m of x (row stride ldx, k columns) and rows j ∈ [j0, j1) of
+    /// wt (row stride ldw): the unembedding of few positions, streaming wt once per call. Each entry's
+    /// summation order is fixed (lanes over k, then a fixed reduction tree): it does not depend on m
+    /// or on the other rows.
+    void (*dotRows)(const float* x, long m, long k, long ldx, const float* wt, long ldw, long j0, long j1, float* y,
+                    long ldy);
+
+    // ---- elementwise ---------------------------------------------------------------------------------
+    /// Causal softmax of one query row: scores[0, kept) *= scale in place; p[0, kept) = softmax of
+    /// those; p[kept, n) = 0 and scores[kept, n) = −∞ (HF: masked_fill then softmax).
+    void (*causalSoftmaxRow)(float* scores, float* p, long kept, long n, float scale);
+    /// gelu_new in place: 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), computed as x·σ(2u) (the same function).
+    void (*geluNew)(float* x, long n);
+    /// SiLU in place: x·σ(x) = x / (1 + e^−x).
+    void (*silu)(float* x, long n);
+    /// Σ_i exp(x_i − m) over n floats, the exps in float32, summed in double.
+    double (*sumExp)(const float* x, long n, float m);
+
+    // ---- int8 candidate pass of the low-rank top-k (quantized_topk.cpp) ---------------------------
+    /// Byte added to b̃ in the packed B operand (128 for vpdpbusd's u8 operand, 0 otherwise).
+    int int8Offset;
+    const char* int8Description; ///< e.g. "AVX512-VNNI vpdpbusd"
+    /// Rows [0, 6) of ã (int8, row stride aStride, nkg·4 columns) against column groups [g0, g1) of the
+    /// packed B (group g at bPacked + g·nkg·256: for each k-group kg, 64 columns × 4 bytes b̃ + int8Offset):
+    /// returns the first group g in which some cell has ã_r·b̃_j ≥ thrDot[r] (exact int32 dot products),
+    /// or g1 when none has. rowSum[r] = Σ_k ã_rk (for undoing the offset).
+    long (*int8FirstHit)(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
+                         const int* thrDot, const int* rowSum);
+
+    // ---- machine probes (bench/machine_bounds.cpp) --------------------------------------------------
+    int lanes;  ///< float32 lanes per vector register
+    /// `iterations` rounds of fmaChainCount independent vector FMA chains on registers; returns a sum of
+    /// the results (so nothing is optimised away). FLOPs = iterations · fmaChainCount · lanes · 2.
+    float (*fmaChains)(long iterations, float seed);
+    int fmaChainCount;
+    /// Σ of n floats (n a multiple of 4·lanes, p aligned to 64 bytes) with vector loads: the read-rate probe.
+    float (*sumFloats)(const float* p, size_t n);
+};
+
+/// The kernels of one instruction set, or nullptr when this build has none for it (x86 kernels on arm64).
+/// Does not check that the CPU can run them (kernel_choice.h does).
+const ComputeKernels* kernelsFor(KernelIsa isa);
+
+/// The kernels chosen at start-up (kernel_choice.h): ATTNSCOPE_ISA if set and runnable, else the best
+/// the CPU and OS support. Chosen once, on first use; the same table for the whole process.
+const ComputeKernels& computeKernels();
+
+} // namespace attnscope

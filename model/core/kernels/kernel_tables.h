@@ -1,0 +1,25 @@
+#pragma once
+// The tables the kernel translation units define, for kernel_choice.cpp only (declarations: this header
+// is included by the kernel translation units too; see compute_kernels.h).
+
+#include "model/core/kernels/compute_kernels.h"
+
+namespace attnscope::kernels {
+
+/// An int8 candidate-pass kernel that can replace a table's own (compute_kernels.h, int8FirstHit).
+struct Int8Kernel {
+    int offset;
+    const char* description;
+    long (*firstHit)(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
+                     const int* thrDot, const int* rowSum);
+};
+
+extern const ComputeKernels kPortableKernels; ///< kernels_portable.cpp
+#if defined(__x86_64__) || defined(_M_X64)
+extern const ComputeKernels kAvx2Kernels;   ///< kernels_avx2.cpp
+extern const ComputeKernels kAvx512Kernels; ///< kernels_avx512.cpp; int8 members empty: kernel_choice.cpp takes
+                                            ///< kAvx512VnniInt8 when the CPU has VNNI, else the AVX2 table's
+extern const Int8Kernel kAvx512VnniInt8;    ///< kernels_avx512_vnni.cpp, for CPUs with AVX512-VNNI
+#endif
+
+} // namespace attnscope::kernels

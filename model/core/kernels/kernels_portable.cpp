@@ -1,0 +1,45 @@
+// The portable kernels: GCC/Clang vector extensions of 4 floats at the target's baseline, with no
+// intrinsics: SSE2 on x86-64 (mul + add, no FMA), NEON on arm64 (fused multiply-add). Register tiles
+// of 6×8 (x86-64: 12 of 16 xmm accumulators) or 8×8 (arm64: 16 of 32), and the int8 candidate pass as
+// a plain loop. The fallback every CPU runs; see simd_kernels.h for why this file includes nothing else.
+
+#include "model/core/kernels/kernel_tables.h"
+
+namespace attnscope::kernels::portable {
+namespace {
+
+constexpr int kLanes = 4;
+#if defined(__aarch64__)
+constexpr int kMr = 8;
+constexpr int kFmaChains = 16; // FMA latency 4 × up to 4 pipes
+#else
+constexpr int kMr = 6;
+constexpr int kFmaChains = 14; // a multiply and an add per step: (4 + 3) cycles latency × 2 ports
+#endif
+constexpr int kDotRows = 2;
+
+#include "model/core/kernels/simd_kernels.h"
+
+long int8FirstHit(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
+                  const int* thrDot, const int* rowSum) {
+    return int8FirstHitLoop(a, aStride, bPacked, nkg, g0, g1, thrDot, rowSum, 0);
+}
+
+} // namespace
+} // namespace attnscope::kernels::portable
+
+namespace attnscope::kernels {
+
+extern const ComputeKernels kPortableKernels = {
+    KernelIsa::Portable, "portable",
+#if defined(__aarch64__)
+    "NEON vectors, 8\u00d78 register tile",
+#else
+    "SSE2 vectors without FMA, 6\u00d78 register tile",
+#endif
+    portable::kMr, portable::kNr, portable::kBlockRows, &portable::packPanel, &portable::gemmColumns,
+    &portable::dotRows, &portable::causalSoftmaxRow, &portable::geluNew, &portable::silu, &portable::sumExp,
+    0, "plain C++ loop", &portable::int8FirstHit,
+    portable::kLanes, &portable::fmaChains, portable::kFmaChains, &portable::sumFloats};
+
+} // namespace attnscope::kernels

@@ -1,0 +1,493 @@
+// The vectorised kernels, written once in GCC/Clang vector extensions and compiled once per instruction
+// set: kernels_avx512.cpp, kernels_avx2.cpp and kernels_portable.cpp each include this file inside their
+// own namespace (attnscope::kernels::<isa>) and an anonymous namespace, after defining
+//   kLanes      float32 lanes per vector register (16, 8, 4),
+//   kMr         rows of x per GEMM register tile (2·kMr accumulators + 2 W vectors + 1 broadcast must
+//               fit the register file: 14 for 32 zmm, 6 for 16 ymm or xmm),
+//   kDotRows    rows of x per dotRows tile (kDotRows × 4 accumulators),
+//   kFmaChains  independent chains of the FMA-peak probe (≥ FMA latency × FMA ports).
+// No #pragma once and no #include: everything here gets internal linkage in each including file, so no
+// code compiled for one instruction set can be shared with another through the linker (a kernel
+// translation unit includes nothing but this file, compute_kernels.h and intrinsics headers).
+//
+// GEMM method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x packed once into
+// panels of kMr rows stored k-major; W read in place (prefetched into L1 and, further ahead, L2) in
+// micro-panels of kNr = 2·kLanes columns × kDepth rows by the first x panel's kernel, which also leaves a
+// contiguous copy in L1 for the other x panels of the block (L2-resident); each output is one sequential
+// float32 sum over k (fused multiply-adds where the instruction set has them).
+
+typedef float vf __attribute__((vector_size(4 * kLanes)));
+typedef float vfu __attribute__((vector_size(4 * kLanes), aligned(4), may_alias));
+typedef int vi __attribute__((vector_size(4 * kLanes)));
+typedef double vd __attribute__((vector_size(8 * kLanes)));
+
+constexpr int kNr = 2 * kLanes;      // NR: columns per micro-panel (two vectors)
+constexpr long kDepth = 256;         // KC: a W micro-panel of 256 × kNr floats stays in L1 (16–32 KiB)
+constexpr long kBlockRows = 336;     // MC: 336 × 256 packed x floats = 336 KiB stay in L2 (a multiple of kMr)
+// W rows prefetched ahead in the streaming micro-kernel, into L1 and, further ahead, into L2: a short
+// prompt's pass is bound by how many W lines are in flight, so the distances are in bytes of micro-panel
+// (1.5 KiB and 8 KiB: 12 and 64 rows of 32 floats, 24 and 128 rows of 16); not all into L1: W's rows
+// 3–12 KiB apart share 1–4 L1 sets, which would evict them before use
+constexpr long kPrefetch = 12 * 32 / kNr;
+constexpr long kPrefetchL2 = 64 * 32 / kNr;
+static_assert(kBlockRows % kMr == 0, "the row block must hold whole panels");
+constexpr float kInf = __builtin_inff();
+
+inline vf loadv(const float* p) { return *reinterpret_cast<const vfu*>(p); }
+inline void storev(float* p, vf v) { *reinterpret_cast<vfu*>(p) = v; }
+inline vf splat(float x) { return vf{} + x; }
+inline long lmin(long a, long b) { return a < b ? a : b; }
+inline long lmax(long a, long b) { return a > b ? a : b; }
+inline vf vmax(vf a, vf b) { return a > b ? a : b; }
+
+/// Σ of the lanes in a fixed pairwise order (halves, quarters, …): the same bits for the same vector.
+inline float hsum(vf v) {
+#pragma GCC unroll 4
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+        for (int i = 0; i < w; ++i) v[i] += v[i + w];
+    return v[0];
+}
+inline float hmax(vf v) {
+    float m = v[0];
+    for (int i = 1; i < kLanes; ++i) m = v[i] > m ? v[i] : m;
+    return m;
+}
+
+/// e^x per lane (Cephes expf: x = n·ln2 + r, |r| ≤ ln2/2, a degree-6 polynomial for e^r, 2^n from the
+/// exponent bits), within 2 ulp of the exact value; inputs are clamped to [−87.34, 88.38], so e^x of very
+/// negative x is 2⁻¹²⁶ instead of a denormal or 0, and NaN stays NaN.
+inline vf vexp(vf x) {
+    const vf hi = splat(88.3762626647949f), lo = splat(-87.3365447505531f);
+    x = x > hi ? hi : x;
+    x = x < lo ? lo : x;
+    const vf magic = splat(12582912.0f); // 1.5·2²³: adding and subtracting it rounds to the nearest integer
+    const vf n = (x * 1.44269504088896341f + magic) - magic;
+    x = x - n * 0.693359375f;
+    x = x - n * -2.12194440e-4f;
+    const vf z = x * x;
+    vf y = splat(1.9875691500e-4f);
+    y = y * x + 1.3981999507e-3f;
+    y = y * x + 8.3334519073e-3f;
+    y = y * x + 4.1665795894e-2f;
+    y = y * x + 1.6666665459e-1f;
+    y = y * x + 5.0000001201e-1f;
+    y = y * z + x + 1.0f;
+    const vi bits = (__builtin_convertvector(n, vi) + 127) << 23;
+    return y * __builtin_bit_cast(vf, bits);
+}
+
+// ---- register transposes ---------------------------------------------------------------------------
+
+#if !defined(__clang__) && !(defined(__GNUC__) && __GNUC__ >= 12)
+#error "the kernels need __builtin_shufflevector (GCC 12 or later, or Clang)"
+#endif
+template <int... I>
+struct Seq {};
+template <int N, int... I>
+struct MakeSeq {
+    using type = typename MakeSeq<N - 1, N - 1, I...>::type;
+};
+template <int... I>
+struct MakeSeq<0, I...> {
+    using type = Seq<I...>;
+};
+
+/// One stage of a kLanes × kLanes register transpose: rows a = r_i, b = r_{i+h} (bit h of i clear) become
+/// the rows whose element e swaps bit h of its row index with bit h of its column index. After the stages
+/// h = kLanes/2, …, 2, 1 every element (i, e) sits at (e, i). Each output is one two-source shuffle.
+template <int h, int... E>
+inline void transposeStage(vf& a, vf& b, Seq<E...>) {
+    const vf lo = __builtin_shufflevector(a, b, ((E & h) == 0 ? E : kLanes + E - h)...);
+    const vf hi = __builtin_shufflevector(a, b, ((E & h) == 0 ? E + h : kLanes + E)...);
+    a = lo;
+    b = hi;
+}
+
+template <int h>
+inline void transposeStages(vf (&r)[kLanes]) {
+    if constexpr (h >= 1) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kLanes; ++i)
+            if ((i & h) == 0) transposeStage<h>(r[i], r[i + h], typename MakeSeq<kLanes>::type{});
+        transposeStages<h / 2>(r);
+    }
+}
+
+/// dst[k·ldd + c] = src[c·lds + k] for c < nRows ≤ kLanes rows of kLanes floats (k < kLanes); each of the
+/// kLanes stores writes kLanes floats, lanes c ≥ nRows zero (with ldd < kLanes they spill into the next
+/// store's place).
+inline void transposeRows(const float* src, long lds, int nRows, float* dst, long ldd) {
+    vf r[kLanes];
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) r[i] = i < nRows ? loadv(src + i * lds) : vf{};
+    transposeStages<kLanes / 2>(r);
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) storev(dst + i * ldd, r[i]);
+}
+
+// ---- GEMM ---------------------------------------------------------------------------------------------
+
+/// c [MR, kNr] (+)= a [MR, kc] · b [kc, kNr]. a packed k-major (a[k·MR + r]); b rows ldb floats apart.
+/// With `copy` (not null), the b rows it reads are also stored there contiguously (copy[k·kNr + j]): the
+/// first x panel leaves an L1-resident copy of the micro-panel for the others (W's rows in place are
+/// 3–12 KiB apart, which maps a micro-panel's rows onto 1–4 L1 sets, so it never stays in L1).
+/// Stream = false: b is such an L1 copy (or another L1-resident panel): no prefetching.
+template <int MR, bool Stream>
+void microKernel(const float* __restrict a, const float* __restrict b, long ldb, long kc, float* __restrict c,
+                 long ldc, bool accumulate, float* __restrict copy) {
+    vf acc0[MR], acc1[MR];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = vf{};
+    for (long k = 0; k < kc; ++k) {
+        if constexpr (Stream) {
+            // W rows ahead: the first x panel streams each micro-panel from DRAM; past the panel's last row,
+            // the first rows of the next micro-panel (the next kNr columns), which the next call streams
+            const float* l1 = k + kPrefetch < kc ? b + (k + kPrefetch) * ldb : b + kNr + (k + kPrefetch - kc) * ldb;
+            const float* l2 = k + kPrefetchL2 < kc ? b + (k + kPrefetchL2) * ldb : b + kNr + (k + kPrefetchL2 - kc) * ldb;
+#pragma GCC unroll 2
+            for (int line = 0; line < kNr; line += 16) {
+                __builtin_prefetch(l1 + line);
+                __builtin_prefetch(l2 + line, 0, 2);
+            }
+        }
+        const vf b0 = loadv(b + k * ldb), b1 = loadv(b + k * ldb + kLanes);
+        if (Stream && copy) {
+            storev(copy + k * kNr, b0);
+            storev(copy + k * kNr + kLanes, b1);
+        }
+#pragma GCC unroll 16
+        for (int r = 0; r < MR; ++r) {
+            const float ar = a[k * MR + r];
+            acc0[r] += ar * b0;
+            acc1[r] += ar * b1;
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+        float* row = c + r * ldc;
+        if (accumulate) {
+            acc0[r] += loadv(row);
+            acc1[r] += loadv(row + kLanes);
+        }
+        storev(row, acc0[r]);
+        storev(row + kLanes, acc1[r]);
+    }
+}
+
+using MicroKernelFn = void (*)(const float*, const float*, long, long, float*, long, bool, float*);
+
+template <bool Stream, int... R>
+struct MicroKernelTable {
+    static constexpr MicroKernelFn fns[sizeof...(R)] = {&microKernel<R + 1, Stream>...};
+};
+template <bool Stream, int... R>
+constexpr const MicroKernelFn* microKernels(Seq<R...>) {
+    return MicroKernelTable<Stream, R...>::fns;
+}
+/// kKernels[stream][mr − 1]: stream = b read in place from W (prefetched), else an L1 micro-panel copy.
+const MicroKernelFn* const kKernels[2] = {microKernels<false>(typename MakeSeq<kMr>::type{}),
+                                          microKernels<true>(typename MakeSeq<kMr>::type{})};
+
+/// compute_kernels.h, packPanel. Full panels go kLanes columns of x at a time through a register
+/// transpose (a copy: the same bits either way) when a panel's rows fit one vector.
+void packPanel(const float* x, long ldx, long rows, long inner, long p, float* pack) {
+    const long mr = lmin(kMr, rows - p);
+    float* dst = pack + p * inner;
+    long kDone = 0;
+    if constexpr (kMr <= kLanes) {
+        if (mr == kMr) {
+            // kLanes k-vectors of kMr rows per step, stored kMr floats apart in ascending order: each
+            // store's padding lanes land where the next store (or the next step) writes; the last step
+            // stays scalar so that nothing is written past this panel
+            for (; kDone + kLanes < inner; kDone += kLanes)
+                transposeRows(x + p * ldx + kDone, ldx, kMr, dst + kDone * kMr, kMr);
+        }
+    }
+    for (long r = 0; r < mr; ++r) {
+        const float* src = x + (p + r) * ldx;
+        for (long k = kDone; k < inner; ++k) dst[k * mr + r] = src[k];
+    }
+}
+
+/// The micro-panel of a transposed weight: pad[k·kNr + c] = wt[c·ldw + k] for c < w, k < kc, and 0 for the
+/// columns c ≥ w. Full panels go through kLanes × kLanes register transposes (a plain copy either way, so
+/// the panel is bitwise the same), the rest element by element. `next`, when not null, is the next full
+/// panel's wt: its lines are prefetched into L2 while this panel's kernel calls run (Wᵀ streams from
+/// DRAM, one piece of each of kNr rows per panel).
+void transposeIntoPanel(const float* wt, long ldw, long w, long kc, float* pad, const float* next) {
+    long kDone = 0;
+    if (w == kNr) {
+        for (; kDone + kLanes <= kc; kDone += kLanes) {
+            transposeRows(wt + kDone, ldw, kLanes, pad + kDone * kNr, kNr);
+            transposeRows(wt + kLanes * ldw + kDone, ldw, kLanes, pad + kDone * kNr + kLanes, kNr);
+            if (next && kDone % 16 == 0)
+                for (long c = 0; c < kNr; ++c) __builtin_prefetch(next + c * ldw + kDone, 0, 2);
+        }
+    }
+    for (long c = 0; c < w; ++c) {
+        const float* src = wt + c * ldw;
+        for (long k = kDone; k < kc; ++k) pad[k * kNr + c] = src[k];
+    }
+    for (long k = 0; k < kc; ++k)
+        for (long c = w; c < kNr; ++c) pad[k * kNr + c] = 0.0f;
+}
+
+/// compute_kernels.h, gemmColumns.
+void gemmColumns(const float* pack, long rows, long inner, const float* W, long ldw, bool transposed, long c0, long c1,
+                 float* y, long ldy) {
+    alignas(64) float padB[kDepth * kNr];
+    alignas(64) float padC[kMr * kNr];
+    for (long k0 = 0; k0 < inner; k0 += kDepth) {
+        const long kc = lmin(kDepth, inner - k0);
+        const bool accumulate = k0 > 0;
+        for (long m0 = 0; m0 < rows; m0 += kBlockRows) {
+            const long m1 = lmin(rows, m0 + kBlockRows);
+            for (long j = c0; j < c1; j += kNr) {
+                const long w = lmin(kNr, c1 - j);
+                const float* b = W + k0 * ldw + j;
+                long ldb = ldw;
+                if (transposed) { // W(k, j) = Wᵀ(j, k): gather kNr rows of Wᵀ into a k-major micro-panel
+                    const bool nextFull = j + 2 * kNr <= c1;
+                    transposeIntoPanel(W + j * ldw + k0, ldw, w, kc, padB, nextFull ? W + (j + kNr) * ldw + k0 : nullptr);
+                    b = padB;
+                    ldb = kNr;
+                } else if (w < kNr) { // tail columns: a zero-padded copy of the micro-panel
+                    for (long k = 0; k < kc; ++k) {
+                        __builtin_memcpy(padB + k * kNr, b + k * ldw, size_t(w) * sizeof(float));
+                        for (long cc = w; cc < kNr; ++cc) padB[k * kNr + cc] = 0.0f;
+                    }
+                    b = padB;
+                    ldb = kNr;
+                }
+                for (long p = m0; p < m1; p += kMr) {
+                    const long mr = lmin(kMr, rows - p);
+                    const float* a = pack + p * inner + k0 * mr;
+                    float* c = y + p * ldy + j;
+                    if (w == kNr) {
+                        // in place: the first of several x panels copies the micro-panel for the rest
+                        const bool stream = b != padB, copy = stream && p == m0 && m1 - m0 > kMr;
+                        kKernels[stream][mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr);
+                        if (copy) {
+                            b = padB;
+                            ldb = kNr;
+                        }
+                    } else {
+                        for (long r = 0; r < mr; ++r) {
+                            __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
+                            for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
+                        }
+                        kKernels[b != padB][mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr);
+                        for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- few-row products with a transposed weight (the unembedding of a few positions) -----------------
+
+/// y[r, j] = x_r · wt_j for R rows of x and nj ≤ 4 rows of wt: R × 4 vector accumulators over k, then a
+/// fixed reduction of the lanes; a partial last vector of k is zero-padded (same arithmetic), so each
+/// entry is computed the same way whatever R, nj and the neighbouring rows are.
+template <int R>
+void dotTile(const float* x, long ldx, long k, const float* wt, long ldw, int nj, float* y, long ldy) {
+    constexpr int J = 4;
+    const float* w[J];
+#pragma GCC unroll 4
+    for (int j = 0; j < J; ++j) w[j] = wt + (j < nj ? j : nj - 1) * ldw;
+    vf acc[R][J];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) acc[r][j] = vf{};
+    long kk = 0;
+    for (; kk + kLanes <= k; kk += kLanes) {
+        vf xv[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) xv[r] = loadv(x + r * ldx + kk);
+#pragma GCC unroll 4
+        for (int j = 0; j < J; ++j) {
+            const vf wv = loadv(w[j] + kk);
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) acc[r][j] += xv[r] * wv;
+        }
+    }
+    if (kk < k) {
+        const long n = k - kk;
+        vf xv[R], wv[J];
+        for (int r = 0; r < R; ++r) {
+            xv[r] = vf{};
+            for (long i = 0; i < n; ++i) xv[r][i] = x[r * ldx + kk + i];
+        }
+        for (int j = 0; j < J; ++j) {
+            wv[j] = vf{};
+            for (long i = 0; i < n; ++i) wv[j][i] = w[j][kk + i];
+        }
+        for (int j = 0; j < J; ++j)
+            for (int r = 0; r < R; ++r) acc[r][j] += xv[r] * wv[j];
+    }
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < nj; ++j) y[r * ldy + j] = hsum(acc[r][j]);
+}
+
+using DotTileFn = void (*)(const float*, long, long, const float*, long, int, float*, long);
+template <int... R>
+struct DotTileTable {
+    static constexpr DotTileFn fns[sizeof...(R)] = {&dotTile<R + 1>...};
+};
+template <int... R>
+constexpr const DotTileFn* dotTiles(Seq<R...>) {
+    return DotTileTable<R...>::fns;
+}
+const DotTileFn* const kDotTiles = dotTiles(typename MakeSeq<kDotRows>::type{});
+
+/// compute_kernels.h, dotRows. wt is taken in blocks of rows that stay in L2 (≈ 128 KiB) while every
+/// group of kDotRows rows of x runs over them: wt is read from memory once per call.
+void dotRows(const float* x, long m, long k, long ldx, const float* wt, long ldw, long j0, long j1, float* y, long ldy) {
+    const long blockRows = lmax(4, (32768 / lmax(1, k)) / 4 * 4);
+    for (long jb = j0; jb < j1; jb += blockRows) {
+        const long je = lmin(j1, jb + blockRows);
+        for (long i0 = 0; i0 < m; i0 += kDotRows) {
+            const long nr = lmin(kDotRows, m - i0);
+            for (long j = jb; j < je; j += 4)
+                kDotTiles[nr - 1](x + i0 * ldx, ldx, k, wt + j * ldw, ldw, int(lmin(4, je - j)), y + i0 * ldy + j, ldy);
+        }
+    }
+}
+
+// ---- elementwise ----------------------------------------------------------------------------------
+
+/// compute_kernels.h, causalSoftmaxRow.
+void causalSoftmaxRow(float* s, float* p, long kept, long n, float scale) {
+    long i = 0;
+    vf vm = splat(-kInf);
+    for (; i + kLanes <= kept; i += kLanes) {
+        const vf v = loadv(s + i) * scale;
+        storev(s + i, v);
+        vm = vmax(vm, v);
+    }
+    float m = hmax(vm);
+    for (; i < kept; ++i) {
+        s[i] *= scale;
+        m = s[i] > m ? s[i] : m;
+    }
+    vf vsum{};
+    i = 0;
+    for (; i + kLanes <= kept; i += kLanes) {
+        const vf e = vexp(loadv(s + i) - m);
+        storev(p + i, e);
+        vsum += e;
+    }
+    float sum = hsum(vsum);
+    if (i < kept) { // the tail through the same exp, lanes beyond `kept` left out of the sum
+        vf t = splat(m);
+        for (long l = 0; l < kept - i; ++l) t[l] = s[i + l];
+        const vf e = vexp(t - m);
+        for (long l = 0; l < kept - i; ++l) {
+            p[i + l] = e[l];
+            sum += e[l];
+        }
+    }
+    const vf vs = splat(sum);
+    for (i = 0; i + kLanes <= kept; i += kLanes) storev(p + i, loadv(p + i) / vs);
+    for (; i < kept; ++i) p[i] /= sum;
+    for (i = kept; i < n; ++i) {
+        p[i] = 0.0f;
+        s[i] = -kInf;
+    }
+}
+
+/// x / (1 + e^(−c·x)) in place, elementwise: gelu_new with c·x = 2u, SiLU with c = 1.
+template <bool Gelu>
+void sigmoidGate(float* x, long n) {
+    auto f = [](vf v) {
+        vf t = v;
+        if constexpr (Gelu) t = (v + 0.044715f * v * v * v) * (2.0f * 0.7978845608028654f); // 2u, u = √(2/π)(x + 0.044715x³)
+        return v / (1.0f + vexp(-t));
+    };
+    long i = 0;
+    for (; i + kLanes <= n; i += kLanes) storev(x + i, f(loadv(x + i)));
+    if (i < n) {
+        vf t{};
+        for (long l = 0; l < n - i; ++l) t[l] = x[i + l];
+        t = f(t);
+        for (long l = 0; l < n - i; ++l) x[i + l] = t[l];
+    }
+}
+void geluNew(float* x, long n) { sigmoidGate<true>(x, n); }
+void silu(float* x, long n) { sigmoidGate<false>(x, n); }
+
+/// compute_kernels.h, sumExp.
+double sumExp(const float* x, long n, float m) {
+    vd acc{};
+    long i = 0;
+    for (; i + kLanes <= n; i += kLanes) acc += __builtin_convertvector(vexp(loadv(x + i) - m), vd);
+    double s = 0;
+    for (int l = 0; l < kLanes; ++l) s += acc[l];
+    if (i < n) {
+        vf t = splat(m);
+        for (long l = 0; l < n - i; ++l) t[l] = x[i + l];
+        const vf e = vexp(t - m);
+        for (long l = 0; l < n - i; ++l) s += double(e[l]);
+    }
+    return s;
+}
+
+// ---- machine probes -----------------------------------------------------------------------------------
+
+/// compute_kernels.h, fmaChains: kFmaChains independent multiply-add chains on registers.
+float fmaChains(long iterations, float seed) {
+    vf acc[kFmaChains];
+    for (int i = 0; i < kFmaChains; ++i) acc[i] = splat(seed * float(i));
+    volatile float va = 0.999999f, vb = 1e-7f; // unknown to the compiler: nothing folds
+    const vf a = splat(va), b = splat(vb);
+    for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kFmaChains; ++i) acc[i] = acc[i] * a + b;
+    }
+    vf s{};
+    for (int i = 0; i < kFmaChains; ++i) s += acc[i];
+    return hsum(s);
+}
+
+/// compute_kernels.h, sumFloats: four independent vector sums, so the loads set the pace.
+float sumFloats(const float* p, size_t n) {
+    vf a{}, b{}, c{}, d{};
+    for (size_t i = 0; i + 4 * kLanes <= n; i += 4 * kLanes) {
+        a += loadv(p + i);
+        b += loadv(p + i + kLanes);
+        c += loadv(p + i + 2 * kLanes);
+        d += loadv(p + i + 3 * kLanes);
+    }
+    return hsum(a + b + c + d);
+}
+
+// ---- int8 candidate pass: the portable loop (the x86 tables replace it with intrinsics) --------------
+
+constexpr int kInt8Never = 1 << 30; // compute_kernels.h: a thrDot this high means the row never hits
+
+/// compute_kernels.h, int8FirstHit, in plain C++: the 6 × 64 exact dot products of each group (the
+/// compiler vectorises the column loop at the target's baseline).
+[[maybe_unused]] long int8FirstHitLoop(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
+                      const int* thrDot, const int* /*rowSum*/, int offset) {
+    for (long g = g0; g < g1; ++g) {
+        const uint8_t* bg = bPacked + g * long(nkg) * 256;
+        for (int r = 0; r < 6; ++r) {
+            if (thrDot[r] >= kInt8Never) continue;
+            int dot[64] = {};
+            const int8_t* ar = a + r * aStride;
+            for (int kg = 0; kg < nkg; ++kg) {
+                const uint8_t* bk = bg + kg * 256;
+                const int a0 = ar[4 * kg], a1 = ar[4 * kg + 1], a2 = ar[4 * kg + 2], a3 = ar[4 * kg + 3];
+                // the stored byte minus the offset, read as the signed b̃ it encodes
+                auto b = [&](int i) { return int(static_cast<int8_t>(static_cast<uint8_t>(int(bk[i]) - offset))); };
+                for (int j = 0; j < 64; ++j) dot[j] += a0 * b(4 * j) + a1 * b(4 * j + 1) + a2 * b(4 * j + 2) + a3 * b(4 * j + 3);
+            }
+            int any = 0;
+            for (int j = 0; j < 64; ++j) any |= int(dot[j] >= thrDot[r]);
+            if (any) return g;
+        }
+    }
+    return g1;
+}

@@ -1,0 +1,376 @@
+// Every compute kernel this CPU can run (model/core/kernels: avx512, avx2, portable), each routine of its
+// table against an independent float64 (or exact integer) reference computed here, with the same
+// tolerances for every kernel; and the choice of kernel from CPU features and ATTNSCOPE_ISA.
+
+#include "model/core/kernels/kernel_choice.h"
+
+#include <Eigen/Core>
+#include <QtTest>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace attnscope;
+
+namespace {
+
+std::vector<float> randomFloats(size_t n, unsigned seed, float scale = 1.0f) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(gen);
+    return v;
+}
+
+QString kernelTag(const ComputeKernels& k) { return QString::fromLatin1(k.name); }
+
+/// γ-style bound of a float32 sum of n products: n·2⁻²⁴·Σ|x||w| (+ a little slack for the final add).
+double sumBound(long n, double magnitude) { return (double(n) + 2) * std::ldexp(1.0, -24) * magnitude + 1e-30; }
+
+} // namespace
+
+class TestComputeKernels : public QObject {
+    Q_OBJECT
+private slots:
+    void runnableKernelsIncludePortable();
+    void gemmMatchesFloat64_data();
+    void gemmMatchesFloat64();
+    void dotRowsMatchesFloat64AndIsRowIndependent_data();
+    void dotRowsMatchesFloat64AndIsRowIndependent();
+    void softmaxRowMatchesFloat64_data();
+    void softmaxRowMatchesFloat64();
+    void activationsMatchFloat64_data();
+    void activationsMatchFloat64();
+    void sumExpMatchesFloat64_data();
+    void sumExpMatchesFloat64();
+    void int8FirstHitIsExact_data();
+    void int8FirstHitIsExact();
+    void probesComputeWhatTheySay_data();
+    void probesComputeWhatTheySay();
+    void choiceFollowsFeaturesAndOsState();
+    void forcedKernelErrorsNameTheProblem();
+};
+
+namespace {
+/// One data row per runnable kernel, tagged with its name.
+void kernelRows() {
+    QTest::addColumn<int>("isa");
+    for (KernelIsa isa : runnableKernelIsas()) QTest::newRow(qPrintable(kernelIsaName(isa))) << int(isa);
+}
+const ComputeKernels& fetchKernel() {
+    QFETCH(int, isa);
+    const ComputeKernels* k = kernelsFor(KernelIsa(isa));
+    if (!k) qFatal("kernel table missing");
+    return *k;
+}
+} // namespace
+
+void TestComputeKernels::runnableKernelsIncludePortable() {
+    const std::vector<KernelIsa> r = runnableKernelIsas();
+    QVERIFY(!r.empty());
+    QCOMPARE(int(r.front()), int(KernelIsa::Portable));
+    const CpuFeatures f = detectCpuFeatures();
+    QCOMPARE(int(r.back()), int(bestKernelIsa(f)));
+    for (KernelIsa isa : r) {
+        const ComputeKernels* k = kernelsFor(isa);
+        QVERIFY(k);
+        QCOMPARE(QString::fromLatin1(k->name), kernelIsaName(isa));
+        QVERIFY(k->mr >= 1 && k->nr >= 4 && k->rowBlock % k->mr == 0);
+        QVERIFY(k->int8FirstHit && k->int8Description && *k->int8Description);
+        QVERIFY(k->int8Offset == 0 || k->int8Offset == 128);
+    }
+}
+
+void TestComputeKernels::gemmMatchesFloat64_data() {
+    QTest::addColumn<int>("isa");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("inner");
+    QTest::addColumn<int>("cols");
+    QTest::addColumn<int>("stridePad");
+    QTest::addColumn<bool>("transposed");
+    struct Shape {
+        const char* name;
+        int rows, inner, cols, pad;
+    };
+    const Shape shapes[] = {{"1 row", 1, 64, 50, 0},           {"S=20", 20, 96, 96, 0},
+                            {"13 rows, 39 cols", 13, 40, 39, 5}, {"15 rows, inner 257", 15, 257, 70, 3},
+                            {"29 rows, 3 cols", 29, 600, 3, 11}, {"350 rows (two row blocks)", 350, 130, 200, 64},
+                            {"inner 1", 17, 1, 33, 0}};
+    for (KernelIsa isa : runnableKernelIsas())
+        for (const Shape& s : shapes)
+            for (bool t : {false, true})
+                QTest::newRow(qPrintable(QStringLiteral("%1 %2%3").arg(kernelIsaName(isa), QString::fromLatin1(s.name),
+                                                                       t ? QStringLiteral(" (Wᵀ)") : QString())))
+                    << int(isa) << s.rows << s.inner << s.cols << s.pad << t;
+}
+
+void TestComputeKernels::gemmMatchesFloat64() {
+    const ComputeKernels& K = fetchKernel();
+    QFETCH(int, rows);
+    QFETCH(int, inner);
+    QFETCH(int, cols);
+    QFETCH(int, stridePad);
+    QFETCH(bool, transposed);
+    const std::vector<float> x = randomFloats(size_t(rows) * inner, 1);
+    // W [inner, cols] with row stride cols + pad, or Wᵀ [cols, inner] with row stride inner + pad
+    const long ldw = transposed ? inner + stridePad : cols + stridePad;
+    const std::vector<float> w = randomFloats(size_t(transposed ? cols : inner) * ldw, 2);
+    auto W = [&](long k, long j) { return transposed ? w[size_t(j * ldw + k)] : w[size_t(k * ldw + j)]; };
+    std::vector<float> pack(size_t(rows) * inner), y(size_t(rows) * cols, -1.0f);
+    for (long p = 0; p < rows; p += K.mr) K.packPanel(x.data(), inner, rows, inner, p, pack.data());
+    // in two column ranges, as two threads' blocks would be
+    const long mid = std::min<long>(cols, K.nr + 3);
+    K.gemmColumns(pack.data(), rows, inner, w.data(), ldw, transposed, 0, mid, y.data(), cols);
+    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, w.data(), ldw, transposed, mid, cols, y.data(), cols);
+    double worst = 0;
+    for (long i = 0; i < rows; ++i)
+        for (long j = 0; j < cols; ++j) {
+            double ref = 0, mag = 0;
+            for (long k = 0; k < inner; ++k) {
+                ref += double(x[size_t(i * inner + k)]) * W(k, j);
+                mag += std::abs(double(x[size_t(i * inner + k)]) * W(k, j));
+            }
+            const double err = std::abs(double(y[size_t(i * cols + j)]) - ref);
+            QVERIFY2(err <= sumBound(inner, mag),
+                     qPrintable(QStringLiteral("%1: y(%2,%3) = %4, float64 %5").arg(kernelTag(K)).arg(i).arg(j)
+                                    .arg(double(y[size_t(i * cols + j)])).arg(ref)));
+            worst = std::max(worst, err / (mag + 1e-30));
+        }
+    QVERIFY(worst < 1e-5);
+}
+
+void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent_data() {
+    QTest::addColumn<int>("isa");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<int>("k");
+    for (KernelIsa isa : runnableKernelIsas())
+        for (auto [m, k] : {std::pair{1, 64}, {2, 15}, {3, 768}, {5, 771}, {63, 100}, {7, 1}})
+            QTest::newRow(qPrintable(QStringLiteral("%1 m=%2 k=%3").arg(kernelIsaName(isa)).arg(m).arg(k))) << int(isa) << m << k;
+}
+
+void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent() {
+    const ComputeKernels& K = fetchKernel();
+    QFETCH(int, m);
+    QFETCH(int, k);
+    const long n = 203, ldx = k + 3, ldw = k + 1;
+    const std::vector<float> x = randomFloats(size_t(m) * ldx, 3), wt = randomFloats(size_t(n) * ldw, 4);
+    std::vector<float> y(size_t(m) * n, -7.0f);
+    K.dotRows(x.data(), m, k, ldx, wt.data(), ldw, 0, 100, y.data(), n);
+    K.dotRows(x.data(), m, k, ldx, wt.data(), ldw, 100, n, y.data(), n);
+    for (long i = 0; i < m; ++i)
+        for (long j = 0; j < n; ++j) {
+            double ref = 0, mag = 0;
+            for (long t = 0; t < k; ++t) {
+                const double p = double(x[size_t(i * ldx + t)]) * wt[size_t(j * ldw + t)];
+                ref += p;
+                mag += std::abs(p);
+            }
+            QVERIFY2(std::abs(y[size_t(i * n + j)] - ref) <= sumBound(k, mag),
+                     qPrintable(QStringLiteral("y(%1,%2) = %3, float64 %4").arg(i).arg(j).arg(y[size_t(i * n + j)]).arg(ref)));
+        }
+    // each row alone gives the same bits (the lens batches rows of several boundaries)
+    for (long i = 0; i < m; ++i) {
+        std::vector<float> one(static_cast<size_t>(n));
+        K.dotRows(x.data() + i * ldx, 1, k, ldx, wt.data(), ldw, 0, n, one.data(), n);
+        QVERIFY(std::memcmp(one.data(), y.data() + i * n, size_t(n) * sizeof(float)) == 0);
+    }
+}
+
+void TestComputeKernels::softmaxRowMatchesFloat64_data() { kernelRows(); }
+
+void TestComputeKernels::softmaxRowMatchesFloat64() {
+    const ComputeKernels& K = fetchKernel();
+    const long n = 77;
+    for (long kept : {1L, 5L, 16L, 17L, 40L, 77L}) {
+        std::vector<float> s = randomFloats(size_t(n), unsigned(kept), 4.0f), p(size_t(n), 9.0f);
+        s[0] = 60.0f; // a large score: the max is subtracted
+        const std::vector<float> orig = s;
+        const float scale = 0.125f;
+        K.causalSoftmaxRow(s.data(), p.data(), kept, n, scale);
+        double m = -1e300, z = 0;
+        for (long i = 0; i < kept; ++i) m = std::max(m, double(orig[size_t(i)]) * scale);
+        for (long i = 0; i < kept; ++i) z += std::exp(double(orig[size_t(i)]) * scale - m);
+        double total = 0;
+        for (long i = 0; i < kept; ++i) {
+            QCOMPARE(s[size_t(i)], orig[size_t(i)] * scale); // scaled in place, exactly
+            const double ref = std::exp(double(orig[size_t(i)]) * scale - m) / z;
+            QVERIFY2(std::abs(p[size_t(i)] - ref) <= 1e-6 * ref + 1e-37,
+                     qPrintable(QStringLiteral("%1 kept %2: p[%3] = %4, float64 %5").arg(kernelTag(K)).arg(kept).arg(i).arg(p[size_t(i)]).arg(ref)));
+            total += p[size_t(i)];
+        }
+        QVERIFY(std::abs(total - 1.0) < 1e-5);
+        for (long i = kept; i < n; ++i) {
+            QCOMPARE(p[size_t(i)], 0.0f);
+            QCOMPARE(s[size_t(i)], -std::numeric_limits<float>::infinity());
+        }
+    }
+}
+
+void TestComputeKernels::activationsMatchFloat64_data() { kernelRows(); }
+
+void TestComputeKernels::activationsMatchFloat64() {
+    const ComputeKernels& K = fetchKernel();
+    std::vector<float> x = randomFloats(301, 7, 3.0f);
+    for (float v : {0.0f, -0.0f, 1e-20f, -30.0f, 30.0f, -100.0f, 100.0f, 5e-4f}) x.push_back(v);
+    std::vector<float> g = x, s = x;
+    K.geluNew(g.data(), long(g.size()));
+    K.silu(s.data(), long(s.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+        const double v = x[i];
+        const double gRef = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        const double sRef = v / (1 + std::exp(-v));
+        QVERIFY2(std::abs(g[i] - gRef) <= 4e-7 * std::abs(v) + 1e-30,
+                 qPrintable(QStringLiteral("%1: gelu_new(%2) = %3, float64 %4").arg(kernelTag(K)).arg(v).arg(g[i]).arg(gRef)));
+        QVERIFY2(std::abs(s[i] - sRef) <= 4e-7 * std::abs(v) + 1e-30,
+                 qPrintable(QStringLiteral("%1: silu(%2) = %3, float64 %4").arg(kernelTag(K)).arg(v).arg(s[i]).arg(sRef)));
+    }
+}
+
+void TestComputeKernels::sumExpMatchesFloat64_data() { kernelRows(); }
+
+void TestComputeKernels::sumExpMatchesFloat64() {
+    const ComputeKernels& K = fetchKernel();
+    for (long n : {1L, 15L, 16L, 50257L}) {
+        std::vector<float> x = randomFloats(size_t(n), unsigned(n), 5.0f);
+        float m = x[0];
+        for (float v : x) m = std::max(m, v);
+        double ref = 0;
+        for (float v : x) ref += std::exp(double(v) - m);
+        const double ours = K.sumExp(x.data(), n, m);
+        QVERIFY2(std::abs(ours - ref) <= 3e-7 * ref,
+                 qPrintable(QStringLiteral("%1 n=%2: %3 vs float64 %4").arg(kernelTag(K)).arg(n).arg(ours, 0, 'g', 12).arg(ref, 0, 'g', 12)));
+    }
+}
+
+void TestComputeKernels::int8FirstHitIsExact_data() { kernelRows(); }
+
+void TestComputeKernels::int8FirstHitIsExact() {
+    const ComputeKernels& K = fetchKernel();
+    std::mt19937 gen(11);
+    std::uniform_int_distribution<int> q(-127, 127);
+    for (int r : {4, 12, 64}) {
+        const int nkg = r / 4, groups = 9;
+        std::vector<int8_t> a(size_t(6) * r);
+        std::vector<int8_t> b(size_t(groups) * 64 * r); // b̃ [column][k]
+        for (auto& v : a) v = int8_t(q(gen));
+        for (auto& v : b) v = int8_t(q(gen));
+        a[0] = 127, a[1] = -127, b[0] = -127, b[1] = 127; // the extremes (vpmaddubsw must not saturate)
+        alignas(64) static uint8_t packed[9 * 16 * 256];
+        for (int j = 0; j < groups * 64; ++j)
+            for (int kg = 0; kg < nkg; ++kg)
+                for (int t = 0; t < 4; ++t)
+                    packed[(size_t(j / 64) * nkg + kg) * 256 + size_t(j % 64) * 4 + t] =
+                        uint8_t(int(b[size_t(j) * r + size_t(kg * 4 + t)]) + K.int8Offset);
+        int rowSum[6] = {};
+        std::vector<std::vector<int>> dots(6, std::vector<int>(size_t(groups) * 64));
+        int maxDot = std::numeric_limits<int>::min();
+        for (int row = 0; row < 6; ++row) {
+            for (int t = 0; t < r; ++t) rowSum[row] += a[size_t(row * r + t)];
+            for (int j = 0; j < groups * 64; ++j) {
+                int d = 0;
+                for (int t = 0; t < r; ++t) d += int(a[size_t(row * r + t)]) * int(b[size_t(j) * r + size_t(t)]);
+                dots[size_t(row)][size_t(j)] = d;
+                maxDot = std::max(maxDot, d);
+            }
+        }
+        QCOMPARE(dots[0][0], -2 * 127 * 127 + [&] { int d = 0; for (int t = 2; t < r; ++t) d += int(a[size_t(t)]) * int(b[size_t(t)]); return d; }());
+        // thresholds: one row at its own maximum (exactly reached), the others never or often
+        std::uniform_int_distribution<int> pick(0, 5);
+        for (int trial = 0; trial < 40; ++trial) {
+            int thr[6];
+            for (int row = 0; row < 6; ++row) {
+                const int mode = pick(gen);
+                int rowMax = std::numeric_limits<int>::min();
+                for (int d : dots[size_t(row)]) rowMax = std::max(rowMax, d);
+                thr[row] = mode == 0 ? 1 << 30 : mode == 1 ? rowMax : mode == 2 ? rowMax + 1 : mode == 3 ? -(1 << 30) : rowMax - pick(gen) * 50;
+            }
+            for (long g0 : {0L, 3L}) {
+                long expected = groups;
+                for (long g = g0; g < groups && expected == groups; ++g)
+                    for (int row = 0; row < 6 && expected == groups; ++row)
+                        for (int c = 0; c < 64; ++c)
+                            if (dots[size_t(row)][size_t(g * 64 + c)] >= thr[row]) {
+                                expected = g;
+                                break;
+                            }
+                const long got = K.int8FirstHit(a.data(), r, packed, nkg, g0, groups, thr, rowSum);
+                QVERIFY2(got == expected, qPrintable(QStringLiteral("%1 r=%2 trial %3 from %4: group %5, expected %6")
+                                                         .arg(kernelTag(K)).arg(r).arg(trial).arg(g0).arg(got).arg(expected)));
+            }
+        }
+    }
+}
+
+void TestComputeKernels::probesComputeWhatTheySay_data() { kernelRows(); }
+
+void TestComputeKernels::probesComputeWhatTheySay() {
+    const ComputeKernels& K = fetchKernel();
+    QVERIFY(K.lanes == 4 || K.lanes == 8 || K.lanes == 16);
+    QVERIFY(K.fmaChainCount >= 8);
+    const float f = K.fmaChains(1000, 1.0f);
+    QVERIFY(std::isfinite(f));
+    // acc ← acc·a + b from acc₀ = seed·i: a sum over the chains and lanes
+    double ref = 0;
+    for (int i = 0; i < K.fmaChainCount; ++i) {
+        double acc = float(i);
+        for (int it = 0; it < 1000; ++it) acc = acc * double(0.999999f) + double(1e-7f);
+        ref += acc * K.lanes;
+    }
+    QVERIFY2(std::abs(f - ref) <= 1e-4 * std::abs(ref), qPrintable(QStringLiteral("%1 vs %2").arg(f).arg(ref)));
+    alignas(64) static float buf[4096];
+    for (int i = 0; i < 4096; ++i) buf[i] = float(i % 7);
+    double s = 0;
+    for (int i = 0; i < 4096; ++i) s += buf[i];
+    QCOMPARE(double(K.sumFloats(buf, 4096)), s);
+}
+
+void TestComputeKernels::choiceFollowsFeaturesAndOsState() {
+    CpuFeatures none;
+    QCOMPARE(int(bestKernelIsa(none)), int(KernelIsa::Portable));
+    CpuFeatures avx2;
+    avx2.avx = avx2.avx2 = avx2.fma = avx2.f16c = avx2.osSavesYmm = true;
+#if defined(__x86_64__)
+    QCOMPARE(int(bestKernelIsa(avx2)), int(KernelIsa::Avx2));
+    CpuFeatures avx512 = avx2;
+    avx512.avx512f = avx512.avx512bw = avx512.avx512dq = avx512.avx512vl = true;
+    // the CPU has AVX-512 but the OS does not save its registers (XCR0): the next kernel down
+    QCOMPARE(int(bestKernelIsa(avx512)), int(KernelIsa::Avx2));
+    avx512.osSavesZmm = true;
+    QCOMPARE(int(bestKernelIsa(avx512)), int(KernelIsa::Avx512));
+    CpuFeatures noOs = avx2;
+    noOs.osSavesYmm = false; // AVX2 in cpuid, ymm state not enabled: portable
+    QCOMPARE(int(bestKernelIsa(noOs)), int(KernelIsa::Portable));
+    CpuFeatures noFma = avx2;
+    noFma.fma = false;
+    QCOMPARE(int(bestKernelIsa(noFma)), int(KernelIsa::Portable));
+#else
+    QCOMPARE(int(bestKernelIsa(avx2)), int(KernelIsa::Portable)); // no x86 kernels in this build
+#endif
+    QCOMPARE(int(chooseKernels(QString(), none).isa), int(KernelIsa::Portable));
+    QVERIFY(chooseKernels(QString(), none).error.isEmpty());
+    QCOMPARE(int(chooseKernels(QStringLiteral(" Portable "), avx2).isa), int(KernelIsa::Portable));
+    QVERIFY(chooseKernels(QStringLiteral("portable"), avx2).error.isEmpty());
+}
+
+void TestComputeKernels::forcedKernelErrorsNameTheProblem() {
+    CpuFeatures avx2;
+    avx2.avx = avx2.avx2 = avx2.fma = avx2.f16c = avx2.osSavesYmm = true;
+    avx2.avx512f = true; // in cpuid, but without BW/DQ/VL and without the OS state
+    const KernelChoice c = chooseKernels(QStringLiteral("avx512"), avx2);
+    QVERIFY(!c.error.isEmpty());
+    QVERIFY2(c.error.contains(QStringLiteral("ATTNSCOPE_ISA=avx512")), qPrintable(c.error));
+#if defined(__x86_64__)
+    QCOMPARE(int(c.isa), int(KernelIsa::Avx2)); // the best runnable one, should the caller go on anyway
+    QVERIFY2(c.error.contains(QStringLiteral("AVX512BW")) && c.error.contains(QStringLiteral("XCR0"))
+                 && !c.error.contains(QStringLiteral("AVX512F,")), qPrintable(c.error));
+    QVERIFY2(c.error.contains(QStringLiteral("It can run: portable, avx2.")), qPrintable(c.error));
+#endif
+    const KernelChoice unknown = chooseKernels(QStringLiteral("sse9"), avx2);
+    QVERIFY2(unknown.error.contains(QStringLiteral("ATTNSCOPE_ISA=sse9 names no compute kernel"))
+                 && unknown.error.contains(QStringLiteral("avx512, avx2 or portable")),
+             qPrintable(unknown.error));
+}
+
+QTEST_GUILESS_MAIN(TestComputeKernels)
+#include "tst_compute_kernels.moc"
