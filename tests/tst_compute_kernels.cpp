@@ -78,7 +78,10 @@ void TestComputeKernels::runnableKernelsIncludePortable() {
         QCOMPARE(QString::fromLatin1(k->name), kernelIsaName(isa));
         QVERIFY(k->mr >= 1 && k->nr >= 4 && k->rowBlock % k->mr == 0);
         QVERIFY(k->int8FirstHit && k->int8Description && *k->int8Description);
-        QVERIFY(k->int8Offset == 0 || k->int8Offset == 128);
+        QVERIFY(k->int8AOffset == 0 || k->int8BOffset == 0); // one signed operand
+        // a u8 × s8 pair sum (×2 where two k-groups are added in int16) must fit int16
+        QVERIFY((k->int8AMax == 127 && k->int8BMax == 127 && k->int8AOffset == 0) ||
+                (k->int8AOffset == 64 && k->int8AMax == 63 && k->int8BMax == 63 && 4 * 126 * 63 < 32768));
     }
 }
 
@@ -246,57 +249,90 @@ void TestComputeKernels::sumExpMatchesFloat64() {
 void TestComputeKernels::int8FirstHitIsExact_data() { kernelRows(); }
 
 void TestComputeKernels::int8FirstHitIsExact() {
+    // Random ã ∈ [−127, 127] and b̃ ∈ [−int8BMax, int8BMax] laid out with the kernel's offsets, thresholds
+    // at, just above and below the rows' maxima: the group returned must be the first one in which a cell's
+    // exact integer dot product reaches its row's threshold (brute force here), with and without a tail
+    // (head dims pruned by the Cauchy–Schwarz bound of the tail).
     const ComputeKernels& K = fetchKernel();
     std::mt19937 gen(11);
-    std::uniform_int_distribution<int> q(-127, 127);
+    std::uniform_int_distribution<int> qa(-K.int8AMax, K.int8AMax), qb(-K.int8BMax, K.int8BMax);
     for (int r : {4, 12, 64}) {
-        const int nkg = r / 4, groups = 9;
-        std::vector<int8_t> a(size_t(6) * r);
-        std::vector<int8_t> b(size_t(groups) * 64 * r); // b̃ [column][k]
-        for (auto& v : a) v = int8_t(q(gen));
-        for (auto& v : b) v = int8_t(q(gen));
-        a[0] = 127, a[1] = -127, b[0] = -127, b[1] = 127; // the extremes (vpmaddubsw must not saturate)
-        alignas(64) static uint8_t packed[9 * 16 * 256];
-        for (int j = 0; j < groups * 64; ++j)
-            for (int kg = 0; kg < nkg; ++kg)
-                for (int t = 0; t < 4; ++t)
-                    packed[(size_t(j / 64) * nkg + kg) * 256 + size_t(j % 64) * 4 + t] =
-                        uint8_t(int(b[size_t(j) * r + size_t(kg * 4 + t)]) + K.int8Offset);
-        int rowSum[6] = {};
-        std::vector<std::vector<int>> dots(6, std::vector<int>(size_t(groups) * 64));
-        int maxDot = std::numeric_limits<int>::min();
-        for (int row = 0; row < 6; ++row) {
-            for (int t = 0; t < r; ++t) rowSum[row] += a[size_t(row * r + t)];
-            for (int j = 0; j < groups * 64; ++j) {
-                int d = 0;
-                for (int t = 0; t < r; ++t) d += int(a[size_t(row * r + t)]) * int(b[size_t(j) * r + size_t(t)]);
-                dots[size_t(row)][size_t(j)] = d;
-                maxDot = std::max(maxDot, d);
+        for (bool withTail : {false, true}) {
+            const int nkg = r / 4, nkgHead = withTail && nkg >= 2 ? nkg / 2 : nkg, groups = 9, cols = groups * 64;
+            std::vector<int> a(size_t(6) * r), b(size_t(cols) * r); // ã [row][k], b̃ [column][k]
+            for (auto& v : a) v = qa(gen);
+            for (auto& v : b) v = qb(gen);
+            a[0] = K.int8AMax, a[1] = -K.int8AMax, b[0] = -K.int8BMax, b[1] = K.int8BMax; // the extremes (no int16 saturation)
+            std::vector<uint8_t> aBytes(a.size());
+            for (size_t i = 0; i < a.size(); ++i) aBytes[i] = uint8_t(a[i] + K.int8AOffset);
+            alignas(64) static uint8_t packed[9 * 16 * 256];
+            std::vector<int> bSum(static_cast<size_t>(cols)), bSumHead(static_cast<size_t>(cols)), aSum(6), aSumHead(6);
+            std::vector<int> aTail(6), bTailMax(static_cast<size_t>(groups));
+            auto norm = [](const int* v, int k0, int k1) { // an integer ≥ the norm
+                double s = 0;
+                for (int k = k0; k < k1; ++k) s += double(v[k]) * v[k];
+                return int(std::ceil(std::sqrt(s)));
+            };
+            for (int j = 0; j < cols; ++j) {
+                for (int k = 0; k < r; ++k) {
+                    const int v = b[size_t(j) * r + size_t(k)];
+                    packed[(size_t(j / 64) * nkg + size_t(k / 4)) * 256 + size_t(j % 64) * 4 + size_t(k % 4)] = uint8_t(v + K.int8BOffset);
+                    bSum[size_t(j)] += v;
+                    if (k < 4 * nkgHead) bSumHead[size_t(j)] += v;
+                }
+                bTailMax[size_t(j / 64)] = std::max(bTailMax[size_t(j / 64)], norm(&b[size_t(j) * r], 4 * nkgHead, r));
             }
-        }
-        QCOMPARE(dots[0][0], -2 * 127 * 127 + [&] { int d = 0; for (int t = 2; t < r; ++t) d += int(a[size_t(t)]) * int(b[size_t(t)]); return d; }());
-        // thresholds: one row at its own maximum (exactly reached), the others never or often
-        std::uniform_int_distribution<int> pick(0, 5);
-        for (int trial = 0; trial < 40; ++trial) {
-            int thr[6];
             for (int row = 0; row < 6; ++row) {
-                const int mode = pick(gen);
-                int rowMax = std::numeric_limits<int>::min();
-                for (int d : dots[size_t(row)]) rowMax = std::max(rowMax, d);
-                thr[row] = mode == 0 ? 1 << 30 : mode == 1 ? rowMax : mode == 2 ? rowMax + 1 : mode == 3 ? -(1 << 30) : rowMax - pick(gen) * 50;
+                for (int k = 0; k < r; ++k) {
+                    aSum[size_t(row)] += a[size_t(row * r + k)];
+                    if (k < 4 * nkgHead) aSumHead[size_t(row)] += a[size_t(row * r + k)];
+                }
+                aTail[size_t(row)] = norm(&a[size_t(row * r)], 4 * nkgHead, r);
             }
-            for (long g0 : {0L, 3L}) {
-                long expected = groups;
-                for (long g = g0; g < groups && expected == groups; ++g)
-                    for (int row = 0; row < 6 && expected == groups; ++row)
-                        for (int c = 0; c < 64; ++c)
-                            if (dots[size_t(row)][size_t(g * 64 + c)] >= thr[row]) {
-                                expected = g;
-                                break;
-                            }
-                const long got = K.int8FirstHit(a.data(), r, packed, nkg, g0, groups, thr, rowSum);
-                QVERIFY2(got == expected, qPrintable(QStringLiteral("%1 r=%2 trial %3 from %4: group %5, expected %6")
-                                                         .arg(kernelTag(K)).arg(r).arg(trial).arg(g0).arg(got).arg(expected)));
+            Int8Operands o;
+            o.aOffset = K.int8AOffset;
+            o.bOffset = K.int8BOffset;
+            o.a = aBytes.data();
+            o.aStride = r;
+            o.aTailNorm = aTail.data();
+            o.aSum = aSum.data();
+            o.aSumHead = aSumHead.data();
+            o.b = packed;
+            o.nkg = nkg;
+            o.nkgHead = nkgHead;
+            o.bTailNormMax = bTailMax.data();
+            o.bSum = bSum.data();
+            o.bSumHead = bSumHead.data();
+            std::vector<std::vector<int>> dots(6, std::vector<int>(size_t(cols)));
+            for (int row = 0; row < 6; ++row)
+                for (int j = 0; j < cols; ++j) {
+                    int d = 0;
+                    for (int k = 0; k < r; ++k) d += a[size_t(row * r + k)] * b[size_t(j) * r + size_t(k)];
+                    dots[size_t(row)][size_t(j)] = d;
+                }
+            std::uniform_int_distribution<int> pick(0, 5);
+            for (int trial = 0; trial < 40; ++trial) {
+                int thr[6];
+                for (int row = 0; row < 6; ++row) {
+                    const int mode = pick(gen);
+                    int rowMax = std::numeric_limits<int>::min();
+                    for (int d : dots[size_t(row)]) rowMax = std::max(rowMax, d);
+                    thr[row] = mode == 0 ? 1 << 30 : mode == 1 ? rowMax : mode == 2 ? rowMax + 1 : mode == 3 ? -(1 << 30) : rowMax - pick(gen) * 50;
+                }
+                for (long g0 : {0L, 3L}) {
+                    long expected = groups;
+                    for (long g = g0; g < groups && expected == groups; ++g)
+                        for (int row = 0; row < 6 && expected == groups; ++row)
+                            for (int c = 0; c < 64; ++c)
+                                if (dots[size_t(row)][size_t(g * 64 + c)] >= thr[row]) {
+                                    expected = g;
+                                    break;
+                                }
+                    const long got = K.int8FirstHit(o, 0, g0, groups, thr);
+                    QVERIFY2(got == expected, qPrintable(QStringLiteral("%1 r=%2%3 trial %4 from %5: group %6, expected %7")
+                                                             .arg(kernelTag(K)).arg(r).arg(withTail ? " (tail)" : "").arg(trial)
+                                                             .arg(g0).arg(got).arg(expected)));
+                }
             }
         }
     }

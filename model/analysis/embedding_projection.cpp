@@ -2,6 +2,7 @@
 
 #include "model/analysis/index_checks.h"
 #include "model/analysis/quantized_topk.h"
+#include "model/core/weight_gemm.h"
 
 #include <QCoreApplication>
 #include <algorithm>
@@ -38,15 +39,23 @@ LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer
     const LayerWeights& w = model.layer(layer);
     const int L = cfg.d_head, kv = kvHead(cfg, head);
     LowRankScores f;
+    Matrix W_O_hT; // W_O^hᵀ [d_model, d_head], contiguous
+    Weight left, right;
     if (kind == PairProjectionKind::OV) {
         // E·W_V^h·W_O^h·Eᵀ = (E·W_V^h)·(E·W_O^hᵀ)ᵀ
-        f.A.noalias() = E * w.W_V_head(kv, L).view();
-        f.B.noalias() = E * w.W_O_head(head, L).view().transpose();
+        left = w.W_V_head(kv, L);
+        W_O_hT = w.W_O_head(head, L).view().transpose();
+        right = Weight{W_O_hT.data(), W_O_hT.rows(), W_O_hT.cols(), W_O_hT.cols()};
     } else {
         // E·W_Q^h·W_K^hᵀ·Eᵀ = (E·W_Q^h)·(E·W_K^h)ᵀ
-        f.A.noalias() = E * w.W_Q_head(head, L).view();
-        f.B.noalias() = E * w.W_K_head(kv, L).view();
+        left = w.W_Q_head(head, L);
+        right = w.W_K_head(kv, L);
     }
+    // both factors in one pass over E: [d_vocab, d_model]·[d_model, d_head], by the forward's kernel
+    f.A.resize(E.rows(), L);
+    f.B.resize(E.rows(), L);
+    const GemmTarget targets[] = {{left, f.A.data(), f.A.cols(), {}}, {right, f.B.data(), f.B.cols(), {}}};
+    weightGemmTall(E.data(), E.rows(), E.cols(), E.outerStride(), targets);
     return f;
 }
 

@@ -109,6 +109,17 @@ void weightGemmMulti(const float* x, Index rows, Index inner, Index ldx, std::sp
     gemmImpl(x, rows, inner, ldx, targets, false, true);
 }
 
+void weightGemmTall(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets) {
+    const Index chunk = 4 * computeKernels().rowBlock, nChunks = (rows + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic)
+    for (Index c = 0; c < nChunks; ++c) {
+        const Index r0 = c * chunk, n = std::min(chunk, rows - r0);
+        std::vector<GemmTarget> part(targets.begin(), targets.end());
+        for (GemmTarget& t : part) t.y += r0 * t.ldy;
+        gemmImpl(x + r0 * ldx, n, inner, ldx, part, false, false);
+    }
+}
+
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y) {
     y.resize(x.rows(), WT.rows);
     if (y.size() == 0) return;

@@ -54,6 +54,12 @@ struct GemmTarget {
 void weightGemmMulti(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx,
                      std::span<const GemmTarget> targets);
 
+/// The same products for an x with many rows, such as an embedding matrix [d_vocab, d_model]: rows in
+/// chunks handed to the OpenMP threads, each chunk's products computed by one thread (packing a chunk,
+/// not all of x). Each y is bitwise what weightGemmMulti computes; targets must have no epilogue.
+void weightGemmTall(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx,
+                    std::span<const GemmTarget> targets);
+
 /// y [rows, WT.rows] = x [rows, inner] · WTᵀ for a weight stored transposed, WT [cols, inner] (the
 /// unembedding W_U_T = wte [d_vocab, d_model]): the same kernel, each nr-row slice of WT transposed into
 /// an L1 micro-panel once and used by every x panel. Below kTransposedKernelMinRows rows, the kernel's

@@ -23,6 +23,26 @@ enum class KernelIsa {
     Avx512,   ///< AVX-512 F/BW/DQ/VL (Intel Skylake-X and later, AMD Zen 4 and later): 32 zmm registers
 };
 
+/// The operands of the int8 candidate pass, as quantized_topk.cpp prepares them for a kernel (its
+/// int8AOffset, int8BOffset and int8BMax). Dims k ∈ [0, 4·nkgHead) are the head, the rest the tail: a cell
+/// whose head dot product plus ‖ã_i,tail‖₂·‖b̃_j,tail‖₂ (Cauchy–Schwarz) is below the threshold cannot
+/// reach it, so its tail need not be computed.
+struct Int8Operands {
+    int aOffset = 0, bOffset = 0; ///< the offsets the bytes below carry (the kernel's int8AOffset, int8BOffset)
+    const uint8_t* a = nullptr; ///< ã + aOffset, [rows, aStride] bytes (aStride = 4·nkg)
+    long aStride = 0;
+    const int* aTailNorm = nullptr;   ///< per row: an integer ≥ ‖ã_i‖₂ over the tail dims
+    const int* aSum = nullptr;        ///< per row: Σ_k ã_ik over all dims (undoes int8BOffset)
+    const int* aSumHead = nullptr;    ///< … over the head dims
+    const uint8_t* b = nullptr; ///< b̃ + bOffset in groups of 64 columns: group g at b + g·nkg·256, for each
+                                ///< k-group kg (4 dims) 64 columns × 4 bytes
+    int nkg = 0;                ///< k-groups of 4 dims
+    int nkgHead = 0;            ///< k-groups of the head (≤ nkg; = nkg: no tail)
+    const int* bTailNormMax = nullptr;   ///< per group: an integer ≥ max over its columns of ‖b̃_j‖₂ over the tail dims
+    const int* bSum = nullptr;           ///< per column (in packed order): Σ_k b̃_jk over all dims (undoes int8AOffset)
+    const int* bSumHead = nullptr;       ///< … over the head dims
+};
+
 /// One instruction set's kernels. Every function runs on the calling thread only; the callers
 /// (weight_gemm.cpp, forward.cpp, quantized_topk.cpp, bench) own the threading. Matrices are row-major
 /// float32 with explicit row strides (in elements).
@@ -66,15 +86,16 @@ struct ComputeKernels {
     double (*sumExp)(const float* x, long n, float m);
 
     // ---- int8 candidate pass of the low-rank top-k (quantized_topk.cpp) ---------------------------
-    /// Byte added to b̃ in the packed B operand (128 for vpdpbusd's u8 operand, 0 otherwise).
-    int int8Offset;
+    int int8AOffset;             ///< byte added to ã in Int8Operands::a (where A is the unsigned operand)
+    int int8BOffset;             ///< byte added to b̃ in Int8Operands::b (where B is the unsigned operand)
+    int int8AMax;                ///< |ã| ≤ this (127, or 63 where int16 sums of u8 × s8 pairs must not saturate)
+    int int8BMax;                ///< |b̃| ≤ this (likewise)
     const char* int8Description; ///< e.g. "AVX512-VNNI vpdpbusd"
-    /// Rows [0, 6) of ã (int8, row stride aStride, nkg·4 columns) against column groups [g0, g1) of the
-    /// packed B (group g at bPacked + g·nkg·256: for each k-group kg, 64 columns × 4 bytes b̃ + int8Offset):
-    /// returns the first group g in which some cell has ã_r·b̃_j ≥ thrDot[r] (exact int32 dot products),
-    /// or g1 when none has. rowSum[r] = Σ_k ã_rk (for undoing the offset).
-    long (*int8FirstHit)(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
-                         const int* thrDot, const int* rowSum);
+    /// Rows [row0, row0 + 6) of ã against column groups [g0, g1) of b̃ (Int8Operands): returns the first
+    /// group g in which some cell (i, j) has the exact integer dot product ã_i·b̃_j ≥ thrDot[i − row0], or
+    /// g1 when none has. thrDot ≥ 2³⁰ means the row never hits. May skip the tail dims of a cell when the
+    /// head dims plus the Cauchy–Schwarz bound of the tail cannot reach the threshold (Int8Operands).
+    long (*int8FirstHit)(const Int8Operands& ops, long row0, long g0, long g1, const int* thrDot);
 
     // ---- machine probes (bench/machine_bounds.cpp) --------------------------------------------------
     int lanes;  ///< float32 lanes per vector register

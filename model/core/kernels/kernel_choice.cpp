@@ -70,15 +70,16 @@ QString isaList(const std::vector<KernelIsa>& isas) {
 /// The AVX-512 table with the int8 pass it can run: vpdpbusd with VNNI, else the AVX2 one.
 ComputeKernels avx512WithInt8(const CpuFeatures& f) {
     ComputeKernels k = kernels::kAvx512Kernels;
-    if (f.avx512vnni) {
-        k.int8Offset = kernels::kAvx512VnniInt8.offset;
-        k.int8Description = kernels::kAvx512VnniInt8.description;
-        k.int8FirstHit = kernels::kAvx512VnniInt8.firstHit;
-    } else {
-        k.int8Offset = kernels::kAvx2Kernels.int8Offset;
-        k.int8Description = kernels::kAvx2Kernels.int8Description;
-        k.int8FirstHit = kernels::kAvx2Kernels.int8FirstHit;
-    }
+    const kernels::Int8Kernel avx2{kernels::kAvx2Kernels.int8AOffset, kernels::kAvx2Kernels.int8BOffset,
+                                   kernels::kAvx2Kernels.int8AMax, kernels::kAvx2Kernels.int8BMax,
+                                   kernels::kAvx2Kernels.int8Description, kernels::kAvx2Kernels.int8FirstHit};
+    const kernels::Int8Kernel& int8 = f.avx512vnni ? kernels::kAvx512VnniInt8 : avx2;
+    k.int8AOffset = int8.aOffset;
+    k.int8BOffset = int8.bOffset;
+    k.int8AMax = int8.aMax;
+    k.int8BMax = int8.bMax;
+    k.int8Description = int8.description;
+    k.int8FirstHit = int8.firstHit;
     return k;
 }
 

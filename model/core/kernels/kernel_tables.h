@@ -8,10 +8,9 @@ namespace attnscope::kernels {
 
 /// An int8 candidate-pass kernel that can replace a table's own (compute_kernels.h, int8FirstHit).
 struct Int8Kernel {
-    int offset;
+    int aOffset, bOffset, aMax, bMax;
     const char* description;
-    long (*firstHit)(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
-                     const int* thrDot, const int* rowSum);
+    long (*firstHit)(const Int8Operands& ops, long row0, long g0, long g1, const int* thrDot);
 };
 
 extern const ComputeKernels kPortableKernels; ///< kernels_portable.cpp

@@ -24,27 +24,45 @@ inline __m512i dpbusd(__m512i acc, __m512i b, __m512i a) {
 #endif
 }
 
-/// compute_kernels.h, int8FirstHit, for b̃ + 128 stored as unsigned bytes. Register tile 6 rows × 64
-/// columns (24 accumulators): acc = ã·(b̃ + 128) = ã·b̃ + 128·Σã, compared with the row's threshold +
-/// 128·Σã; only a group with a hit is reported (the caller rescores it).
-long int8FirstHit(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
-                  const int* thrDot, const int* rowSum) {
-    int thr[6];
-    for (int r = 0; r < 6; ++r) thr[r] = thrDot[r] >= kInt8Never ? kInt8Never : thrDot[r] + 128 * rowSum[r];
+/// An integer ≥ what the tail dims can add (compute_kernels.h Int8Operands; as simd_kernels.h).
+inline long tailBound(const Int8Operands& o, long row, long g) {
+    return o.nkgHead >= o.nkg ? 0 : long(o.aTailNorm[row]) * o.bTailNormMax[g];
+}
+
+/// compute_kernels.h, int8FirstHit, for ã as the signed operand (broadcast) and b̃ + 128 as the unsigned
+/// one: acc = ã·(b̃ + 128) = ã·b̃ + 128·Σ_k ã_k, undone in the thresholds. Register tile 6 rows × 64
+/// columns (24 accumulators) over the head dims; a row whose head passes its threshold somewhere in the
+/// group gets its full dot products, and the first group with one at its row's threshold is returned.
+long int8FirstHit(const Int8Operands& o, long row0, long g0, long g1, const int* thrDot) {
+    const int nkg = o.nkg, nkgHead = o.nkgHead;
+    int full[6]; // per row: the threshold of the full accumulator, thrDot + 128·Σ_k ã_k
+    for (int r = 0; r < 6; ++r)
+        full[r] = thrDot[r] >= kInt8Never ? kInt8Never : thrDot[r] + 128 * o.aSum[row0 + r];
+    const uint8_t* a = o.a;
+    const long aStride = o.aStride;
     for (long g = g0; g < g1; ++g) {
-        const uint8_t* bg = bPacked + g * long(nkg) * 256;
+        const uint8_t* bg = o.b + g * long(nkg) * 256;
+        int head[6]; // per row: the threshold of the head accumulator, headThreshold + 128·Σ_head ã_k
+        for (int r = 0; r < 6; ++r) {
+            if (thrDot[r] >= kInt8Never) {
+                head[r] = kInt8Never;
+                continue;
+            }
+            const long t = long(thrDot[r]) - tailBound(o, row0 + r, g);
+            head[r] = int((t < -kInt8Never ? -kInt8Never : t) + 128L * o.aSumHead[row0 + r]);
+        }
         // 24 named accumulators: GCC spills an __m512i[6][4] array to the stack.
 #define ATTNSCOPE_ROW(R) __m512i a##R##0 = _mm512_setzero_si512(), a##R##1 = a##R##0, a##R##2 = a##R##0, a##R##3 = a##R##0;
         ATTNSCOPE_ROW(0) ATTNSCOPE_ROW(1) ATTNSCOPE_ROW(2) ATTNSCOPE_ROW(3) ATTNSCOPE_ROW(4) ATTNSCOPE_ROW(5)
 #undef ATTNSCOPE_ROW
-        for (int kg = 0; kg < nkg; ++kg) {
+        for (int kg = 0; kg < nkgHead; ++kg) {
             const uint8_t* bk = bg + kg * 256;
             const __m512i b0 = _mm512_load_si512(bk), b1 = _mm512_load_si512(bk + 64);
             const __m512i b2 = _mm512_load_si512(bk + 128), b3 = _mm512_load_si512(bk + 192);
 #define ATTNSCOPE_ROW(R)                                                                                   \
     {                                                                                                      \
         int word;                                                                                          \
-        __builtin_memcpy(&word, a + R * aStride + kg * 4, 4);                                              \
+        __builtin_memcpy(&word, a + (row0 + R) * aStride + kg * 4, 4);                                     \
         const __m512i av = _mm512_set1_epi32(word);                                                        \
         a##R##0 = dpbusd(a##R##0, b0, av);                                                                 \
         a##R##1 = dpbusd(a##R##1, b1, av);                                                                 \
@@ -58,13 +76,32 @@ long int8FirstHit(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg
 #define ATTNSCOPE_ROW(R) const __m512i x##R = _mm512_max_epi32(_mm512_max_epi32(a##R##0, a##R##1), _mm512_max_epi32(a##R##2, a##R##3));
         ATTNSCOPE_ROW(0) ATTNSCOPE_ROW(1) ATTNSCOPE_ROW(2) ATTNSCOPE_ROW(3) ATTNSCOPE_ROW(4) ATTNSCOPE_ROW(5)
 #undef ATTNSCOPE_ROW
-        const unsigned any = unsigned(_mm512_cmpge_epi32_mask(x0, _mm512_set1_epi32(thr[0])))
-                             | _mm512_cmpge_epi32_mask(x1, _mm512_set1_epi32(thr[1]))
-                             | _mm512_cmpge_epi32_mask(x2, _mm512_set1_epi32(thr[2]))
-                             | _mm512_cmpge_epi32_mask(x3, _mm512_set1_epi32(thr[3]))
-                             | _mm512_cmpge_epi32_mask(x4, _mm512_set1_epi32(thr[4]))
-                             | _mm512_cmpge_epi32_mask(x5, _mm512_set1_epi32(thr[5]));
-        if (any != 0) return g;
+        const unsigned rowsPassing = unsigned(_mm512_cmpge_epi32_mask(x0, _mm512_set1_epi32(head[0])) != 0)
+                                     | unsigned(_mm512_cmpge_epi32_mask(x1, _mm512_set1_epi32(head[1])) != 0) << 1
+                                     | unsigned(_mm512_cmpge_epi32_mask(x2, _mm512_set1_epi32(head[2])) != 0) << 2
+                                     | unsigned(_mm512_cmpge_epi32_mask(x3, _mm512_set1_epi32(head[3])) != 0) << 3
+                                     | unsigned(_mm512_cmpge_epi32_mask(x4, _mm512_set1_epi32(head[4])) != 0) << 4
+                                     | unsigned(_mm512_cmpge_epi32_mask(x5, _mm512_set1_epi32(head[5])) != 0) << 5;
+        if (rowsPassing == 0) [[likely]]
+            continue;
+        // a row whose head passes somewhere: its full dot products, recomputed (the head accumulators are
+        // not kept, so the fast path above needs no more than the 32 registers)
+        for (int r = 0; r < 6; ++r) {
+            if (!(rowsPassing >> r & 1)) continue;
+            __m512i f0 = _mm512_setzero_si512(), f1 = f0, f2 = f0, f3 = f0;
+            for (int kg = 0; kg < nkg; ++kg) {
+                int word;
+                __builtin_memcpy(&word, a + (row0 + r) * aStride + kg * 4, 4);
+                const __m512i av = _mm512_set1_epi32(word);
+                const uint8_t* bk = bg + kg * 256;
+                f0 = dpbusd(f0, _mm512_load_si512(bk), av);
+                f1 = dpbusd(f1, _mm512_load_si512(bk + 64), av);
+                f2 = dpbusd(f2, _mm512_load_si512(bk + 128), av);
+                f3 = dpbusd(f3, _mm512_load_si512(bk + 192), av);
+            }
+            const __m512i m = _mm512_max_epi32(_mm512_max_epi32(f0, f1), _mm512_max_epi32(f2, f3));
+            if (_mm512_cmpge_epi32_mask(m, _mm512_set1_epi32(full[r]))) return g;
+        }
     }
     return g1;
 }
@@ -74,7 +111,7 @@ long int8FirstHit(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg
 
 namespace attnscope::kernels {
 
-extern const Int8Kernel kAvx512VnniInt8 = {128, "AVX512-VNNI vpdpbusd", &avx512vnni::int8FirstHit};
+extern const Int8Kernel kAvx512VnniInt8 = {0, 128, 127, 127, "AVX512-VNNI vpdpbusd", &avx512vnni::int8FirstHit};
 
 } // namespace attnscope::kernels
 #endif

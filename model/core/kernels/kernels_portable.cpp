@@ -20,11 +20,6 @@ constexpr int kDotRows = 2;
 
 #include "model/core/kernels/simd_kernels.h"
 
-long int8FirstHit(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
-                  const int* thrDot, const int* rowSum) {
-    return int8FirstHitLoop(a, aStride, bPacked, nkg, g0, g1, thrDot, rowSum, 0);
-}
-
 } // namespace
 } // namespace attnscope::kernels::portable
 
@@ -39,7 +34,7 @@ extern const ComputeKernels kPortableKernels = {
 #endif
     portable::kMr, portable::kNr, portable::kBlockRows, &portable::packPanel, &portable::gemmColumns,
     &portable::dotRows, &portable::causalSoftmaxRow, &portable::geluNew, &portable::silu, &portable::sumExp,
-    0, "plain C++ loop", &portable::int8FirstHit,
+    0, 0, 127, 127, "plain C++ loop", &portable::int8FirstHitLoop,
     portable::kLanes, &portable::fmaChains, portable::kFmaChains, &portable::sumFloats};
 
 } // namespace attnscope::kernels

@@ -463,30 +463,54 @@ float sumFloats(const float* p, size_t n) {
     return hsum(a + b + c + d);
 }
 
-// ---- int8 candidate pass: the portable loop (the x86 tables replace it with intrinsics) --------------
+// ---- int8 candidate pass: shared pieces and the portable loop (the x86 tables use intrinsics) ------
 
 constexpr int kInt8Never = 1 << 30; // compute_kernels.h: a thrDot this high means the row never hits
 
-/// compute_kernels.h, int8FirstHit, in plain C++: the 6 × 64 exact dot products of each group (the
-/// compiler vectorises the column loop at the target's baseline).
-[[maybe_unused]] long int8FirstHitLoop(const int8_t* a, long aStride, const uint8_t* bPacked, int nkg, long g0, long g1,
-                      const int* thrDot, const int* /*rowSum*/, int offset) {
+/// An integer ≥ ‖ã_row,tail‖₂·max_{j∈g}‖b̃_j,tail‖₂ (0 without a tail): what the tail dims can add at most.
+inline long int8TailBound(const Int8Operands& o, long row, long g) {
+    return o.nkgHead >= o.nkg ? 0 : long(o.aTailNorm[row]) * o.bTailNormMax[g];
+}
+
+/// The threshold a cell's head dot product must reach for the cell to be able to reach thrDot.
+inline int int8HeadThreshold(const Int8Operands& o, long row, long g, int thrDot) {
+    if (thrDot >= kInt8Never) return kInt8Never;
+    const long t = long(thrDot) - int8TailBound(o, row, g);
+    return int(t < -kInt8Never ? -kInt8Never : t);
+}
+
+/// compute_kernels.h, int8FirstHit, in plain C++ for any offsets: the head dot products of each group's
+/// 6 × 64 cells (the compiler vectorises the column loop at the target's baseline), the tail only for
+/// the cells whose head passes.
+[[maybe_unused]] long int8FirstHitLoop(const Int8Operands& o, long row0, long g0, long g1, const int* thrDot) {
+    const int nkg = o.nkg;
     for (long g = g0; g < g1; ++g) {
-        const uint8_t* bg = bPacked + g * long(nkg) * 256;
+        const uint8_t* bg = o.b + g * long(nkg) * 256;
         for (int r = 0; r < 6; ++r) {
             if (thrDot[r] >= kInt8Never) continue;
-            int dot[64] = {};
-            const int8_t* ar = a + r * aStride;
-            for (int kg = 0; kg < nkg; ++kg) {
-                const uint8_t* bk = bg + kg * 256;
-                const int a0 = ar[4 * kg], a1 = ar[4 * kg + 1], a2 = ar[4 * kg + 2], a3 = ar[4 * kg + 3];
-                // the stored byte minus the offset, read as the signed b̃ it encodes
-                auto b = [&](int i) { return int(static_cast<int8_t>(static_cast<uint8_t>(int(bk[i]) - offset))); };
-                for (int j = 0; j < 64; ++j) dot[j] += a0 * b(4 * j) + a1 * b(4 * j + 1) + a2 * b(4 * j + 2) + a3 * b(4 * j + 3);
-            }
-            int any = 0;
-            for (int j = 0; j < 64; ++j) any |= int(dot[j] >= thrDot[r]);
-            if (any) return g;
+            const uint8_t* ar = o.a + (row0 + r) * o.aStride;
+            // a stored byte minus its offset, read as the signed value it encodes
+            auto value = [](uint8_t byte, int offset) { return int(static_cast<int8_t>(static_cast<uint8_t>(int(byte) - offset))); };
+            auto dots = [&](int kg0, int kg1, int* dot) {
+                for (int j = 0; j < 64; ++j) dot[j] = 0;
+                for (int kg = kg0; kg < kg1; ++kg) {
+                    const uint8_t* bk = bg + kg * 256;
+                    const int a0 = value(ar[4 * kg], o.aOffset), a1 = value(ar[4 * kg + 1], o.aOffset);
+                    const int a2 = value(ar[4 * kg + 2], o.aOffset), a3 = value(ar[4 * kg + 3], o.aOffset);
+                    for (int j = 0; j < 64; ++j)
+                        dot[j] += a0 * value(bk[4 * j], o.bOffset) + a1 * value(bk[4 * j + 1], o.bOffset) +
+                                  a2 * value(bk[4 * j + 2], o.bOffset) + a3 * value(bk[4 * j + 3], o.bOffset);
+                }
+            };
+            int head[64], tail[64];
+            dots(0, o.nkgHead, head);
+            const int thr1 = int8HeadThreshold(o, row0 + r, g, thrDot[r]);
+            bool any = false;
+            for (int j = 0; j < 64; ++j) any = any || head[j] >= thr1;
+            if (!any) continue;
+            dots(o.nkgHead, nkg, tail);
+            for (int j = 0; j < 64; ++j)
+                if (head[j] + tail[j] >= thrDot[r]) return g;
         }
     }
     return g1;
