@@ -92,6 +92,7 @@ void TestComputeKernels::gemmMatchesFloat64_data() {
     QTest::addColumn<int>("cols");
     QTest::addColumn<int>("stridePad");
     QTest::addColumn<bool>("transposed");
+    QTest::addColumn<int>("panelRows"); // 0: the kernel's mr
     struct Shape {
         const char* name;
         int rows, inner, cols, pad;
@@ -103,9 +104,11 @@ void TestComputeKernels::gemmMatchesFloat64_data() {
     for (KernelIsa isa : runnableKernelIsas())
         for (const Shape& s : shapes)
             for (bool t : {false, true})
-                QTest::newRow(qPrintable(QStringLiteral("%1 %2%3").arg(kernelIsaName(isa), QString::fromLatin1(s.name),
-                                                                       t ? QStringLiteral(" (Wᵀ)") : QString())))
-                    << int(isa) << s.rows << s.inner << s.cols << s.pad << t;
+                for (int panelRows : {0, 5})
+                    QTest::newRow(qPrintable(QStringLiteral("%1 %2%3%4").arg(kernelIsaName(isa), QString::fromLatin1(s.name),
+                                                                             t ? QStringLiteral(" (Wᵀ)") : QString(),
+                                                                             panelRows ? QStringLiteral(", 5-row panels") : QString())))
+                        << int(isa) << s.rows << s.inner << s.cols << s.pad << t << panelRows;
 }
 
 void TestComputeKernels::gemmMatchesFloat64() {
@@ -121,11 +124,13 @@ void TestComputeKernels::gemmMatchesFloat64() {
     const std::vector<float> w = randomFloats(size_t(transposed ? cols : inner) * ldw, 2);
     auto W = [&](long k, long j) { return transposed ? w[size_t(j * ldw + k)] : w[size_t(k * ldw + j)]; };
     std::vector<float> pack(size_t(rows) * inner), y(size_t(rows) * cols, -1.0f);
-    for (long p = 0; p < rows; p += K.mr) K.packPanel(x.data(), inner, rows, inner, p, pack.data());
+    QFETCH(int, panelRows);
+    const long mr = panelRows == 0 ? K.mr : std::min<long>(panelRows, K.mr);
+    for (long p = 0; p < rows; p += mr) K.packPanel(x.data(), inner, rows, inner, p, mr, pack.data());
     // in two column ranges, as two threads' blocks would be
     const long mid = std::min<long>(cols, K.nr + 3);
-    K.gemmColumns(pack.data(), rows, inner, w.data(), ldw, transposed, 0, mid, y.data(), cols);
-    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, w.data(), ldw, transposed, mid, cols, y.data(), cols);
+    K.gemmColumns(pack.data(), rows, inner, mr, w.data(), ldw, transposed, 0, mid, y.data(), cols);
+    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, mr, w.data(), ldw, transposed, mid, cols, y.data(), cols);
     double worst = 0;
     for (long i = 0; i < rows; ++i)
         for (long j = 0; j < cols; ++j) {

@@ -73,7 +73,9 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     if (pack.size() < size_t(rows * inner)) pack.resize(size_t(rows * inner));
     float* packed = pack.data();
     const ComputeKernels& K = computeKernels();
-    const Index kRows = K.mr, nPanels = (rows + kRows - 1) / kRows;
+    // panels of equal height (20 rows on a 6-row tile: 4 of 5, not 6, 6, 6 and 2, whose 4 accumulators
+    // cannot keep the FMA units busy)
+    const Index nPanels = (rows + K.mr - 1) / K.mr, kRows = (rows + nPanels - 1) / nPanels;
 #ifdef _OPENMP
     const Index threads = parallel ? omp_get_max_threads() : 1;
     const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1;
@@ -87,12 +89,12 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
 #pragma omp parallel if (team)
     {
 #pragma omp for schedule(static)
-        for (Index p = 0; p < nPanels; ++p) K.packPanel(x, ldx, rows, inner, p * kRows, packed);
+        for (Index p = 0; p < nPanels; ++p) K.packPanel(x, ldx, rows, inner, p * kRows, kRows, packed);
 #pragma omp for schedule(dynamic)
         for (Index b = 0; b < nBlocks; ++b) {
             const ColumnBlock& blk = blocks[size_t(b)];
             const GemmTarget& t = targets[blk.target];
-            K.gemmColumns(packed, rows, inner, t.W.data, t.W.stride, transposed, blk.c0, blk.c1, t.y, t.ldy);
+            K.gemmColumns(packed, rows, inner, kRows, t.W.data, t.W.stride, transposed, blk.c0, blk.c1, t.y, t.ldy);
             if (t.epilogue) t.epilogue(blk.c0, blk.c1);
         }
     }

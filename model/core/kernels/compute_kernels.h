@@ -56,16 +56,18 @@ struct ComputeKernels {
     int nr;        ///< columns of W per micro-panel
     long rowBlock; ///< rows of packed x per L2-resident block (a multiple of mr)
 
-    /// Packs x rows [p, p + min(mr, rows − p)) (row stride ldx, `inner` columns) into pack + p·inner,
-    /// k-major: element (p + r, k) at pack[p·inner + k·mr' + r], mr' = min(mr, rows − p).
-    void (*packPanel)(const float* x, long ldx, long rows, long inner, long p, float* pack);
+    /// Packs x rows [p, p + min(mrPanel, rows − p)) (row stride ldx, `inner` columns) into pack + p·inner,
+    /// k-major: element (p + r, k) at pack[p·inner + k·mr' + r], mr' = min(mrPanel, rows − p). mrPanel ≤ mr
+    /// is the panel height the driver chose (weight_gemm.cpp: rows split into panels of equal height).
+    void (*packPanel)(const float* x, long ldx, long rows, long inner, long p, long mrPanel, float* pack);
 
-    /// y[:, c0:c1) = packed x [rows, inner] · W[:, c0:c1), W [inner, cols] with row stride ldw read in place;
-    /// with `transposed`, W holds Wᵀ [cols, inner] (row stride ldw) and each micro-panel is transposed
-    /// into an L1 buffer first. Each y entry is one sequential float32 sum over k in a fixed order, so
-    /// a row's result does not depend on the other rows, on c0/c1 or on the thread.
-    void (*gemmColumns)(const float* pack, long rows, long inner, const float* W, long ldw, bool transposed, long c0,
-                        long c1, float* y, long ldy);
+    /// y[:, c0:c1) = packed x [rows, inner] (panels of mrPanel rows) · W[:, c0:c1), W [inner, cols] with row
+    /// stride ldw read in place; with `transposed`, W holds Wᵀ [cols, inner] (row stride ldw) and each
+    /// micro-panel is transposed into an L1 buffer first. Each y entry is one sequential float32 sum over k
+    /// in a fixed order, so a row's result does not depend on the other rows, the panel height, c0/c1 or
+    /// the thread.
+    void (*gemmColumns)(const float* pack, long rows, long inner, long mrPanel, const float* W, long ldw, bool transposed,
+                        long c0, long c1, float* y, long ldy);
 
     /// y[i, j] = x_i · wt_j for rows i < m of x (row stride ldx, k columns) and rows j ∈ [j0, j1) of
     /// wt (row stride ldw): the unembedding of few positions, streaming wt once per call. Each entry's

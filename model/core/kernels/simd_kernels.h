@@ -31,6 +31,8 @@ constexpr long kBlockRows = 336;     // MC: 336 × 256 packed x floats = 336 KiB
 constexpr long kPrefetch = 12 * 32 / kNr;
 constexpr long kPrefetchL2 = 64 * 32 / kNr;
 static_assert(kBlockRows % kMr == 0, "the row block must hold whole panels");
+/// The row block for panels of mr rows: the most whole panels within kBlockRows.
+inline long blockRowsFor(long mr) { return kBlockRows / mr * mr; }
 constexpr float kInf = __builtin_inff();
 
 inline vf loadv(const float* p) { return *reinterpret_cast<const vfu*>(p); }
@@ -131,10 +133,13 @@ inline void transposeRows(const float* src, long lds, int nRows, float* dst, lon
 /// With `copy` (not null), the b rows it reads are also stored there contiguously (copy[k·kNr + j]): the
 /// first x panel leaves an L1-resident copy of the micro-panel for the others (W's rows in place are
 /// 3–12 KiB apart, which maps a micro-panel's rows onto 1–4 L1 sets, so it never stays in L1).
-/// Stream = false: b is such an L1 copy (or another L1-resident panel): no prefetching.
+/// Stream = false: b is such an L1 copy (or another L1-resident panel); then `next` (when not null) is the
+/// micro-panel the next streaming call will read (rows ldn floats apart), prefetched into L2 row by row, so
+/// that the DRAM traffic of a short prompt's pass is spread over all x panels' calls, not only the first
+/// (with 16 ymm registers the streaming call covers 6 of 20 rows).
 template <int MR, bool Stream>
 void microKernel(const float* __restrict a, const float* __restrict b, long ldb, long kc, float* __restrict c,
-                 long ldc, bool accumulate, float* __restrict copy) {
+                 long ldc, bool accumulate, float* __restrict copy, const float* next, long ldn) {
     vf acc0[MR], acc1[MR];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = vf{};
@@ -149,6 +154,11 @@ void microKernel(const float* __restrict a, const float* __restrict b, long ldb,
                 __builtin_prefetch(l1 + line);
                 __builtin_prefetch(l2 + line, 0, 2);
             }
+        }
+        if constexpr (!Stream) {
+            if (next)
+#pragma GCC unroll 2
+                for (int line = 0; line < kNr; line += 16) __builtin_prefetch(next + k * ldn + line, 0, 2);
         }
         const vf b0 = loadv(b + k * ldb), b1 = loadv(b + k * ldb + kLanes);
         if (Stream && copy) {
@@ -174,7 +184,7 @@ void microKernel(const float* __restrict a, const float* __restrict b, long ldb,
     }
 }
 
-using MicroKernelFn = void (*)(const float*, const float*, long, long, float*, long, bool, float*);
+using MicroKernelFn = void (*)(const float*, const float*, long, long, float*, long, bool, float*, const float*, long);
 
 template <bool Stream, int... R>
 struct MicroKernelTable {
@@ -190,18 +200,18 @@ const MicroKernelFn* const kKernels[2] = {microKernels<false>(typename MakeSeq<k
 
 /// compute_kernels.h, packPanel. Full panels go kLanes columns of x at a time through a register
 /// transpose (a copy: the same bits either way) when a panel's rows fit one vector.
-void packPanel(const float* x, long ldx, long rows, long inner, long p, float* pack) {
-    const long mr = lmin(kMr, rows - p);
+void packPanel(const float* x, long ldx, long rows, long inner, long p, long mrFull, float* pack) {
+    const long mr = lmin(mrFull, rows - p);
     float* dst = pack + p * inner;
     long kDone = 0;
-    if constexpr (kMr <= kLanes) {
-        if (mr == kMr) {
-            // kLanes k-vectors of kMr rows per step, stored kMr floats apart in ascending order: each
-            // store's padding lanes land where the next store (or the next step) writes; the last step
-            // stays scalar so that nothing is written past this panel
-            for (; kDone + kLanes < inner; kDone += kLanes)
-                transposeRows(x + p * ldx + kDone, ldx, kMr, dst + kDone * kMr, kMr);
-        }
+    if (mr == mrFull && mr <= kLanes) {
+        // kLanes k-vectors of mr rows per step, stored mr floats apart in ascending order: each store's
+        // kLanes − mr padding lanes land where the next stores (or the next step) write; the last steps stay
+        // scalar so that nothing is written past this panel (the last store spills into ⌈(kLanes − mr)/mr⌉
+        // more k-rows)
+        const long spill = (kLanes - mr + mr - 1) / mr;
+        for (; kDone + kLanes + spill <= inner; kDone += kLanes)
+            transposeRows(x + p * ldx + kDone, ldx, int(mr), dst + kDone * mr, mr);
     }
     for (long r = 0; r < mr; ++r) {
         const float* src = x + (p + r) * ldx;
@@ -233,15 +243,16 @@ void transposeIntoPanel(const float* wt, long ldw, long w, long kc, float* pad, 
 }
 
 /// compute_kernels.h, gemmColumns.
-void gemmColumns(const float* pack, long rows, long inner, const float* W, long ldw, bool transposed, long c0, long c1,
-                 float* y, long ldy) {
+void gemmColumns(const float* pack, long rows, long inner, long mrFull, const float* W, long ldw, bool transposed, long c0,
+                 long c1, float* y, long ldy) {
+    const long blockRows = blockRowsFor(mrFull);
     alignas(64) float padB[kDepth * kNr];
     alignas(64) float padC[kMr * kNr];
     for (long k0 = 0; k0 < inner; k0 += kDepth) {
         const long kc = lmin(kDepth, inner - k0);
         const bool accumulate = k0 > 0;
-        for (long m0 = 0; m0 < rows; m0 += kBlockRows) {
-            const long m1 = lmin(rows, m0 + kBlockRows);
+        for (long m0 = 0; m0 < rows; m0 += blockRows) {
+            const long m1 = lmin(rows, m0 + blockRows);
             for (long j = c0; j < c1; j += kNr) {
                 const long w = lmin(kNr, c1 - j);
                 const float* b = W + k0 * ldw + j;
@@ -259,14 +270,22 @@ void gemmColumns(const float* pack, long rows, long inner, const float* W, long 
                     b = padB;
                     ldb = kNr;
                 }
-                for (long p = m0; p < m1; p += kMr) {
-                    const long mr = lmin(kMr, rows - p);
+                // the micro-panel the next streaming call reads: the next one of this block, or the first of the
+                // next depth block (prefetched by the calls that use the L1 copy)
+                const float* next = nullptr;
+                if (!transposed && m0 == 0) {
+                    if (j + kNr < c1) next = W + k0 * ldw + j + kNr;
+                    else if (k0 + kDepth < inner) next = W + (k0 + kDepth) * ldw + c0;
+                }
+                for (long p = m0; p < m1; p += mrFull) {
+                    const long mr = lmin(mrFull, rows - p);
                     const float* a = pack + p * inner + k0 * mr;
                     float* c = y + p * ldy + j;
                     if (w == kNr) {
                         // in place: the first of several x panels copies the micro-panel for the rest
-                        const bool stream = b != padB, copy = stream && p == m0 && m1 - m0 > kMr;
-                        kKernels[stream][mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr);
+                        const bool stream = b != padB, copy = stream && p == m0 && m1 - m0 > mrFull;
+                        kKernels[stream][mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr,
+                                                 stream ? nullptr : next, ldw);
                         if (copy) {
                             b = padB;
                             ldb = kNr;
@@ -276,7 +295,7 @@ void gemmColumns(const float* pack, long rows, long inner, const float* W, long 
                             __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
                             for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
                         }
-                        kKernels[b != padB][mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr);
+                        kKernels[b != padB][mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
                         for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
                     }
                 }
