@@ -85,6 +85,8 @@ public:
     bool addsBos() const override { return vocab_.addBos && vocab_.bos.has_value(); }
 
     std::optional<int> eosId() const { return vocab_.eos; }
+    /// The arrays this tokenizer was built from (without the merge list, which lives in the index).
+    const SpmVocab& vocab() const { return vocab_; }
     TokenType tokenType(int id) const;
     float score(int id) const;
     /// Match control and unknown tokens ("<s>", "</s>") in the text as llama.cpp's parse_special and
