@@ -154,7 +154,8 @@ private slots:
         QCOMPARE(cases.back().second, std::vector<int>());
         for (const char* source : {"tokenizer.bin", "tokenizer.json"})
             for (size_t i = 0; i < cases.size(); ++i)
-                QTest::addRow("%s case %zu", source, i + 1) << QString::fromLatin1(source) << cases[i].first << cases[i].second;
+                QTest::newRow(qPrintable(QStringLiteral("%1 case %2").arg(QLatin1String(source)).arg(i + 1)))
+                    << QString::fromLatin1(source) << cases[i].first << cases[i].second;
     }
     void llamaCppVectors() {
         QFETCH(QString, source);
@@ -174,7 +175,7 @@ private slots:
         for (const char* source : {"tokenizer.bin", "tokenizer.json"}) {
             for (qsizetype i = 0; i < vectors.size(); ++i) {
                 const QJsonObject v = vectors[i].toObject();
-                QTest::addRow("%s case %lld", source, i + 1)
+                QTest::newRow(qPrintable(QStringLiteral("%1 case %2").arg(QLatin1String(source)).arg(i + 1)))
                     << QString::fromLatin1(source) << v.value("text").toString() << intsFromJson(v.value("ids_with_bos").toArray());
             }
         }

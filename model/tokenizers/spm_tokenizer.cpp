@@ -233,8 +233,6 @@ void SpmTokenizer::mergeByList(QByteArrayView text, std::vector<int>& out) const
     out.insert(out.end(), merged.begin(), merged.end());
 }
 
-int SpmTokenizer::byteOf(int id) const { return id >= 0 && id < vocabSize() ? byteOf_[id] : -1; }
-
 TokenType SpmTokenizer::tokenType(int id) const {
     return id >= 0 && id < vocabSize() ? vocab_.types[id] : TokenType::Undefined;
 }

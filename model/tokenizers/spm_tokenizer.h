@@ -99,8 +99,6 @@ protected:
     void index(const QString& source);
 
 private:
-    /// The byte a byte token stands for, or -1.
-    int byteOf(int id) const;
     /// Ids of one normalized piece of text ("▁Hello▁world").
     void encodeNormalized(QByteArrayView text, std::vector<int>& out) const;
     void mergeByScores(QByteArrayView text, std::vector<int>& out) const;
