@@ -7,6 +7,7 @@
 #include "model/tokenizers/gpt2_bpe_tokenizer.h"
 #include "model/tokenizers/token_display.h"
 #include "model/tokenizers/tokenizer_loader.h"
+#include "tests/support/error_capture.h"
 #include "tests/support/test_paths.h"
 
 #include <QDir>
@@ -22,6 +23,7 @@
 #include <ctime>
 
 using namespace attnscope;
+using attnscope::test::modelErrorOf;
 using attnscope::test::testdata;
 
 namespace {
@@ -47,17 +49,6 @@ QByteArray readAll(const QString& path) {
 void writeFile(const QString& path, const QByteArray& bytes) {
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size()) qFatal("cannot write %s", qPrintable(path));
-}
-
-/// The message of the ModelError `f` throws ("" if it throws nothing).
-template <typename F>
-QString modelErrorOf(F f) {
-    try {
-        f();
-    } catch (const ModelError& e) {
-        return e.message();
-    }
-    return QString();
 }
 
 QString gpt2Vocab() { return testdata(QStringLiteral("gpt2-tokenizer/encoder.json")); }
@@ -441,7 +432,7 @@ private slots:
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         QCOMPARE(modelErrorOf([&] { loadTokenizerFromFolder(dir.path()); }),
-                 dir.path() + QStringLiteral(": no tokenizer: expected vocab.json and merges.txt, or tokenizer.json"));
+                 dir.path() + QStringLiteral(": no tokenizer: expected vocab.json and merges.txt, tokenizer.json or tokenizer.model"));
         // vocab.json alone is not enough; tokenizer.json is the fallback.
         QVERIFY(QFile::copy(tinyDir() + QStringLiteral("/vocab.json"), dir.filePath(QStringLiteral("vocab.json"))));
         QVERIFY(!modelErrorOf([&] { loadTokenizerFromFolder(dir.path()); }).isEmpty());

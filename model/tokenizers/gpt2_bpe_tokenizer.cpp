@@ -2,69 +2,84 @@
 
 #include "model/core/errors.h"
 #include "model/tokenizers/byte_unicode.h"
+#include "model/tokenizers/lone_surrogates.h"
 #include "model/tokenizers/token_display.h"
 
-#include <QFile>
 #include <QJsonArray>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QMutexLocker>
-#include <cmath>
-#include <functional>
-#include <queue>
 
 namespace attnscope {
 
 namespace {
 
-// OpenAI gpt-2 src/encoder.py, Encoder.pat.
+// OpenAI gpt-2 src/encoder.py, Encoder.pat (also tokenizers' ByteLevel with use_regex).
 const char* const kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-constexpr qint64 kMaxId = 1 << 24;           // ids beyond this are certainly a broken file
 constexpr qsizetype kMaxCachedWordBytes = 64; // longer words are rare; don't let them fill the cache
 constexpr qsizetype kMaxCacheEntries = 1 << 17;
 
-QByteArray readFile(const QString& path) {
-    QFile file(path);
-    if (!file.exists()) throw ModelError(path, QStringLiteral("file not found"));
-    if (!file.open(QIODevice::ReadOnly)) throw ModelError(path, QStringLiteral("cannot open: ") + file.errorString());
-    return file.readAll();
-}
+QString typeOf(const QJsonObject& o) { return o.value(QStringLiteral("type")).toString(); }
 
-QJsonObject parseJsonObjectOf(const QByteArray& json, const QString& path) {
-    QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
-    if (error.error != QJsonParseError::NoError)
-        throw ModelError(path, QStringLiteral("invalid JSON at offset %1: %2").arg(error.offset).arg(error.errorString()));
-    if (!doc.isObject()) throw ModelError(path, QStringLiteral("invalid JSON: expected an object at the top level"));
-    return doc.object();
-}
-
-/// Replaces unpaired UTF-16 surrogates with U+FFFD so the regex and toUtf8 see valid text.
-QString withoutLoneSurrogates(const QString& text) {
-    QString out = text;
-    const qsizetype n = out.size();
-    for (qsizetype i = 0; i < n; ++i) {
-        const QChar c = out.at(i);
-        if (c.isHighSurrogate() && i + 1 < n && out.at(i + 1).isLowSurrogate()) ++i;
-        else if (c.isSurrogate()) out[i] = QChar(QChar::ReplacementCharacter);
+/// Collects the pretokenizer settings of one tokenizer.json pre_tokenizer (recursing into Sequence).
+/// Returns whether a ByteLevel step was seen.
+bool readPreTokenizer(const QJsonObject& p, ByteLevelOptions& options, const QString& file) {
+    const QString type = typeOf(p);
+    if (type == QStringLiteral("Sequence")) {
+        bool byteLevel = false;
+        for (const QJsonValue& step : p.value(QStringLiteral("pretokenizers")).toArray())
+            byteLevel = readPreTokenizer(step.toObject(), options, file) || byteLevel;
+        return byteLevel;
     }
-    return out;
+    if (type == QStringLiteral("ByteLevel")) {
+        options.addPrefixSpace = p.value(QStringLiteral("add_prefix_space")).toBool(false);
+        if (p.value(QStringLiteral("use_regex")).toBool(true)) options.splitPatterns << Gpt2BpeTokenizer::gpt2Pattern();
+        return true;
+    }
+    if (type == QStringLiteral("Split")) {
+        const QJsonObject pattern = p.value(QStringLiteral("pattern")).toObject();
+        const QString behavior = p.value(QStringLiteral("behavior")).toString();
+        if (behavior != QStringLiteral("Isolated") || p.value(QStringLiteral("invert")).toBool(false))
+            throw ModelError(file, QStringLiteral("unsupported Split pre_tokenizer: behavior \"%1\"%2 (only Isolated is supported)")
+                                       .arg(behavior, p.value(QStringLiteral("invert")).toBool() ? QStringLiteral(", inverted") : QString()));
+        if (pattern.value(QStringLiteral("Regex")).isString()) options.splitPatterns << pattern.value(QStringLiteral("Regex")).toString();
+        else if (pattern.value(QStringLiteral("String")).isString())
+            options.splitPatterns << QRegularExpression::escape(pattern.value(QStringLiteral("String")).toString());
+        else throw ModelError(file, QStringLiteral("Split pre_tokenizer without a Regex or String pattern"));
+        return false;
+    }
+    if (type == QStringLiteral("Digits")) {
+        options.splitPatterns << (p.value(QStringLiteral("individual_digits")).toBool() ? QStringLiteral("\\p{N}") : QStringLiteral("\\p{N}+"));
+        return false;
+    }
+    throw ModelError(file, QStringLiteral("unsupported pre_tokenizer \"%1\" for a byte-level BPE").arg(type));
+}
+
+std::optional<QString::NormalizationForm> readNormalizer(const QJsonObject& n, const QString& file) {
+    if (n.isEmpty()) return std::nullopt;
+    const QString type = typeOf(n);
+    if (type == QStringLiteral("Sequence")) {
+        const QJsonArray steps = n.value(QStringLiteral("normalizers")).toArray();
+        if (steps.isEmpty()) return std::nullopt;
+        if (steps.size() == 1) return readNormalizer(steps.first().toObject(), file);
+    }
+    if (type == QStringLiteral("NFC")) return QString::NormalizationForm_C;
+    if (type == QStringLiteral("NFD")) return QString::NormalizationForm_D;
+    if (type == QStringLiteral("NFKC")) return QString::NormalizationForm_KC;
+    if (type == QStringLiteral("NFKD")) return QString::NormalizationForm_KD;
+    throw ModelError(file, QStringLiteral("unsupported normalizer \"%1\" for a byte-level BPE").arg(type));
 }
 
 } // namespace
 
-Gpt2BpeTokenizer::Gpt2BpeTokenizer()
-    : pretokenizer_(QString::fromLatin1(kGpt2Pattern), QRegularExpression::UseUnicodePropertiesOption) {
-    pretokenizer_.optimize();
-    byteIds_.fill(-1);
-}
+QString Gpt2BpeTokenizer::gpt2Pattern() { return QString::fromLatin1(kGpt2Pattern); }
+
+Gpt2BpeTokenizer::Gpt2BpeTokenizer() { byteIds_.fill(-1); }
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMerges(const QString& vocabJsonPath,
                                                                       const QString& mergesPath) {
-    const QByteArray vocab = readFile(vocabJsonPath);
-    return fromVocabAndMergesBytes(vocab, readFile(mergesPath), vocabJsonPath, mergesPath);
+    const QByteArray vocab = readTokenizerFile(vocabJsonPath);
+    return fromVocabAndMergesBytes(vocab, readTokenizerFile(mergesPath), vocabJsonPath, mergesPath);
 }
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMergesBytes(const QByteArray& vocabJson,
@@ -72,7 +87,9 @@ std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMergesBytes(cons
                                                                            const QString& vocabJsonPath,
                                                                            const QString& mergesPath) {
     std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
-    tok->setVocab(parseJsonObjectOf(vocabJson, vocabJsonPath), vocabJsonPath);
+    const std::vector<QString> tokens = readHfVocab(parseTokenizerJsonObject(vocabJson, vocabJsonPath), vocabJsonPath, false);
+    for (size_t id = 0; id < tokens.size(); ++id)
+        if (!tokens[id].isEmpty()) tok->setToken(qint64(id), tokens[id], unicodeStringToBytes(tokens[id]), vocabJsonPath);
 
     tok->merges_.reserve(merges.count('\n') + 1);
     int lineNo = 0;
@@ -89,66 +106,117 @@ std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromVocabAndMergesBytes(cons
         if (space <= 0 || space == text.size() - 1 || text.indexOf(QLatin1Char(' '), space + 1) >= 0)
             throw ModelError(mergesPath, QStringLiteral("line %1: expected two tokens separated by one space, got \"%2\"").arg(lineNo).arg(text));
         tok->addMerge(QStringView(text).left(space), QStringView(text).sliced(space + 1), mergesPath,
-                      Location{QLatin1String("line %1"), lineNo});
+                      MergeLocation{QLatin1String("line %1"), lineNo});
     }
     tok->finish(vocabJsonPath);
+    ByteLevelOptions options;
+    options.order = BpeMerges::Order::AllOccurrences;
+    tok->setOptions(options, vocabJsonPath);
+    tok->bos_ = tok->tokenId(QStringLiteral("<|endoftext|>"));
     return tok;
 }
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJson(const QString& path) {
-    return fromTokenizerJsonBytes(readFile(path), path);
+    return fromTokenizerJsonObject(parseTokenizerJsonObject(readTokenizerFile(path), path), siblingTokenizerConfig(path), path);
 }
 
 std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJsonBytes(const QByteArray& json, const QString& path) {
-    const QJsonObject root = parseJsonObjectOf(json, path);
+    return fromTokenizerJsonObject(parseTokenizerJsonObject(json, path), HfTokenizerConfig{}, path);
+}
+
+std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokenizerJsonObject(const QJsonObject& root, const HfTokenizerConfig& config,
+                                                                           const QString& path) {
     const QJsonObject model = root.value(QStringLiteral("model")).toObject();
-    const QString type = model.value(QStringLiteral("type")).toString();
+    const QString type = typeOf(model);
     if (type != QStringLiteral("BPE"))
         throw ModelError(path, QStringLiteral("unsupported tokenizer model type \"%1\" (expected \"BPE\")").arg(type));
     if (!model.value(QStringLiteral("vocab")).isObject())
         throw ModelError(path, QStringLiteral("model.vocab is missing or not an object"));
 
+    ByteLevelOptions options;
+    const QJsonValue pre = root.value(QStringLiteral("pre_tokenizer"));
+    if (pre.isObject()) {
+        if (!readPreTokenizer(pre.toObject(), options, path))
+            throw ModelError(path, QStringLiteral("unsupported pre_tokenizer \"%1\": no ByteLevel step, so not a byte-level BPE")
+                                       .arg(typeOf(pre.toObject())));
+    } else {
+        options.splitPatterns << gpt2Pattern(); // files written without one are GPT-2's
+    }
+    options.normalization = readNormalizer(root.value(QStringLiteral("normalizer")).toObject(), path);
+    options.ignoreMerges = model.value(QStringLiteral("ignore_merges")).toBool(false);
+
     std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
-    tok->setVocab(model.value(QStringLiteral("vocab")).toObject(), path);
-
-    const QJsonArray merges = model.value(QStringLiteral("merges")).toArray();
-    tok->merges_.reserve(merges.size());
-    for (qsizetype i = 0; i < merges.size(); ++i) {
-        const Location where{QLatin1String("model.merges[%1]"), i};
-        const QJsonValue m = merges.at(i);
-        if (m.isString()) {
-            const QStringList parts = m.toString().split(QLatin1Char(' '));
-            if (parts.size() != 2 || parts[0].isEmpty() || parts[1].isEmpty())
-                throw ModelError(path, where.text() + QStringLiteral(": expected \"a b\", got \"%1\"").arg(m.toString()));
-            tok->addMerge(parts[0], parts[1], path, where);
-        } else if (m.isArray() && m.toArray().size() == 2 && m.toArray().at(0).isString() && m.toArray().at(1).isString()) {
-            tok->addMerge(m.toArray().at(0).toString(), m.toArray().at(1).toString(), path, where);
-        } else {
-            throw ModelError(path, where.text() + QStringLiteral(": expected a string \"a b\" or a pair [a, b]"));
-        }
+    std::vector<QString> tokens = readHfVocab(model.value(QStringLiteral("vocab")).toObject(), path, false);
+    const std::vector<HfAddedToken> added = readHfAddedTokens(root, path);
+    const size_t vocabTokens = tokens.size();
+    std::vector<bool> inVocab(vocabTokens);
+    for (size_t id = 0; id < vocabTokens; ++id) inVocab[id] = !tokens[id].isEmpty();
+    placeHfAddedTokens(tokens, added, path);
+    for (size_t id = 0; id < tokens.size(); ++id) {
+        if (tokens[id].isEmpty()) continue;
+        const bool fromVocab = id < vocabTokens && inVocab[id];
+        tok->setToken(qint64(id), tokens[id], fromVocab ? unicodeStringToBytes(tokens[id]) : tokens[id].toUtf8(), path);
     }
+    for (const HfAddedToken& a : added) tok->added_.add(a.content, a.id, a.special);
 
-    for (const QJsonValue& v : root.value(QStringLiteral("added_tokens")).toArray()) {
-        const QJsonObject added = v.toObject();
-        const QJsonValue id = added.value(QStringLiteral("id"));
-        const QString content = added.value(QStringLiteral("content")).toString();
-        if (!id.isDouble() || content.isEmpty())
-            throw ModelError(path, QStringLiteral("added_tokens: entry without an integer id and content"));
-        const auto existing = tok->ids_.constFind(content);
-        if (existing != tok->ids_.constEnd()) {
-            if (*existing == id.toInteger()) continue;
-            throw ModelError(path, QStringLiteral("added token \"%1\" has id %2 but the vocabulary gives it id %3")
-                                       .arg(content).arg(id.toInteger()).arg(*existing));
-        }
-        tok->setToken(id.toInteger(-1), content, content.toUtf8(), path);
-    }
+    const auto merges = readHfMerges(model.value(QStringLiteral("merges")), path);
+    tok->merges_.reserve(qsizetype(merges.size()));
+    for (size_t i = 0; i < merges.size(); ++i)
+        tok->addMerge(merges[i].first, merges[i].second, path, MergeLocation{QLatin1String("model.merges[%1]"), qsizetype(i)});
     tok->finish(path);
+    tok->setOptions(options, path);
+    const HfBos bos = hfBos(root, config, QStringLiteral("<|endoftext|>"), true);
+    tok->bos_ = bos.token ? tok->tokenId(*bos.token) : std::nullopt;
+    tok->addsBos_ = bos.add;
     return tok;
 }
 
+std::unique_ptr<Gpt2BpeTokenizer> Gpt2BpeTokenizer::fromTokensAndMerges(const std::vector<QString>& tokens, const QStringList& merges,
+                                                                       const std::vector<TokenType>& types, std::optional<int> bos,
+                                                                       bool addBos, const ByteLevelOptions& options, const QString& label) {
+    if (tokens.empty()) throw ModelError(label, QStringLiteral("the vocabulary is empty"));
+    if (!types.empty() && types.size() != tokens.size())
+        throw ModelError(label, QStringLiteral("%1 token types for %2 tokens").arg(types.size()).arg(tokens.size()));
+    if (bos && (*bos < 0 || size_t(*bos) >= tokens.size()))
+        throw ModelError(label, QStringLiteral("BOS token id %1 is outside the vocabulary (%2 tokens)").arg(*bos).arg(tokens.size()));
+    std::unique_ptr<Gpt2BpeTokenizer> tok(new Gpt2BpeTokenizer);
+    for (size_t id = 0; id < tokens.size(); ++id) {
+        const TokenType type = types.empty() ? TokenType::Normal : types[id];
+        const bool plain = type == TokenType::Control || type == TokenType::UserDefined;
+        tok->setToken(qint64(id), tokens[id], plain ? tokens[id].toUtf8() : unicodeStringToBytes(tokens[id]), label);
+        if (plain) tok->added_.add(tokens[id], int(id), type == TokenType::Control);
+    }
+    tok->merges_.reserve(merges.size());
+    for (qsizetype i = 0; i < merges.size(); ++i) {
+        const MergeLocation where{QLatin1String("merges[%1]"), i};
+        const QString& m = merges[i];
+        const qsizetype space = m.indexOf(QLatin1Char(' '));
+        if (space <= 0 || space == m.size() - 1 || m.indexOf(QLatin1Char(' '), space + 1) >= 0)
+            throw ModelError(label, where.text() + QStringLiteral(": expected \"a b\", got \"%1\"").arg(m));
+        tok->addMerge(QStringView(m).left(space), QStringView(m).sliced(space + 1), label, where);
+    }
+    tok->finish(label);
+    tok->setOptions(options, label);
+    tok->bos_ = bos;
+    tok->addsBos_ = addBos;
+    return tok;
+}
+
+void Gpt2BpeTokenizer::setOptions(const ByteLevelOptions& options, const QString& file) {
+    options_ = options;
+    if (options_.splitPatterns.isEmpty()) options_.splitPatterns << gpt2Pattern();
+    pretokenizers_.clear();
+    for (const QString& pattern : options_.splitPatterns) {
+        QRegularExpression re(pattern, QRegularExpression::UseUnicodePropertiesOption);
+        if (!re.isValid())
+            throw ModelError(file, QStringLiteral("invalid pretokenizer regex at offset %1 (%2): %3")
+                                       .arg(re.patternErrorOffset()).arg(re.errorString(), pattern));
+        re.optimize();
+        pretokenizers_.push_back(std::move(re));
+    }
+}
+
 void Gpt2BpeTokenizer::setToken(qint64 id, const QString& string, const QByteArray& bytes, const QString& file) {
-    if (id < 0 || id >= kMaxId)
-        throw ModelError(file, QStringLiteral("token \"%1\" has an invalid id %2").arg(string).arg(id));
     if (string.isEmpty()) throw ModelError(file, QStringLiteral("empty token string for id %1").arg(id));
     if (qsizetype(id) >= qsizetype(strings_.size())) {
         strings_.resize(id + 1);
@@ -158,43 +226,22 @@ void Gpt2BpeTokenizer::setToken(qint64 id, const QString& string, const QByteArr
         throw ModelError(file, QStringLiteral("id %1 is used by both \"%2\" and \"%3\"").arg(id).arg(strings_[id], string));
     strings_[id] = string;
     bytes_[id] = bytes;
-    ids_.insert(QStringView(strings_[id]), int(id));
+    ids_.insert(QStringView(strings_[id]), int(id)); // a string given twice (GGUF arrays): the last id wins
 }
 
-void Gpt2BpeTokenizer::setVocab(const QJsonObject& vocab, const QString& file) {
-    ids_.reserve(vocab.size());
-    strings_.reserve(vocab.size());
-    bytes_.reserve(vocab.size());
-    for (auto it = vocab.constBegin(); it != vocab.constEnd(); ++it) {
-        const QString key = it.key(); // converted from the JSON's storage on every call
-        const QJsonValue v = it.value();
-        const double d = v.toDouble(-1.0);
-        if (!v.isDouble() || !std::isfinite(d) || d != std::floor(d))
-            throw ModelError(file, QStringLiteral("token \"%1\" has a non-integer id").arg(key));
-        // range check before the cast: converting a double beyond qint64 is undefined (found by fuzz_tokenizer_files)
-        if (d < 0 || d >= double(kMaxId))
-            throw ModelError(file, QStringLiteral("token \"%1\" has an invalid id %2").arg(key).arg(d));
-        setToken(qint64(d), key, unicodeStringToBytes(key), file);
-    }
-    if (ids_.isEmpty()) throw ModelError(file, QStringLiteral("the vocabulary is empty"));
-}
-
-int Gpt2BpeTokenizer::idOfMergePart(QStringView s, const QString& file, const Location& where) const {
+int Gpt2BpeTokenizer::idOfMergePart(QStringView s, const QString& file, const MergeLocation& where) const {
     const auto it = ids_.constFind(s);
     if (it == ids_.constEnd())
         throw ModelError(file, where.text() + QStringLiteral(": token \"%1\" is not in the vocabulary").arg(s));
     return *it;
 }
 
-void Gpt2BpeTokenizer::addMerge(QStringView a, QStringView b, const QString& file, const Location& where) {
+void Gpt2BpeTokenizer::addMerge(QStringView a, QStringView b, const QString& file, const MergeLocation& where) {
     const int idA = idOfMergePart(a, file, where);
     const int idB = idOfMergePart(b, file, where);
     mergedScratch_.clear(); // keeps its capacity: no allocation per merge
     mergedScratch_.append(a).append(b);
-    const int merged = idOfMergePart(mergedScratch_, file, where);
-    // encoder.py builds its rank table with dict(zip(merges, range(...))): a repeated merge keeps
-    // its last rank.
-    merges_.insert(pairKey(idA, idB), Merge{nextRank_++, merged});
+    merges_.add(idA, idB, idOfMergePart(mergedScratch_, file, where));
 }
 
 void Gpt2BpeTokenizer::finish(const QString& file) {
@@ -205,98 +252,88 @@ void Gpt2BpeTokenizer::finish(const QString& file) {
                                        .arg(b, 2, 16, QLatin1Char('0')).arg(byteToUnicode(uchar(b))));
         byteIds_[b] = *it;
     }
-    bos_ = tokenId(QStringLiteral("<|endoftext|>"));
+    mergedScratch_ = QString();
 }
 
 std::vector<int> Gpt2BpeTokenizer::bpe(QByteArrayView word) const {
-    // Doubly linked list of symbols over the word's bytes; ids[i] < 0 marks a merged-away node.
+    if (options_.ignoreMerges) {
+        const auto whole = ids_.constFind(bytesToUnicodeString(word));
+        if (whole != ids_.constEnd()) return {*whole};
+    }
     std::vector<int> ids;
     ids.reserve(word.size());
     for (char c : word) ids.push_back(byteIds_[static_cast<unsigned char>(c)]);
-    const int n = int(ids.size());
-    std::vector<int> next(n);
-    for (int i = 0; i < n; ++i) next[i] = i + 1 < n ? i + 1 : -1;
+    return merges_.apply(std::move(ids), options_.order);
+}
 
-    // encoder.py bpe(): repeatedly take the lowest-ranked adjacent pair and merge all of its
-    // occurrences, left to right without overlap. A min-queue of (rank, left node) finds the
-    // pair in O(log n) instead of rescanning the word, so very long words stay fast.
-    using Entry = std::pair<int, int>;
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
-    std::vector<int> prev(n);
-    for (int i = 0; i < n; ++i) prev[i] = i - 1;
-    auto rankAt = [&](int left) -> const Merge* {
-        if (left < 0 || ids[left] < 0 || next[left] < 0) return nullptr;
-        const auto it = merges_.constFind(pairKey(ids[left], ids[next[left]]));
-        return it == merges_.constEnd() ? nullptr : &*it;
-    };
-    auto push = [&](int left) {
-        if (const Merge* m = rankAt(left)) queue.push({m->rank, left});
-    };
-    for (int i = 0; i + 1 < n; ++i) push(i);
-
-    std::vector<int> mergedAt;
-    while (!queue.empty()) {
-        const int rank = queue.top().first;
-        mergedAt.clear();
-        // Entries of one rank all name the same pair; the queue yields them in word order.
-        while (!queue.empty() && queue.top().first == rank) {
-            const int left = queue.top().second;
-            queue.pop();
-            const Merge* m = rankAt(left);
-            if (!m || m->rank != rank) continue; // stale: a node changed since it was queued
-            const int right = next[left];
-            ids[left] = m->id;
-            ids[right] = -1;
-            next[left] = next[right];
-            if (next[right] >= 0) prev[next[right]] = left;
-            mergedAt.push_back(left);
-        }
-        // Pairs formed by the new symbols; none has this rank (a merged symbol is longer than
-        // either part), so they belong to later rounds.
-        for (int left : mergedAt) {
-            if (ids[left] < 0) continue;
-            push(prev[left]);
-            push(left);
+void Gpt2BpeTokenizer::encodeWord(QStringView piece, std::vector<int>& out) const {
+    const QByteArray word = piece.toUtf8();
+    const bool cacheable = word.size() <= kMaxCachedWordBytes;
+    if (cacheable) {
+        QMutexLocker lock(&cacheMutex_);
+        const auto it = cache_.constFind(word);
+        if (it != cache_.constEnd()) {
+            out.insert(out.end(), it->begin(), it->end());
+            return;
         }
     }
-    std::vector<int> out;
-    for (int i = 0; i >= 0 && i < n; i = next[i]) out.push_back(ids[i]);
-    return out;
+    const std::vector<int> ids = bpe(word);
+    out.insert(out.end(), ids.begin(), ids.end());
+    if (cacheable) {
+        QMutexLocker lock(&cacheMutex_);
+        if (cache_.size() >= kMaxCacheEntries) cache_.clear();
+        cache_.insert(word, ids);
+    }
+}
+
+template <typename Piece, typename Token>
+void Gpt2BpeTokenizer::forEachPiece(const QString& text, Piece onPiece, Token onToken) const {
+    QString clean = withoutLoneSurrogates(text);
+    if (options_.normalization) clean = clean.normalized(*options_.normalization);
+    // Split level `level` of `piece`: the pattern's matches and the gaps between them (Isolated),
+    // each cut further by the next pattern. GPT-2's alternatives cover every character, so its
+    // matches tile the text; a gap is still encoded so that decode(encode(s)) == s.
+    auto split = [&](auto& self, QStringView piece, size_t level) -> void {
+        if (piece.isEmpty()) return;
+        if (level == pretokenizers_.size()) {
+            onPiece(piece);
+            return;
+        }
+        qsizetype pos = 0;
+        auto it = pretokenizers_[level].globalMatch(piece);
+        while (it.hasNext()) {
+            const QRegularExpressionMatch m = it.next();
+            if (m.capturedLength() == 0) continue;
+            if (m.capturedStart() > pos) self(self, piece.sliced(pos, m.capturedStart() - pos), level + 1);
+            self(self, piece.sliced(m.capturedStart(), m.capturedLength()), level + 1);
+            pos = m.capturedEnd();
+        }
+        if (pos < piece.size()) self(self, piece.sliced(pos), level + 1);
+    };
+    for (const TextFragment& f : added_.split(clean)) {
+        if (f.token >= 0) {
+            onToken(f.token);
+            continue;
+        }
+        const QStringView fragment = QStringView(clean).sliced(f.start, f.length);
+        if (options_.addPrefixSpace && !fragment.startsWith(QLatin1Char(' '))) {
+            const QString spaced = QLatin1Char(' ') + fragment.toString();
+            split(split, spaced, 0);
+        } else {
+            split(split, fragment, 0);
+        }
+    }
 }
 
 std::vector<int> Gpt2BpeTokenizer::encode(const QString& text) const {
-    const QString clean = withoutLoneSurrogates(text);
     std::vector<int> out;
-    auto encodeWord = [&](QStringView piece) {
-        const QByteArray word = piece.toUtf8();
-        const bool cacheable = word.size() <= kMaxCachedWordBytes;
-        if (cacheable) {
-            QMutexLocker lock(&cacheMutex_);
-            const auto it = cache_.constFind(word);
-            if (it != cache_.constEnd()) {
-                out.insert(out.end(), it->begin(), it->end());
-                return;
-            }
-        }
-        const std::vector<int> ids = bpe(word);
-        out.insert(out.end(), ids.begin(), ids.end());
-        if (cacheable) {
-            QMutexLocker lock(&cacheMutex_);
-            if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-            cache_.insert(word, ids);
-        }
-    };
-    // The pattern's alternatives cover every character, so matches tile the text; any gap (which
-    // would be a regex-engine surprise) is still encoded so that decode(encode(s)) == s.
-    qsizetype pos = 0;
-    auto it = pretokenizer_.globalMatch(clean);
-    while (it.hasNext()) {
-        const QRegularExpressionMatch m = it.next();
-        if (m.capturedStart() > pos) encodeWord(QStringView(clean).sliced(pos, m.capturedStart() - pos));
-        encodeWord(m.capturedView());
-        pos = m.capturedEnd();
-    }
-    if (pos < clean.size()) encodeWord(QStringView(clean).sliced(pos));
+    forEachPiece(text, [&](QStringView piece) { encodeWord(piece, out); }, [&](int token) { out.push_back(token); });
+    return out;
+}
+
+QStringList Gpt2BpeTokenizer::pretokenize(const QString& text) const {
+    QStringList out;
+    forEachPiece(text, [&](QStringView piece) { out << piece.toString(); }, [](int) {});
     return out;
 }
 

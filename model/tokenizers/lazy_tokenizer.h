@@ -31,6 +31,7 @@ public:
     std::optional<int> tokenId(const QString& s) const override { return get().tokenId(s); }
     int vocabSize() const override { return get().vocabSize(); }
     std::optional<int> bosId() const override { return get().bosId(); }
+    bool addsBos() const override { return get().addsBos(); }
 
 private:
     mutable std::future<std::unique_ptr<Tokenizer>> pending_;

@@ -27,8 +27,16 @@ public:
     /// Id of an exact vocabulary string (as tokenString returns), if present.
     virtual std::optional<int> tokenId(const QString& tokenString) const = 0;
     virtual int vocabSize() const = 0;
-    /// The beginning-of-sequence token prepended when "Prepend BOS" is on (<|endoftext|> for GPT-2).
+    /// The beginning-of-sequence token prepended when "Prepend BOS" is on (<|endoftext|> for GPT-2,
+    /// <s> for Llama 2, <|begin_of_text|> for Llama 3); none for a model without one (Qwen2).
     virtual std::optional<int> bosId() const = 0;
+    /// Whether prompts of this model start with bosId() by default: what the model's own tokenizer
+    /// does (HF add_bos_token or a TemplateProcessing post-processor that starts with it, GGUF
+    /// tokenizer.ggml.add_bos_token, llama2.c always). The default of the app's "Prepend BOS" box.
+    /// GPT-2 vocabularies say true: the app follows TransformerLens, which prepends <|endoftext|>
+    /// (HF's GPT-2 tokenizer does not). Never true without a bosId(). encode() never adds BOS
+    /// itself; tokenizePrompt (model/transformer/prompt.h) does.
+    virtual bool addsBos() const { return bosId().has_value(); }
 };
 
 } // namespace attnscope

@@ -2,28 +2,50 @@
 
 #include "model/core/errors.h"
 #include "model/tokenizers/gpt2_bpe_tokenizer.h"
+#include "model/tokenizers/hf_tokenizer_json.h"
+#include "model/tokenizers/llama2c_tokenizer_file.h"
+#include "model/tokenizers/sentencepiece_model_file.h"
 
 #include <QDir>
 #include <QFileInfo>
 
 namespace attnscope {
 
+namespace {
+
+enum class FolderKind { None, VocabAndMerges, TokenizerJson, SentencePieceModel };
+
+FolderKind folderKind(const QDir& folder) {
+    auto has = [&](const char* name) { return QFileInfo(folder.filePath(QLatin1String(name))).isFile(); };
+    if (has("vocab.json") && has("merges.txt")) return FolderKind::VocabAndMerges;
+    if (has("tokenizer.json")) return FolderKind::TokenizerJson;
+    if (has("tokenizer.model")) return FolderKind::SentencePieceModel;
+    return FolderKind::None;
+}
+
+} // namespace
+
 void requireTokenizerFiles(const QString& dir) {
-    const QDir folder(dir);
-    const bool pair = QFileInfo(folder.filePath(QStringLiteral("vocab.json"))).isFile()
-                      && QFileInfo(folder.filePath(QStringLiteral("merges.txt"))).isFile();
-    if (!pair && !QFileInfo(folder.filePath(QStringLiteral("tokenizer.json"))).isFile())
-        throw ModelError(dir, QStringLiteral("no tokenizer: expected vocab.json and merges.txt, or tokenizer.json"));
+    if (folderKind(QDir(dir)) == FolderKind::None)
+        throw ModelError(dir, QStringLiteral("no tokenizer: expected vocab.json and merges.txt, tokenizer.json or tokenizer.model"));
 }
 
 std::unique_ptr<Tokenizer> loadTokenizerFromFolder(const QString& dir) {
     requireTokenizerFiles(dir);
     const QDir folder(dir);
-    const QString vocab = folder.filePath(QStringLiteral("vocab.json"));
-    const QString merges = folder.filePath(QStringLiteral("merges.txt"));
-    const QString tokenizerJson = folder.filePath(QStringLiteral("tokenizer.json"));
-    if (QFileInfo(vocab).isFile() && QFileInfo(merges).isFile()) return Gpt2BpeTokenizer::fromVocabAndMerges(vocab, merges);
-    return Gpt2BpeTokenizer::fromTokenizerJson(tokenizerJson);
+    switch (folderKind(folder)) {
+    case FolderKind::VocabAndMerges:
+        return Gpt2BpeTokenizer::fromVocabAndMerges(folder.filePath(QStringLiteral("vocab.json")), folder.filePath(QStringLiteral("merges.txt")));
+    case FolderKind::TokenizerJson: return loadHfTokenizerJson(folder.filePath(QStringLiteral("tokenizer.json")));
+    default: return loadSentencePieceModel(folder.filePath(QStringLiteral("tokenizer.model")));
+    }
+}
+
+std::unique_ptr<Tokenizer> loadTokenizerFile(const QString& path, std::optional<int> vocabSize) {
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QStringLiteral("json")) return loadHfTokenizerJson(path);
+    if (suffix == QStringLiteral("model")) return loadSentencePieceModel(path);
+    return loadLlama2cTokenizer(path, vocabSize);
 }
 
 } // namespace attnscope

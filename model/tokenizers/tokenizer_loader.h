@@ -1,5 +1,5 @@
 #pragma once
-// Picks and loads the tokenizer stored in a model folder.
+// Picks and loads the tokenizer stored in a model folder, or a tokenizer file named on its own.
 
 #include "model/tokenizers/tokenizer.h"
 
@@ -9,13 +9,19 @@
 namespace attnscope {
 
 /// Tokenizer for a Hugging Face model folder: vocab.json + merges.txt if both exist, else
-/// tokenizer.json. Works with Qt resource folders (":/demo").
-/// Throws ModelError(dir, "no tokenizer: expected vocab.json and merges.txt, or tokenizer.json")
-/// when neither is present, and the loaders' ModelError for a bad file.
+/// tokenizer.json (loadHfTokenizerJson: GPT-2, Llama 2/3, Qwen2 ...), else tokenizer.model
+/// (loadSentencePieceModel). Works with Qt resource folders (":/demo").
+/// Throws ModelError(dir, "no tokenizer: expected vocab.json and merges.txt, tokenizer.json or
+/// tokenizer.model") when none is present, and the loaders' ModelError for a bad file.
 std::unique_ptr<Tokenizer> loadTokenizerFromFolder(const QString& dir);
 
-/// Cheap check that `dir` has tokenizer files (vocab.json + merges.txt, or tokenizer.json), without
-/// parsing them. Throws the same ModelError as loadTokenizerFromFolder when neither is present.
+/// Cheap check that `dir` has tokenizer files, without parsing them. Throws the same ModelError as
+/// loadTokenizerFromFolder when none is present.
 void requireTokenizerFiles(const QString& dir);
+
+/// A tokenizer file given on its own (--tokenizer): *.json as tokenizer.json, *.model as a
+/// SentencePiece model, anything else as llama2.c's tokenizer.bin (read up to `vocabSize` tokens
+/// if given, see loadLlama2cTokenizer). Throws the loaders' ModelError.
+std::unique_ptr<Tokenizer> loadTokenizerFile(const QString& path, std::optional<int> vocabSize = std::nullopt);
 
 } // namespace attnscope

@@ -4,10 +4,11 @@ namespace attnscope {
 
 std::vector<int> tokenizePrompt(const Tokenizer& tokenizer, const QString& text, bool prependBos) {
     std::vector<int> ids;
-    if (prependBos) {
-        if (const auto bos = tokenizer.bosId()) ids.push_back(*bos);
-    }
     const std::vector<int> body = tokenizer.encode(text);
+    if (prependBos) {
+        const auto bos = tokenizer.bosId();
+        if (bos && (body.empty() || body.front() != *bos)) ids.push_back(*bos);
+    }
     ids.insert(ids.end(), body.begin(), body.end());
     return ids;
 }
