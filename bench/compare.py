@@ -6,16 +6,26 @@ import sys
 
 def main():
     torch = json.load(open(sys.argv[1]))
+    print(f"PyTorch {torch.get('torch', '?')}: ATen CPU capability {torch.get('cpu_capability', '?')}, "
+          f"OPENBLAS_CORETYPE={torch.get('env', {}).get('OPENBLAS_CORETYPE') or '(auto)'}")
     ours = {}
-    gemm = fma = bandwidth = None
+    gemm = fma = bandwidth = kgemm = None
+    kernel = summary = "?"
     for path in sys.argv[2:]:
         d = json.load(open(path))
         ours.update(d["models"])
         gemm = d.get("eigen_gemm_2048_gflops", gemm)
+        kgemm = d.get("kernel_gemm_2048_gflops", kgemm)
         fma = d.get("fma_peak_gflops", fma)
         bandwidth = d.get("read_bandwidth_gbs", bandwidth)
+        kernel = d.get("kernel", kernel)
+        summary = d.get("kernel_summary", summary)
+    print(f"\n{summary}")
+    if kgemm:
+        print(f"weightGemm 2048^3 ({kernel}) {kgemm:.0f} GFLOP/s vs Eigen's 2048^3 GEMM (baseline ISA) {gemm:.0f} GFLOP/s:"
+              f" {kgemm / gemm:.2f}x")
     if fma:  # the hardware bounds: no product runs faster than the FMA units, no pass reads faster than DRAM
-        print(f"\nFMA peak {fma:.0f} GFLOP/s, DRAM read {bandwidth:.1f} GB/s, Eigen GEMM 2048^3 {gemm:.0f} GFLOP/s;"
+        print(f"FMA peak ({kernel}) {fma:.0f} GFLOP/s, DRAM read {bandwidth:.1f} GB/s, Eigen GEMM 2048^3 {gemm:.0f} GFLOP/s;"
               " bound = max(FLOPs / FMA peak, file bytes / DRAM read)")
         gemm = fma
     else:

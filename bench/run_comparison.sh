@@ -1,8 +1,14 @@
 #!/bin/sh
 # Runs attnscope_bench and the tuned PyTorch reference on the same random GPT-2 checkpoints, one after
-# the other, and prints the ratios (README "Benchmarks"). Usage:
+# the other, once for each compute kernel this CPU can run, and prints the ratios per kernel next to
+# PyTorch forced to the same instruction set (README "Benchmarks"). Usage:
 #   bench/run_comparison.sh [BUILD_DIR] [SIZES] [extra args for both, e.g. --seq 20,128 --runs 5]
-# Environment: WORK_DIR (where checkpoints and JSON go; default a new temp folder), NICE (e.g. "nice -n 19").
+# Environment: WORK_DIR (where checkpoints and JSON go; default a new temp folder), NICE (e.g. "nice -n 19"),
+# KERNELS (e.g. "avx2": only these kernels; default every one `attnscope_bench --list-kernels` prints).
+#
+# PyTorch per kernel: OpenBLAS's kernel for the same instruction set (OPENBLAS_CORETYPE: SkylakeX for
+# avx512, Haswell for avx2, Nehalem — SSE4.2, no AVX — for portable) and ATen's own kernels likewise
+# (ATEN_CPU_CAPABILITY avx512, avx2, default).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
@@ -12,6 +18,7 @@ work=${WORK_DIR:-$(mktemp -d /tmp/attnscope_bench.XXXXXX)}
 nice=${NICE:-}
 bench="$build/bench/attnscope_bench"
 [ -x "$bench" ] || { echo "build $bench first" >&2; exit 1; }
+kernels=${KERNELS:-$("$bench" --list-kernels 2>/dev/null | sort -r | tr '\n' ' ')}
 
 models=""
 for s in $(echo "$sizes" | tr ',' ' '); do
@@ -19,22 +26,30 @@ for s in $(echo "$sizes" | tr ',' ' '); do
   [ -f "$work/$name/model.safetensors" ] || $nice "$bench" --write-models "$work" --sizes "$s"
   models="$models $work/$name"
 done
-
-echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(free -g | awk '/Mem:/{print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== AttnScope"
-for m in $models; do
-  $nice "$bench" --model "$m" --json "$work/ours_$(basename "$m").json" "$@"
-done
-
-echo "== PyTorch (tuned as ../shared/BASELINE.md)"
-coretype=""
-grep -q avx512f /proc/cpuinfo && coretype=SkylakeX
 margs=""
 for m in $models; do margs="$margs --model $m"; done
-# shellcheck disable=SC2086
-env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE ${coretype:+OPENBLAS_CORETYPE=$coretype} \
-    GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
-    $nice /usr/bin/python3 "$here/torch_reference.py" $margs --json "$work/torch.json" "$@"
+
+echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(free -g | awk '/Mem:/{print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg); kernels: $kernels"
+for k in $kernels; do
+  case $k in
+    avx512) coretype=SkylakeX; aten=avx512 ;;
+    avx2) coretype=Haswell; aten=avx2 ;;
+    *) coretype=Nehalem; aten=default ;;
+  esac
+  echo "== AttnScope, kernel $k"
+  for m in $models; do
+    ATTNSCOPE_ISA=$k $nice "$bench" --model "$m" --json "$work/ours_${k}_$(basename "$m").json" "$@"
+  done
+  echo "== PyTorch (tuned as ../shared/BASELINE.md), OPENBLAS_CORETYPE=$coretype ATEN_CPU_CAPABILITY=$aten"
+  # shellcheck disable=SC2086
+  env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=$coretype \
+      ATEN_CPU_CAPABILITY=$aten GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
+      $nice /usr/bin/python3 "$here/torch_reference.py" $margs --json "$work/torch_$k.json" "$@"
+done
 
 echo "== load $(cut -d' ' -f1-3 /proc/loadavg) after the runs"
-/usr/bin/python3 "$here/compare.py" "$work/torch.json" "$work"/ours_*.json
+for k in $kernels; do
+  echo
+  echo "## kernel $k (PyTorch: OPENBLAS_CORETYPE / ATEN_CPU_CAPABILITY for the same instruction set)"
+  /usr/bin/python3 "$here/compare.py" "$work/torch_$k.json" "$work"/ours_${k}_*.json
+done

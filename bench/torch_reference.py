@@ -253,10 +253,16 @@ def main():
     a = ap.parse_args()
     seqs = [int(s) for s in a.seq.split(",") if s]
     lens_seqs = [int(s) for s in a.lens_seq.split(",") if s]
+    # ATen's own kernels (softmax, GELU, …) dispatch on ATEN_CPU_CAPABILITY; the config says which ran
+    capability = next((line.split(":", 1)[1].strip() for line in torch.__config__.show().splitlines()
+                       if "CPU capability usage" in line), "?")
     root = {"tool": "torch_reference", "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "env": {k: os.environ.get(k, "") for k in ("OPENBLAS_CORETYPE", "OMP_WAIT_POLICY", "GLIBC_TUNABLES",
-                                                        "OPENBLAS_NUM_THREADS")},
+            "cpu_capability": capability,
+            "env": {k: os.environ.get(k, "") for k in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "OMP_WAIT_POLICY",
+                                                        "GLIBC_TUNABLES", "OPENBLAS_NUM_THREADS")},
             "runs": a.runs, "models": {}}
+    print(f"torch {torch.__version__}: ATen CPU capability {capability}, OPENBLAS_CORETYPE="
+          f"{os.environ.get('OPENBLAS_CORETYPE', '(auto)')}", flush=True)
     for folder in a.model:
         root["models"][os.path.basename(os.path.normpath(folder))] = bench_model(folder, seqs, lens_seqs, a.runs,
                                                                                    not a.no_wov)

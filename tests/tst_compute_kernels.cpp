@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 #include <QtTest>
+#include <QFloat16>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -25,6 +26,40 @@ std::vector<float> randomFloats(size_t n, unsigned seed, float scale = 1.0f) {
 
 QString kernelTag(const ComputeKernels& k) { return QString::fromLatin1(k.name); }
 
+/// float32 values stored as `type` (F32 as they are; F16 through Qt's qfloat16; BF16 rounded to nearest
+/// even here), and the stored values read back as floats (what a kernel must compute with).
+struct TypedWeights {
+    WeightType type;
+    std::vector<float> f32;
+    std::vector<quint16> half;
+    std::vector<float> stored;
+
+    TypedWeights(const std::vector<float>& v, WeightType t) : type(t), stored(v) {
+        if (t == WeightType::F32) {
+            f32 = v;
+            return;
+        }
+        half.resize(v.size());
+        for (size_t i = 0; i < v.size(); ++i) {
+            if (t == WeightType::F16) {
+                const qfloat16 h(v[i]);
+                std::memcpy(&half[i], &h, 2);
+                stored[i] = float(h);
+            } else {
+                quint32 bits;
+                std::memcpy(&bits, &v[i], 4);
+                bits += 0x7fffu + ((bits >> 16) & 1u); // round to nearest even
+                half[i] = quint16(bits >> 16);
+                const quint32 back = quint32(half[i]) << 16;
+                std::memcpy(&stored[i], &back, 4);
+            }
+        }
+    }
+    const void* data() const { return type == WeightType::F32 ? static_cast<const void*>(f32.data()) : half.data(); }
+};
+
+const char* typeName(WeightType t) { return t == WeightType::F32 ? "F32" : t == WeightType::F16 ? "F16" : "BF16"; }
+
 /// γ-style bound of a float32 sum of n products: n·2⁻²⁴·Σ|x||w| (+ a little slack for the final add).
 double sumBound(long n, double magnitude) { return (double(n) + 2) * std::ldexp(1.0, -24) * magnitude + 1e-30; }
 
@@ -38,6 +73,8 @@ private slots:
     void gemmMatchesFloat64();
     void dotRowsMatchesFloat64AndIsRowIndependent_data();
     void dotRowsMatchesFloat64AndIsRowIndependent();
+    void everyHalfWidensExactly_data();
+    void everyHalfWidensExactly();
     void softmaxRowMatchesFloat64_data();
     void softmaxRowMatchesFloat64();
     void activationsMatchFloat64_data();
@@ -93,6 +130,7 @@ void TestComputeKernels::gemmMatchesFloat64_data() {
     QTest::addColumn<int>("stridePad");
     QTest::addColumn<bool>("transposed");
     QTest::addColumn<int>("panelRows"); // 0: the kernel's mr
+    QTest::addColumn<int>("wtype");
     struct Shape {
         const char* name;
         int rows, inner, cols, pad;
@@ -105,10 +143,12 @@ void TestComputeKernels::gemmMatchesFloat64_data() {
         for (const Shape& s : shapes)
             for (bool t : {false, true})
                 for (int panelRows : {0, 5})
-                    QTest::newRow(qPrintable(QStringLiteral("%1 %2%3%4").arg(kernelIsaName(isa), QString::fromLatin1(s.name),
-                                                                             t ? QStringLiteral(" (Wᵀ)") : QString(),
-                                                                             panelRows ? QStringLiteral(", 5-row panels") : QString())))
-                        << int(isa) << s.rows << s.inner << s.cols << s.pad << t << panelRows;
+                    for (WeightType wt : {WeightType::F32, WeightType::F16, WeightType::BF16})
+                        QTest::newRow(qPrintable(QStringLiteral("%1 %2%3%4 %5").arg(kernelIsaName(isa), QString::fromLatin1(s.name),
+                                                                                    t ? QStringLiteral(" (Wᵀ)") : QString(),
+                                                                                    panelRows ? QStringLiteral(", 5-row panels") : QString(),
+                                                                                    QString::fromLatin1(typeName(wt)))))
+                            << int(isa) << s.rows << s.inner << s.cols << s.pad << t << panelRows << int(wt);
 }
 
 void TestComputeKernels::gemmMatchesFloat64() {
@@ -121,7 +161,9 @@ void TestComputeKernels::gemmMatchesFloat64() {
     const std::vector<float> x = randomFloats(size_t(rows) * inner, 1);
     // W [inner, cols] with row stride cols + pad, or Wᵀ [cols, inner] with row stride inner + pad
     const long ldw = transposed ? inner + stridePad : cols + stridePad;
-    const std::vector<float> w = randomFloats(size_t(transposed ? cols : inner) * ldw, 2);
+    QFETCH(int, wtype);
+    const TypedWeights tw(randomFloats(size_t(transposed ? cols : inner) * ldw, 2), WeightType(wtype));
+    const std::vector<float>& w = tw.stored;
     auto W = [&](long k, long j) { return transposed ? w[size_t(j * ldw + k)] : w[size_t(k * ldw + j)]; };
     std::vector<float> pack(size_t(rows) * inner), y(size_t(rows) * cols, -1.0f);
     QFETCH(int, panelRows);
@@ -129,8 +171,8 @@ void TestComputeKernels::gemmMatchesFloat64() {
     for (long p = 0; p < rows; p += mr) K.packPanel(x.data(), inner, rows, inner, p, mr, pack.data());
     // in two column ranges, as two threads' blocks would be
     const long mid = std::min<long>(cols, K.nr + 3);
-    K.gemmColumns(pack.data(), rows, inner, mr, w.data(), ldw, transposed, 0, mid, y.data(), cols);
-    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, mr, w.data(), ldw, transposed, mid, cols, y.data(), cols);
+    K.gemmColumns(pack.data(), rows, inner, mr, tw.data(), tw.type, ldw, transposed, 0, mid, y.data(), cols);
+    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, mr, tw.data(), tw.type, ldw, transposed, mid, cols, y.data(), cols);
     double worst = 0;
     for (long i = 0; i < rows; ++i)
         for (long j = 0; j < cols; ++j) {
@@ -152,9 +194,12 @@ void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent_data() {
     QTest::addColumn<int>("isa");
     QTest::addColumn<int>("m");
     QTest::addColumn<int>("k");
+    QTest::addColumn<int>("wtype");
     for (KernelIsa isa : runnableKernelIsas())
         for (auto [m, k] : {std::pair{1, 64}, {2, 15}, {3, 768}, {5, 771}, {63, 100}, {7, 1}})
-            QTest::newRow(qPrintable(QStringLiteral("%1 m=%2 k=%3").arg(kernelIsaName(isa)).arg(m).arg(k))) << int(isa) << m << k;
+            for (WeightType wt : {WeightType::F32, WeightType::F16, WeightType::BF16})
+                QTest::newRow(qPrintable(QStringLiteral("%1 m=%2 k=%3 %4").arg(kernelIsaName(isa)).arg(m).arg(k).arg(QString::fromLatin1(typeName(wt)))))
+                    << int(isa) << m << k << int(wt);
 }
 
 void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent() {
@@ -162,10 +207,13 @@ void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent() {
     QFETCH(int, m);
     QFETCH(int, k);
     const long n = 203, ldx = k + 3, ldw = k + 1;
-    const std::vector<float> x = randomFloats(size_t(m) * ldx, 3), wt = randomFloats(size_t(n) * ldw, 4);
+    QFETCH(int, wtype);
+    const std::vector<float> x = randomFloats(size_t(m) * ldx, 3);
+    const TypedWeights tw(randomFloats(size_t(n) * ldw, 4), WeightType(wtype));
+    const std::vector<float>& wt = tw.stored;
     std::vector<float> y(size_t(m) * n, -7.0f);
-    K.dotRows(x.data(), m, k, ldx, wt.data(), ldw, 0, 100, y.data(), n);
-    K.dotRows(x.data(), m, k, ldx, wt.data(), ldw, 100, n, y.data(), n);
+    K.dotRows(x.data(), m, k, ldx, tw.data(), tw.type, ldw, 0, 100, y.data(), n);
+    K.dotRows(x.data(), m, k, ldx, tw.data(), tw.type, ldw, 100, n, y.data(), n);
     for (long i = 0; i < m; ++i)
         for (long j = 0; j < n; ++j) {
             double ref = 0, mag = 0;
@@ -180,8 +228,36 @@ void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent() {
     // each row alone gives the same bits (the lens batches rows of several boundaries)
     for (long i = 0; i < m; ++i) {
         std::vector<float> one(static_cast<size_t>(n));
-        K.dotRows(x.data() + i * ldx, 1, k, ldx, wt.data(), ldw, 0, n, one.data(), n);
+        K.dotRows(x.data() + i * ldx, 1, k, ldx, tw.data(), tw.type, ldw, 0, n, one.data(), n);
         QVERIFY(std::memcmp(one.data(), y.data() + i * n, size_t(n) * sizeof(float)) == 0);
+    }
+}
+
+void TestComputeKernels::everyHalfWidensExactly_data() { kernelRows(); }
+
+void TestComputeKernels::everyHalfWidensExactly() {
+    // All 65536 binary16 values through the kernels' vector load (rows of 16: the value first, then 1.0s;
+    // x = e₀, so y_j = v_j·1 + 0·1 + …): equal to Qt's qfloat16 conversion (NaN as NaN, −0 as +0 after
+    // the sum with +0), for dotRows and gemmColumns on a weight stored [out, in].
+    const ComputeKernels& K = fetchKernel();
+    constexpr long kRow = 16, n = 65536;
+    std::vector<quint16> wt(size_t(n * kRow), 0x3c00); // 1.0
+    for (long j = 0; j < n; ++j) wt[size_t(j * kRow)] = quint16(j);
+    std::vector<float> x(kRow, 0.0f), y(static_cast<size_t>(n));
+    x[0] = 1.0f;
+    K.dotRows(x.data(), 1, kRow, kRow, wt.data(), WeightType::F16, kRow, 0, n, y.data(), n);
+    std::vector<float> pack(kRow), yg(static_cast<size_t>(n));
+    K.packPanel(x.data(), kRow, 1, kRow, 0, 1, pack.data());
+    K.gemmColumns(pack.data(), 1, kRow, 1, wt.data(), WeightType::F16, kRow, true, 0, n, yg.data(), n);
+    for (long j = 0; j < n; ++j) {
+        qfloat16 h;
+        const quint16 bits = quint16(j);
+        std::memcpy(&h, &bits, 2);
+        const float ref = float(h) + 0.0f;
+        for (const float got : {y[size_t(j)], yg[size_t(j)]}) {
+            if (std::isnan(ref)) QVERIFY2(std::isnan(got), qPrintable(QStringLiteral("half 0x%1").arg(j, 4, 16, QChar('0'))));
+            else QVERIFY2(got == ref, qPrintable(QStringLiteral("half 0x%1: %2, qfloat16 %3").arg(j, 4, 16, QChar('0')).arg(got).arg(ref)));
+        }
     }
 }
 

@@ -166,10 +166,10 @@ private slots:
         QCOMPARE(l0.W_O_head(2, 16).view()(4, 9), at(proj, 32 + 4, 9));
         // Zero-copy F32: W_Q/W_K/W_V are strided views of the one fused c_attn block.
         QCOMPARE(l0.W_Q.stride, Eigen::Index(192));
-        QCOMPARE(l0.W_K.data, l0.W_Q.data + 64);
-        QCOMPARE(l0.W_V.data, l0.W_Q.data + 128);
+        QCOMPARE(l0.W_K.data(), l0.W_Q.data() + 64);
+        QCOMPARE(l0.W_V.data(), l0.W_Q.data() + 128);
         // Tied unembedding.
-        QCOMPARE(m->globals().W_U_T.data, m->globals().W_E.data);
+        QCOMPARE(m->globals().W_U_T.data(), m->globals().W_E.data());
         QVERIFY(m->globals().b_U.empty());
         checkAllWeights(*m, f32_, 0.0);
     }
@@ -204,8 +204,8 @@ private slots:
         checkAllWeights(*m, f32_, tolerance);
         if (dtype != QLatin1String("F32")) {
             // Converted once per layer into a fused buffer: still strided views of one block.
-            QCOMPARE(m->layer(1).W_K.data, m->layer(1).W_Q.data + 64);
-            QCOMPARE(m->globals().W_U_T.data, m->globals().W_E.data);
+            QCOMPARE(m->layer(1).W_K.data(), m->layer(1).W_Q.data() + 64);
+            QCOMPARE(m->globals().W_U_T.data(), m->globals().W_E.data());
         }
     }
 
@@ -255,7 +255,7 @@ private slots:
         tensors.push_back({QStringLiteral("lm_head.weight"), QStringLiteral("F32"), {512, 64}, floatBytes(head)});
         const auto m = loadModel(makeFolder(QStringLiteral("lmhead"), tensors));
         const GlobalWeights& g = m->globals();
-        QVERIFY(g.W_U_T.data != g.W_E.data);
+        QVERIFY(g.W_U_T.data() != g.W_E.data());
         QCOMPARE(g.W_U_T.view()(3, 5), head[3 * 64 + 5]);
         QCOMPARE(g.W_U_T.view()(511, 63), head[511 * 64 + 63]);
         CHECK_SAME(g.W_E, tensorNamed(f32_, QStringLiteral("wte.weight")), 0, 0.0);

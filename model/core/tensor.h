@@ -2,6 +2,8 @@
 // Matrix types shared by the whole library. All matrices are row-major float32, the layout of
 // Hugging Face / safetensors tensors, so a weight file's bytes can be used in place.
 
+#include "model/core/weight_type.h"
+
 #include <Eigen/Core>
 
 namespace attnscope {
@@ -16,20 +18,49 @@ using Vector = Eigen::VectorXf;
 /// (e.g. W_Q inside GPT-2's c_attn [d_model, 3*d_model]).
 using MatrixView = Eigen::Map<const Matrix, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-/// A weight tensor as the model sees it: a 2-D row-major view (1-D tensors are 1×n).
+/// A weight tensor as the model sees it: a 2-D matrix [rows, cols] (1-D tensors are 1×n; matrices are
+/// [in, out], so a block computes x·W) over memory it does not own (a mapped file, a buffer of the
+/// weight resolver), in the element type and layout the file stores:
+///  - `type`: F32, F16 or BF16 (model/core/weight_type.h); the compute kernels widen 16-bit weights as
+///    they read them;
+///  - `transposed` false: stored row-major [rows, cols], element (r, c) at ptr[r·stride + c] (GPT-2's
+///    Conv1D); true: stored as [cols, rows], element (r, c) at ptr[c·stride + r] (nn.Linear's [out, in]:
+///    HF Llama, GGUF, llama2.c).
 /// Default-constructed = absent (e.g. no bias in a Llama model).
 struct Weight {
-    const float* data = nullptr;
+    const void* ptr = nullptr;
     Eigen::Index rows = 0;
     Eigen::Index cols = 0;
-    Eigen::Index stride = 0; ///< floats between the starts of consecutive rows
+    Eigen::Index stride = 0; ///< elements between the starts of consecutive stored rows
+    WeightType type = WeightType::F32;
+    bool transposed = false;
 
-    bool empty() const { return data == nullptr; }
-    MatrixView view() const { return MatrixView(data, rows, cols, Eigen::OuterStride<>(stride)); }
+    bool empty() const { return ptr == nullptr; }
+    /// True when the weight is float32 stored [rows, cols]: view() and data() apply.
+    bool isF32View() const { return type == WeightType::F32 && !transposed; }
+    /// The float32 data of an F32, non-transposed weight (asserts).
+    const float* data() const;
+    /// A view of an F32, non-transposed weight (asserts isF32View()); others: toMatrix().
+    MatrixView view() const;
+    /// The weight as a float32 matrix [rows, cols] (a copy; any type and layout).
+    Matrix toMatrix() const;
+    /// Element (r, c) as float32.
+    float at(Eigen::Index r, Eigen::Index c) const;
+    /// Row r as float32 into out[0, cols).
+    void copyRow(Eigen::Index r, float* out) const;
     /// Columns [c0, c0+n) as a new view (no copy).
-    Weight colBlock(Eigen::Index c0, Eigen::Index n) const { return Weight{data + c0, rows, n, stride}; }
+    Weight colBlock(Eigen::Index c0, Eigen::Index n) const;
     /// Rows [r0, r0+n) as a new view (no copy).
-    Weight rowBlock(Eigen::Index r0, Eigen::Index n) const { return Weight{data + r0 * stride, n, cols, stride}; }
+    Weight rowBlock(Eigen::Index r0, Eigen::Index n) const;
+    /// The logical transpose [cols, rows] of the same memory (no copy).
+    Weight t() const;
+    /// Bytes per element (4 or 2).
+    int elementBytes() const { return type == WeightType::F32 ? 4 : 2; }
 };
+
+/// An F32 row-major view of float data [rows, cols] with row stride `stride` (default cols).
+inline Weight f32Weight(const float* data, Eigen::Index rows, Eigen::Index cols, Eigen::Index stride = -1) {
+    return Weight{data, rows, cols, stride < 0 ? cols : stride, WeightType::F32, false};
+}
 
 } // namespace attnscope

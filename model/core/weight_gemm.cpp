@@ -34,14 +34,13 @@ struct ColumnBlock {
 /// whole micro-panels (nr columns: 32 for AVX-512, 16 for AVX2), and a block count that is a multiple of
 /// the thread count when such a width gives one (2304 columns on 2 threads: 12 blocks of 192, not 9 of
 /// 256, which left one thread idle for a ninth).
-std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, bool transposed, Index rows, Index inner,
-                                      Index threads, Index nr) {
+std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, Index rows, Index inner, Index threads,
+                                      Index nr) {
     constexpr Index kPackedInL2 = 256 * 1024; // bytes of packed x below which narrow blocks are free
     const Index minPanels = std::max<Index>(1, 64 / nr), maxPanels = std::max<Index>(minPanels, 256 / nr);
     std::vector<ColumnBlock> blocks;
     for (size_t t = 0; t < targets.size(); ++t) {
-        const Weight& W = targets[t].W;
-        const Index cols = transposed ? W.rows : W.cols;
+        const Index cols = targets[t].W.cols;
         const Index panels = (cols + nr - 1) / nr;
         Index blockPanels = minPanels;
         if (rows * inner * Index(sizeof(float)) > kPackedInL2) {
@@ -58,24 +57,33 @@ std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, bool 
     return blocks;
 }
 
-void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets, bool transposed,
-              bool parallel) {
+/// Whether a target goes through the kernel's dot products instead of the GEMM: a weight stored [out, in]
+/// (Wᵀ rows contiguous: the unembedding, nn.Linear weights) times few rows, where streaming its rows once
+/// beats gathering them into micro-panels for too few x panels.
+bool useDotProducts(const GemmTarget& t, Index rows) { return t.W.transposed && rows < kTransposedKernelMinRows; }
+
+void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets, bool parallel) {
     if (rows == 0 || targets.empty()) return;
     if (inner == 0) {
         for (const GemmTarget& t : targets) {
-            const Index cols = transposed ? t.W.rows : t.W.cols;
+            const Index cols = t.W.cols;
             for (Index r = 0; r < rows; ++r) std::fill(t.y + r * t.ldy, t.y + r * t.ldy + cols, 0.0f);
             if (t.epilogue && cols > 0) t.epilogue(0, cols);
         }
         return;
     }
-    std::vector<float>& pack = packBuffer();
-    if (pack.size() < size_t(rows * inner)) pack.resize(size_t(rows * inner));
-    float* packed = pack.data();
     const ComputeKernels& K = computeKernels();
+    bool packNeeded = false;
+    for (const GemmTarget& t : targets) packNeeded = packNeeded || !useDotProducts(t, rows);
+    float* packed = nullptr;
+    if (packNeeded) {
+        std::vector<float>& pack = packBuffer();
+        if (pack.size() < size_t(rows * inner)) pack.resize(size_t(rows * inner));
+        packed = pack.data();
+    }
     // panels of equal height (20 rows on a 6-row tile: 4 of 5, not 6, 6, 6 and 2, whose 4 accumulators
     // cannot keep the FMA units busy)
-    const Index nPanels = (rows + K.mr - 1) / K.mr, kRows = (rows + nPanels - 1) / nPanels;
+    const Index nPanels = packNeeded ? (rows + K.mr - 1) / K.mr : 0, kRows = nPanels ? (rows + nPanels - 1) / nPanels : 1;
 #ifdef _OPENMP
     const Index threads = parallel ? omp_get_max_threads() : 1;
     const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1;
@@ -84,7 +92,7 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     const bool team = false;
     (void)parallel;
 #endif
-    const std::vector<ColumnBlock> blocks = columnBlocks(targets, transposed, rows, inner, threads, K.nr);
+    const std::vector<ColumnBlock> blocks = columnBlocks(targets, rows, inner, threads, K.nr);
     const Index nBlocks = Index(blocks.size());
 #pragma omp parallel if (team)
     {
@@ -94,7 +102,11 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
         for (Index b = 0; b < nBlocks; ++b) {
             const ColumnBlock& blk = blocks[size_t(b)];
             const GemmTarget& t = targets[blk.target];
-            K.gemmColumns(packed, rows, inner, kRows, t.W.data, t.W.stride, transposed, blk.c0, blk.c1, t.y, t.ldy);
+            if (useDotProducts(t, rows))
+                K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
+            else
+                K.gemmColumns(packed, rows, inner, kRows, t.W.ptr, t.W.type, t.W.stride, t.W.transposed, blk.c0, blk.c1,
+                              t.y, t.ldy);
             if (t.epilogue) t.epilogue(blk.c0, blk.c1);
         }
     }
@@ -104,11 +116,11 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
 
 void weightGemm(const float* x, Index rows, Index inner, Index ldx, const Weight& W, float* y, Index ldy, bool parallel) {
     const GemmTarget target{W, y, ldy, {}};
-    gemmImpl(x, rows, inner, ldx, std::span(&target, 1), false, parallel);
+    gemmImpl(x, rows, inner, ldx, std::span(&target, 1), parallel);
 }
 
 void weightGemmMulti(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets) {
-    gemmImpl(x, rows, inner, ldx, targets, false, true);
+    gemmImpl(x, rows, inner, ldx, targets, true);
 }
 
 void weightGemmTall(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets) {
@@ -118,26 +130,15 @@ void weightGemmTall(const float* x, Index rows, Index inner, Index ldx, std::spa
         const Index r0 = c * chunk, n = std::min(chunk, rows - r0);
         std::vector<GemmTarget> part(targets.begin(), targets.end());
         for (GemmTarget& t : part) t.y += r0 * t.ldy;
-        gemmImpl(x + r0 * ldx, n, inner, ldx, part, false, false);
+        gemmImpl(x + r0 * ldx, n, inner, ldx, part, false);
     }
 }
 
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y) {
     y.resize(x.rows(), WT.rows);
     if (y.size() == 0) return;
-    if (x.rows() < kTransposedKernelMinRows) {
-        // few rows: dot products that stream Wᵀ once, blocks of its rows shared out dynamically
-        const ComputeKernels& K = computeKernels();
-        constexpr Index kBlock = 1024;
-        const Index n = WT.rows, nBlocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(dynamic) if (nBlocks > 1)
-        for (Index b = 0; b < nBlocks; ++b)
-            K.dotRows(x.data(), x.rows(), x.cols(), x.cols(), WT.data, WT.stride, b * kBlock, std::min(n, (b + 1) * kBlock),
-                      y.data(), y.cols());
-    } else {
-        const GemmTarget target{WT, y.data(), y.cols(), {}};
-        gemmImpl(x.data(), x.rows(), x.cols(), x.cols(), std::span(&target, 1), true, true);
-    }
+    const GemmTarget target{WT.t(), y.data(), y.cols(), {}};
+    gemmImpl(x.data(), x.rows(), x.cols(), x.cols(), std::span(&target, 1), true);
 }
 
 Index weightGemmRowBlock() { return computeKernels().rowBlock; }
@@ -145,7 +146,7 @@ Index weightGemmRowBlock() { return computeKernels().rowBlock; }
 void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y) {
     y.resize(x.rows(), W.cols);
     weightGemm(x.data(), x.rows(), x.cols(), x.cols(), W, y.data(), y.cols(), true);
-    if (!bias.empty()) y.rowwise() += bias.view().row(0);
+    if (!bias.empty()) y.rowwise() += RowVector(bias.toMatrix());
 }
 
 } // namespace attnscope

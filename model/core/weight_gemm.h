@@ -24,8 +24,9 @@
 namespace attnscope {
 
 /// y [rows, cols] = x [rows, inner] · W [inner, cols] (+ bias [1, cols] on every row when bias is
-/// not empty). x must be a contiguous row-major Matrix; W any row-major view (Weight, with its row
-/// stride). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
+/// not empty). x must be a contiguous row-major Matrix; W any Weight (F32, F16 or BF16, stored
+/// [in, out] or [out, in]: read in place, 16-bit values widened in the kernel; a weight stored [out, in]
+/// times fewer than kTransposedKernelMinRows rows goes through the kernel's dot products instead). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
 /// it runs on the calling thread only. Accumulates in float32 like Eigen/BLAS sgemm; results agree
 /// with Eigen's product to float rounding (order of the k-sum differs), which tests bound.
 void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y);
@@ -60,11 +61,10 @@ void weightGemmMulti(const float* x, Eigen::Index rows, Eigen::Index inner, Eige
 void weightGemmTall(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx,
                     std::span<const GemmTarget> targets);
 
-/// y [rows, WT.rows] = x [rows, inner] · WTᵀ for a weight stored transposed, WT [cols, inner] (the
-/// unembedding W_U_T = wte [d_vocab, d_model]): the same kernel, each nr-row slice of WT transposed into
-/// an L1 micro-panel once and used by every x panel. Below kTransposedKernelMinRows rows, the kernel's
-/// dotRows instead (dot products of x's rows with WT's rows, streaming WT once without the transposing
-/// copy). Every caller of the unembedding uses this one function, and in both classes a row's result
+/// y [rows, WT.rows] = x [rows, inner] · WTᵀ for WT [cols, inner] (the unembedding W_U_T = wte
+/// [d_vocab, d_model]): weightGemm with WT.t(), so for a WT stored row-major, each nr-row slice of WT is
+/// gathered into an L1 micro-panel once and used by every x panel, and below kTransposedKernelMinRows
+/// rows the kernel's dot products of x's rows with WT's rows stream WT once. Every caller of the unembedding uses this one function, and in both classes a row's result
 /// does not depend on the other rows, so a row's logits are bitwise the same whichever analysis
 /// computes them within the same row count class.
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y);

@@ -11,6 +11,8 @@
 // flags and then shared, through the linker's merging of identical inline definitions, with code
 // that must run on every x86-64 CPU (a binary that dies with SIGILL on an older CPU).
 
+#include "model/core/weight_type.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -61,20 +63,20 @@ struct ComputeKernels {
     /// is the panel height the driver chose (weight_gemm.cpp: rows split into panels of equal height).
     void (*packPanel)(const float* x, long ldx, long rows, long inner, long p, long mrPanel, float* pack);
 
-    /// y[:, c0:c1) = packed x [rows, inner] (panels of mrPanel rows) · W[:, c0:c1), W [inner, cols] with row
-    /// stride ldw read in place; with `transposed`, W holds Wᵀ [cols, inner] (row stride ldw) and each
-    /// micro-panel is transposed into an L1 buffer first. Each y entry is one sequential float32 sum over k
-    /// in a fixed order, so a row's result does not depend on the other rows, the panel height, c0/c1 or
-    /// the thread.
-    void (*gemmColumns)(const float* pack, long rows, long inner, long mrPanel, const float* W, long ldw, bool transposed,
-                        long c0, long c1, float* y, long ldy);
+    /// y[:, c0:c1) = packed x [rows, inner] (panels of mrPanel rows) · W[:, c0:c1), W [inner, cols] of
+    /// element type wType read in place (widened to float32 as it is read): stored row-major with row stride
+    /// ldw, or with `transposed` stored as Wᵀ [cols, inner] (row stride ldw), each micro-panel then gathered
+    /// into an L1 buffer first. Each y entry is one sequential float32 sum over k in a fixed order, so a
+    /// row's result does not depend on the other rows, the panel height, c0/c1 or the thread.
+    void (*gemmColumns)(const float* pack, long rows, long inner, long mrPanel, const void* W, WeightType wType, long ldw,
+                        bool transposed, long c0, long c1, float* y, long ldy);
 
     /// y[i, j] = x_i · wt_j for rows i < m of x (row stride ldx, k columns) and rows j ∈ [j0, j1) of
-    /// wt (row stride ldw): the unembedding of few positions, streaming wt once per call. Each entry's
-    /// summation order is fixed (lanes over k, then a fixed reduction tree): it does not depend on m
-    /// or on the other rows.
-    void (*dotRows)(const float* x, long m, long k, long ldx, const float* wt, long ldw, long j0, long j1, float* y,
-                    long ldy);
+    /// wt (element type wType, row stride ldw): products with a weight stored [out, in] (the unembedding,
+    /// nn.Linear weights) for few rows of x, streaming wt once per call. Each entry's summation order is
+    /// fixed (lanes over k, then a fixed reduction tree): it does not depend on m or on the other rows.
+    void (*dotRows)(const float* x, long m, long k, long ldx, const void* wt, WeightType wType, long ldw, long j0, long j1,
+                    float* y, long ldy);
 
     // ---- elementwise ---------------------------------------------------------------------------------
     /// Causal softmax of one query row: scores[0, kept) *= scale in place; p[0, kept) = softmax of

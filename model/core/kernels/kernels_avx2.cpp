@@ -16,6 +16,7 @@ constexpr int kLanes = 8;
 constexpr int kMr = 6;
 constexpr int kDotRows = 3;
 constexpr int kFmaChains = 12; // ≥ FMA latency (4–5 cycles) × 2 FMA ports
+#define ATTNSCOPE_KERNEL_F16C(p) _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
 
 #include "model/core/kernels/simd_kernels.h"
 

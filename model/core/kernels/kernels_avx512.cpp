@@ -8,6 +8,7 @@
 #include "model/core/kernels/kernel_tables.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
 
 namespace attnscope::kernels::avx512 {
 namespace {
@@ -16,6 +17,7 @@ constexpr int kLanes = 16;
 constexpr int kMr = 14;
 constexpr int kDotRows = 4;
 constexpr int kFmaChains = 16; // ≥ FMA latency (4 cycles) × 2 FMA ports, with room
+#define ATTNSCOPE_KERNEL_F16C(p) _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
 
 #include "model/core/kernels/simd_kernels.h"
 

@@ -127,6 +127,63 @@ inline void transposeRows(const float* src, long lds, int nRows, float* dst, lon
     for (int i = 0; i < kLanes; ++i) storev(dst + i * ldd, r[i]);
 }
 
+// ---- weight element types (model/core/weight_type.h): widened to float32 as they are loaded ----------
+
+typedef unsigned short vh __attribute__((vector_size(2 * kLanes)));
+typedef unsigned short vhu __attribute__((vector_size(2 * kLanes), aligned(2), may_alias));
+typedef unsigned int vu __attribute__((vector_size(4 * kLanes)));
+
+/// IEEE binary16 bits → float32, kLanes at a time, exact (normals, subnormals, ±0, ±Inf, NaN): the bits
+/// shifted into a float32's place, the exponent rebiased by a multiply with 2¹¹² (which also turns a
+/// subnormal half into a normal float, exactly), Inf/NaN exponents restored, the sign put back.
+inline vf halfBitsToFloat(vu h) {
+    const vu bits = (h & 0x7fffu) << 13;
+    vf f = __builtin_bit_cast(vf, bits) * 5.192296858534828e33f;
+    vu out = __builtin_bit_cast(vu, f);
+    const vi infNan = __builtin_bit_cast(vi, (h & 0x7c00u)) == 0x7c00;
+    out = infNan ? (0x7f800000u | ((h & 0x3ffu) << 13)) : out;
+    return __builtin_bit_cast(vf, out | ((h & 0x8000u) << 16));
+}
+inline float halfToFloat(unsigned short h) {
+    vu v{};
+    v[0] = h;
+    return halfBitsToFloat(v)[0];
+}
+
+struct ElemF32 {
+    using T = float;
+    static vf load(const T* p) { return loadv(p); }
+    static float scalar(T x) { return x; }
+};
+struct ElemBF16 {
+    using T = unsigned short;
+    static vf load(const T* p) {
+        const vu w = __builtin_convertvector(*reinterpret_cast<const vhu*>(p), vu) << 16;
+        return __builtin_bit_cast(vf, w);
+    }
+    static float scalar(T x) {
+        const unsigned bits = unsigned(x) << 16;
+        return __builtin_bit_cast(float, bits);
+    }
+};
+struct ElemF16 {
+    using T = unsigned short;
+    static vf load(const T* p) {
+#if defined(ATTNSCOPE_KERNEL_F16C)
+        return ATTNSCOPE_KERNEL_F16C(p); // vcvtph2ps (the including file's F16C instruction)
+#else
+        return halfBitsToFloat(__builtin_convertvector(*reinterpret_cast<const vhu*>(p), vu));
+#endif
+    }
+    static float scalar(T x) { return halfToFloat(x); }
+};
+
+/// Element i of a row of E's type.
+template <typename E>
+inline const typename E::T* at(const void* p, long i) {
+    return static_cast<const typename E::T*>(p) + i;
+}
+
 // ---- GEMM ---------------------------------------------------------------------------------------------
 
 /// c [MR, kNr] (+)= a [MR, kc] · b [kc, kNr]. a packed k-major (a[k·MR + r]); b rows ldb floats apart.
@@ -137,9 +194,13 @@ inline void transposeRows(const float* src, long lds, int nRows, float* dst, lon
 /// micro-panel the next streaming call will read (rows ldn floats apart), prefetched into L2 row by row, so
 /// that the DRAM traffic of a short prompt's pass is spread over all x panels' calls, not only the first
 /// (with 16 ymm registers the streaming call covers 6 of 20 rows).
-template <int MR, bool Stream>
-void microKernel(const float* __restrict a, const float* __restrict b, long ldb, long kc, float* __restrict c,
-                 long ldc, bool accumulate, float* __restrict copy, const float* next, long ldn) {
+template <int MR, bool Stream, typename E>
+void microKernel(const float* __restrict a, const void* __restrict bRaw, long ldb, long kc, float* __restrict c,
+                 long ldc, bool accumulate, float* __restrict copy, const void* next, long ldn) {
+    using T = typename E::T;
+    const T* b = static_cast<const T*>(bRaw);
+    // prefetch distances in bytes of micro-panel, so in rows: 12 and 64 rows of 32 floats
+    constexpr long rowBytes = kNr * long(sizeof(T)), pf1 = 12 * 128 / rowBytes, pf2 = 64 * 128 / rowBytes;
     vf acc0[MR], acc1[MR];
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = vf{};
@@ -147,20 +208,21 @@ void microKernel(const float* __restrict a, const float* __restrict b, long ldb,
         if constexpr (Stream) {
             // W rows ahead: the first x panel streams each micro-panel from DRAM; past the panel's last row,
             // the first rows of the next micro-panel (the next kNr columns), which the next call streams
-            const float* l1 = k + kPrefetch < kc ? b + (k + kPrefetch) * ldb : b + kNr + (k + kPrefetch - kc) * ldb;
-            const float* l2 = k + kPrefetchL2 < kc ? b + (k + kPrefetchL2) * ldb : b + kNr + (k + kPrefetchL2 - kc) * ldb;
+            const T* l1 = k + pf1 < kc ? b + (k + pf1) * ldb : b + kNr + (k + pf1 - kc) * ldb;
+            const T* l2 = k + pf2 < kc ? b + (k + pf2) * ldb : b + kNr + (k + pf2 - kc) * ldb;
 #pragma GCC unroll 2
-            for (int line = 0; line < kNr; line += 16) {
-                __builtin_prefetch(l1 + line);
-                __builtin_prefetch(l2 + line, 0, 2);
+            for (long byte = 0; byte < rowBytes; byte += 64) {
+                __builtin_prefetch(reinterpret_cast<const char*>(l1) + byte);
+                __builtin_prefetch(reinterpret_cast<const char*>(l2) + byte, 0, 2);
             }
         }
         if constexpr (!Stream) {
             if (next)
 #pragma GCC unroll 2
-                for (int line = 0; line < kNr; line += 16) __builtin_prefetch(next + k * ldn + line, 0, 2);
+                for (long byte = 0; byte < kNr * 4; byte += 64)
+                    __builtin_prefetch(static_cast<const char*>(next) + k * ldn + byte, 0, 2);
         }
-        const vf b0 = loadv(b + k * ldb), b1 = loadv(b + k * ldb + kLanes);
+        const vf b0 = E::load(b + k * ldb), b1 = E::load(b + k * ldb + kLanes);
         if (Stream && copy) {
             storev(copy + k * kNr, b0);
             storev(copy + k * kNr + kLanes, b1);
@@ -184,19 +246,20 @@ void microKernel(const float* __restrict a, const float* __restrict b, long ldb,
     }
 }
 
-using MicroKernelFn = void (*)(const float*, const float*, long, long, float*, long, bool, float*, const float*, long);
+using MicroKernelFn = void (*)(const float*, const void*, long, long, float*, long, bool, float*, const void*, long);
 
-template <bool Stream, int... R>
+template <bool Stream, typename E, int... R>
 struct MicroKernelTable {
-    static constexpr MicroKernelFn fns[sizeof...(R)] = {&microKernel<R + 1, Stream>...};
+    static constexpr MicroKernelFn fns[sizeof...(R)] = {&microKernel<R + 1, Stream, E>...};
 };
-template <bool Stream, int... R>
+template <bool Stream, typename E, int... R>
 constexpr const MicroKernelFn* microKernels(Seq<R...>) {
-    return MicroKernelTable<Stream, R...>::fns;
+    return MicroKernelTable<Stream, E, R...>::fns;
 }
-/// kKernels[stream][mr − 1]: stream = b read in place from W (prefetched), else an L1 micro-panel copy.
-const MicroKernelFn* const kKernels[2] = {microKernels<false>(typename MakeSeq<kMr>::type{}),
-                                          microKernels<true>(typename MakeSeq<kMr>::type{})};
+/// Micro-kernels by rows − 1: on an L1 micro-panel copy (float32), and streaming W in place per element type.
+const MicroKernelFn* const kL1Kernels = microKernels<false, ElemF32>(typename MakeSeq<kMr>::type{});
+template <typename E>
+const MicroKernelFn* const kStreamKernels = microKernels<true, E>(typename MakeSeq<kMr>::type{});
 
 /// compute_kernels.h, packPanel. Full panels go kLanes columns of x at a time through a register
 /// transpose (a copy: the same bits either way) when a panel's rows fit one vector.
@@ -219,32 +282,42 @@ void packPanel(const float* x, long ldx, long rows, long inner, long p, long mrF
     }
 }
 
-/// The micro-panel of a transposed weight: pad[k·kNr + c] = wt[c·ldw + k] for c < w, k < kc, and 0 for the
-/// columns c ≥ w. Full panels go through kLanes × kLanes register transposes (a plain copy either way, so
-/// the panel is bitwise the same), the rest element by element. `next`, when not null, is the next full
-/// panel's wt: its lines are prefetched into L2 while this panel's kernel calls run (Wᵀ streams from
+/// The micro-panel of a transposed weight: pad[k·kNr + c] = wt[c·ldw + k] (widened) for c < w, k < kc, and 0
+/// for the columns c ≥ w. Full panels go through kLanes × kLanes register transposes (a plain copy either
+/// way, so the panel is bitwise the same), the rest element by element. `next`, when not null, is the next
+/// full panel's wt: its lines are prefetched into L2 while this panel's kernel calls run (Wᵀ streams from
 /// DRAM, one piece of each of kNr rows per panel).
-void transposeIntoPanel(const float* wt, long ldw, long w, long kc, float* pad, const float* next) {
+template <typename E>
+void transposeIntoPanel(const typename E::T* wt, long ldw, long w, long kc, float* pad, const typename E::T* next) {
     long kDone = 0;
     if (w == kNr) {
         for (; kDone + kLanes <= kc; kDone += kLanes) {
-            transposeRows(wt + kDone, ldw, kLanes, pad + kDone * kNr, kNr);
-            transposeRows(wt + kLanes * ldw + kDone, ldw, kLanes, pad + kDone * kNr + kLanes, kNr);
-            if (next && kDone % 16 == 0)
+            for (int half = 0; half < 2; ++half) {
+                vf r[kLanes];
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) r[i] = E::load(wt + (half * kLanes + i) * ldw + kDone);
+                transposeStages<kLanes / 2>(r);
+#pragma GCC unroll 16
+                for (int i = 0; i < kLanes; ++i) storev(pad + (kDone + i) * kNr + half * kLanes, r[i]);
+            }
+            if (next && (kDone * long(sizeof(typename E::T))) % 64 == 0)
                 for (long c = 0; c < kNr; ++c) __builtin_prefetch(next + c * ldw + kDone, 0, 2);
         }
     }
     for (long c = 0; c < w; ++c) {
-        const float* src = wt + c * ldw;
-        for (long k = kDone; k < kc; ++k) pad[k * kNr + c] = src[k];
+        const typename E::T* src = wt + c * ldw;
+        for (long k = kDone; k < kc; ++k) pad[k * kNr + c] = E::scalar(src[k]);
     }
     for (long k = 0; k < kc; ++k)
         for (long c = w; c < kNr; ++c) pad[k * kNr + c] = 0.0f;
 }
 
-/// compute_kernels.h, gemmColumns.
-void gemmColumns(const float* pack, long rows, long inner, long mrFull, const float* W, long ldw, bool transposed, long c0,
-                 long c1, float* y, long ldy) {
+/// compute_kernels.h, gemmColumns, for weights of element type E.
+template <typename E>
+void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const void* Wraw, long ldw, bool transposed,
+                   long c0, long c1, float* y, long ldy) {
+    using T = typename E::T;
+    const T* W = static_cast<const T*>(Wraw);
     const long blockRows = blockRowsFor(mrFull);
     alignas(64) float padB[kDepth * kNr];
     alignas(64) float padC[kMr * kNr];
@@ -255,25 +328,26 @@ void gemmColumns(const float* pack, long rows, long inner, long mrFull, const fl
             const long m1 = lmin(rows, m0 + blockRows);
             for (long j = c0; j < c1; j += kNr) {
                 const long w = lmin(kNr, c1 - j);
-                const float* b = W + k0 * ldw + j;
+                const void* b = W + k0 * ldw + j;
                 long ldb = ldw;
+                bool inPlace = true; // b points into W (type E); else into padB (float32)
                 if (transposed) { // W(k, j) = Wᵀ(j, k): gather kNr rows of Wᵀ into a k-major micro-panel
                     const bool nextFull = j + 2 * kNr <= c1;
-                    transposeIntoPanel(W + j * ldw + k0, ldw, w, kc, padB, nextFull ? W + (j + kNr) * ldw + k0 : nullptr);
-                    b = padB;
-                    ldb = kNr;
-                } else if (w < kNr) { // tail columns: a zero-padded copy of the micro-panel
+                    transposeIntoPanel<E>(W + j * ldw + k0, ldw, w, kc, padB, nextFull ? W + (j + kNr) * ldw + k0 : nullptr);
+                    b = padB, ldb = kNr, inPlace = false;
+                } else if (w < kNr) { // tail columns: a zero-padded float32 copy of the micro-panel
+                    const T* src = W + k0 * ldw + j;
                     for (long k = 0; k < kc; ++k) {
-                        __builtin_memcpy(padB + k * kNr, b + k * ldw, size_t(w) * sizeof(float));
+                        for (long cc = 0; cc < w; ++cc) padB[k * kNr + cc] = E::scalar(src[k * ldw + cc]);
                         for (long cc = w; cc < kNr; ++cc) padB[k * kNr + cc] = 0.0f;
                     }
-                    b = padB;
-                    ldb = kNr;
+                    b = padB, ldb = kNr, inPlace = false;
                 }
                 // the micro-panel the next streaming call reads: the next one of this block, or the first of the
-                // next depth block (prefetched by the calls that use the L1 copy)
-                const float* next = nullptr;
-                if (!transposed && m0 == 0) {
+                // next depth block (prefetched into L2 by the calls that use the L1 copy; float32 only, where
+                // its row bytes are those the prefetch loop covers)
+                const void* next = nullptr;
+                if (!transposed && m0 == 0 && sizeof(T) == 4) {
                     if (j + kNr < c1) next = W + k0 * ldw + j + kNr;
                     else if (k0 + kDepth < inner) next = W + (k0 + kDepth) * ldw + c0;
                 }
@@ -282,20 +356,17 @@ void gemmColumns(const float* pack, long rows, long inner, long mrFull, const fl
                     const float* a = pack + p * inner + k0 * mr;
                     float* c = y + p * ldy + j;
                     if (w == kNr) {
-                        // in place: the first of several x panels copies the micro-panel for the rest
-                        const bool stream = b != padB, copy = stream && p == m0 && m1 - m0 > mrFull;
-                        kKernels[stream][mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr,
-                                                 stream ? nullptr : next, ldw);
-                        if (copy) {
-                            b = padB;
-                            ldb = kNr;
-                        }
+                        // in place: the first of several x panels copies the micro-panel (widened) for the rest
+                        const bool copy = inPlace && p == m0 && m1 - m0 > mrFull;
+                        if (inPlace) kStreamKernels<E>[mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr, nullptr, 0);
+                        else kL1Kernels[mr - 1](a, b, ldb, kc, c, ldy, accumulate, nullptr, next, ldw * long(sizeof(T)));
+                        if (copy) b = padB, ldb = kNr, inPlace = false;
                     } else {
                         for (long r = 0; r < mr; ++r) {
                             __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
                             for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
                         }
-                        kKernels[b != padB][mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
+                        kL1Kernels[mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
                         for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
                     }
                 }
@@ -304,17 +375,30 @@ void gemmColumns(const float* pack, long rows, long inner, long mrFull, const fl
     }
 }
 
+void gemmColumns(const float* pack, long rows, long inner, long mrFull, const void* W, WeightType type, long ldw,
+                 bool transposed, long c0, long c1, float* y, long ldy) {
+    switch (type) {
+    case WeightType::F32:
+        return gemmColumnsOf<ElemF32>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+    case WeightType::BF16:
+        return gemmColumnsOf<ElemBF16>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+    case WeightType::F16:
+        return gemmColumnsOf<ElemF16>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+    }
+}
+
 // ---- few-row products with a transposed weight (the unembedding of a few positions) -----------------
 
 /// y[r, j] = x_r · wt_j for R rows of x and nj ≤ 4 rows of wt: R × 4 vector accumulators over k, then a
 /// fixed reduction of the lanes; a partial last vector of k is zero-padded (same arithmetic), so each
 /// entry is computed the same way whatever R, nj and the neighbouring rows are.
-template <int R>
-void dotTile(const float* x, long ldx, long k, const float* wt, long ldw, int nj, float* y, long ldy) {
+template <int R, typename E>
+void dotTile(const float* x, long ldx, long k, const void* wtRaw, long ldw, int nj, float* y, long ldy) {
+    using T = typename E::T;
     constexpr int J = 4;
-    const float* w[J];
+    const T* w[J];
 #pragma GCC unroll 4
-    for (int j = 0; j < J; ++j) w[j] = wt + (j < nj ? j : nj - 1) * ldw;
+    for (int j = 0; j < J; ++j) w[j] = static_cast<const T*>(wtRaw) + (j < nj ? j : nj - 1) * ldw;
     vf acc[R][J];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -327,7 +411,7 @@ void dotTile(const float* x, long ldx, long k, const float* wt, long ldw, int nj
         for (int r = 0; r < R; ++r) xv[r] = loadv(x + r * ldx + kk);
 #pragma GCC unroll 4
         for (int j = 0; j < J; ++j) {
-            const vf wv = loadv(w[j] + kk);
+            const vf wv = E::load(w[j] + kk);
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) acc[r][j] += xv[r] * wv;
         }
@@ -341,7 +425,7 @@ void dotTile(const float* x, long ldx, long k, const float* wt, long ldw, int nj
         }
         for (int j = 0; j < J; ++j) {
             wv[j] = vf{};
-            for (long i = 0; i < n; ++i) wv[j][i] = w[j][kk + i];
+            for (long i = 0; i < n; ++i) wv[j][i] = E::scalar(w[j][kk + i]);
         }
         for (int j = 0; j < J; ++j)
             for (int r = 0; r < R; ++r) acc[r][j] += xv[r] * wv[j];
@@ -350,28 +434,43 @@ void dotTile(const float* x, long ldx, long k, const float* wt, long ldw, int nj
         for (int j = 0; j < nj; ++j) y[r * ldy + j] = hsum(acc[r][j]);
 }
 
-using DotTileFn = void (*)(const float*, long, long, const float*, long, int, float*, long);
-template <int... R>
+using DotTileFn = void (*)(const float*, long, long, const void*, long, int, float*, long);
+template <typename E, int... R>
 struct DotTileTable {
-    static constexpr DotTileFn fns[sizeof...(R)] = {&dotTile<R + 1>...};
+    static constexpr DotTileFn fns[sizeof...(R)] = {&dotTile<R + 1, E>...};
 };
-template <int... R>
+template <typename E, int... R>
 constexpr const DotTileFn* dotTiles(Seq<R...>) {
-    return DotTileTable<R...>::fns;
+    return DotTileTable<E, R...>::fns;
 }
-const DotTileFn* const kDotTiles = dotTiles(typename MakeSeq<kDotRows>::type{});
+template <typename E>
+const DotTileFn* const kDotTiles = dotTiles<E>(typename MakeSeq<kDotRows>::type{});
 
-/// compute_kernels.h, dotRows. wt is taken in blocks of rows that stay in L2 (≈ 128 KiB) while every
-/// group of kDotRows rows of x runs over them: wt is read from memory once per call.
-void dotRows(const float* x, long m, long k, long ldx, const float* wt, long ldw, long j0, long j1, float* y, long ldy) {
+/// compute_kernels.h, dotRows, for weights of element type E. wt is taken in blocks of rows that stay in
+/// L2 (≈ 128 KiB as float32) while every group of kDotRows rows of x runs over them: wt is read from
+/// memory once per call.
+template <typename E>
+void dotRowsOf(const float* x, long m, long k, long ldx, const void* wt, long ldw, long j0, long j1, float* y, long ldy) {
     const long blockRows = lmax(4, (32768 / lmax(1, k)) / 4 * 4);
     for (long jb = j0; jb < j1; jb += blockRows) {
         const long je = lmin(j1, jb + blockRows);
         for (long i0 = 0; i0 < m; i0 += kDotRows) {
             const long nr = lmin(kDotRows, m - i0);
             for (long j = jb; j < je; j += 4)
-                kDotTiles[nr - 1](x + i0 * ldx, ldx, k, wt + j * ldw, ldw, int(lmin(4, je - j)), y + i0 * ldy + j, ldy);
+                kDotTiles<E>[nr - 1](x + i0 * ldx, ldx, k, at<E>(wt, j * ldw), ldw, int(lmin(4, je - j)), y + i0 * ldy + j, ldy);
         }
+    }
+}
+
+void dotRows(const float* x, long m, long k, long ldx, const void* wt, WeightType type, long ldw, long j0, long j1,
+             float* y, long ldy) {
+    switch (type) {
+    case WeightType::F32:
+        return dotRowsOf<ElemF32>(x, m, k, ldx, wt, ldw, j0, j1, y, ldy);
+    case WeightType::BF16:
+        return dotRowsOf<ElemBF16>(x, m, k, ldx, wt, ldw, j0, j1, y, ldy);
+    case WeightType::F16:
+        return dotRowsOf<ElemF16>(x, m, k, ldx, wt, ldw, j0, j1, y, ldy);
     }
 }
 

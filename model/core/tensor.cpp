@@ -1,0 +1,95 @@
+#include "model/core/tensor.h"
+
+#include <QtGlobal>
+#include <cstdint>
+#include <cstring>
+
+namespace attnscope {
+
+namespace {
+
+/// IEEE binary16 bits → float32 (exact: normals, subnormals, ±0, ±Inf, NaN).
+float halfToFloat(std::uint16_t h) {
+    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+    std::uint32_t bits = std::uint32_t(h & 0x7fffu) << 13;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    f *= 5.192296858534828e33f; // 2^112: rebias the exponent (subnormal halves become normal floats, exactly)
+    std::memcpy(&bits, &f, 4);
+    if ((h & 0x7c00u) == 0x7c00u) bits = 0x7f800000u | (std::uint32_t(h & 0x3ffu) << 13); // Inf, NaN
+    bits |= sign;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+} // namespace
+
+const float* Weight::data() const {
+    Q_ASSERT(isF32View() || ptr == nullptr);
+    return static_cast<const float*>(ptr);
+}
+
+MatrixView Weight::view() const {
+    Q_ASSERT(isF32View());
+    return MatrixView(static_cast<const float*>(ptr), rows, cols, Eigen::OuterStride<>(stride));
+}
+
+float Weight::at(Eigen::Index r, Eigen::Index c) const {
+    const Eigen::Index i = transposed ? c * stride + r : r * stride + c;
+    switch (type) {
+    case WeightType::F32:
+        return static_cast<const float*>(ptr)[i];
+    case WeightType::F16:
+        return halfToFloat(static_cast<const std::uint16_t*>(ptr)[i]);
+    case WeightType::BF16: {
+        const std::uint32_t bits = std::uint32_t(static_cast<const std::uint16_t*>(ptr)[i]) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+    }
+    }
+    return 0.0f;
+}
+
+void Weight::copyRow(Eigen::Index r, float* out) const {
+    if (isF32View()) {
+        std::memcpy(out, static_cast<const float*>(ptr) + r * stride, size_t(cols) * sizeof(float));
+        return;
+    }
+    for (Eigen::Index c = 0; c < cols; ++c) out[c] = at(r, c);
+}
+
+Matrix Weight::toMatrix() const {
+    if (isF32View()) return view();
+    Matrix m(rows, cols);
+    if (transposed) {
+        for (Eigen::Index c = 0; c < cols; ++c)
+            for (Eigen::Index r = 0; r < rows; ++r) m(r, c) = at(r, c);
+    } else {
+        for (Eigen::Index r = 0; r < rows; ++r) copyRow(r, m.data() + r * cols);
+    }
+    return m;
+}
+
+Weight Weight::colBlock(Eigen::Index c0, Eigen::Index n) const {
+    Weight w = *this;
+    if (ptr) w.ptr = static_cast<const char*>(ptr) + (transposed ? c0 * stride : c0) * elementBytes();
+    w.cols = n;
+    return w;
+}
+
+Weight Weight::rowBlock(Eigen::Index r0, Eigen::Index n) const {
+    Weight w = *this;
+    if (ptr) w.ptr = static_cast<const char*>(ptr) + (transposed ? r0 : r0 * stride) * elementBytes();
+    w.rows = n;
+    return w;
+}
+
+Weight Weight::t() const {
+    Weight w = *this;
+    std::swap(w.rows, w.cols);
+    w.transposed = !transposed;
+    return w;
+}
+
+} // namespace attnscope
