@@ -167,6 +167,7 @@ private slots:
         }
         const GgufTensorView emb = f->tensor(QStringLiteral("token_embd.weight"));
         QCOMPARE(emb.info.shape(), (std::vector<std::int64_t>{64, 512}));
+        QCOMPARE(emb.info.rowMajorShape(), (std::vector<std::int64_t>{512, 64}));
         QCOMPARE(emb.info.rows(), std::int64_t(512));
         QCOMPARE(emb.info.byteSize, std::int64_t(131072));
         QCOMPARE(emb.info.fileOffset, std::int64_t(14176));
@@ -196,8 +197,7 @@ private slots:
             const GgufTensorView t = g->tensor(name);
             const Llama2cTensorView v = b->tensor(w, layer);
             // ggml order is innermost first: ne = [in, out] is the .bin's [out, in]
-            std::vector<std::int64_t> reversed(v.shape.rbegin(), v.shape.rend());
-            return t.info.shape() == reversed && t.info.byteSize == v.numel * 4 &&
+            return t.info.rowMajorShape() == v.shape && t.info.byteSize == v.numel * 4 &&
                    std::memcmp(t.data, v.data, size_t(t.info.byteSize)) == 0;
         };
         QVERIFY(same(QStringLiteral("token_embd.weight"), Llama2cWeight::TokenEmbedding, -1));

@@ -59,10 +59,12 @@ struct GgufTensorInfo {
 
     /// ne[0..nDims) (ggml order, innermost first).
     std::vector<std::int64_t> shape() const { return {ne.begin(), ne.begin() + nDims}; }
+    /// The same reversed, outermost first, as PyTorch/NumPy write it: [out, in] for a 2-D weight.
+    std::vector<std::int64_t> rowMajorShape() const { return {ne.rend() - nDims, ne.rend()}; }
     std::int64_t rowLength() const { return ne[0]; }
-    /// numel / ne[0] (0 for an empty tensor).
+    /// numel / ne[0]: the number of rows of ne[0] elements.
     std::int64_t rows() const { return ne[0] == 0 ? 0 : numel / ne[0]; }
-    /// Bytes of one row.
+    /// Bytes of one row (rows are contiguous, each a whole number of blocks).
     std::int64_t rowBytes() const { return rows() == 0 ? 0 : byteSize / rows(); }
 };
 
