@@ -3,11 +3,12 @@
 
 #include "model/core/errors.h"
 #include "model/formats/safetensors_file.h"
+#include "tests/support/rejection.h"
 #include "tests/support/safetensors_writer.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/test_paths.h"
 
 #include <QRandomGenerator>
-#include <QTemporaryDir>
 #include <QTest>
 
 using namespace attnscope;
@@ -24,12 +25,8 @@ QByteArray zeros(int n) { return QByteArray(n, '\0'); }
 class TestSafetensors : public QObject {
     Q_OBJECT
 private:
-    QTemporaryDir tmp_;
-    QString write(const QString& name, const QByteArray& bytes) {
-        const QString path = tmp_.filePath(name);
-        writeFile(path, bytes);
-        return path;
-    }
+    TempFiles tmp_;
+    QString write(const QString& name, const QByteArray& bytes) { return tmp_.write(name, bytes); }
 
 private slots:
     void hostileFile_data() {
@@ -133,25 +130,13 @@ private slots:
         QFETCH(QByteArray, bytes);
         QFETCH(QString, problem);
         const QString path = write(fileName, bytes);
-        try {
-            SafetensorsFile::open(path);
-            QFAIL("no ModelError");
-        } catch (const ModelError& e) {
-            QCOMPARE(e.file(), fileName);
-            QVERIFY2(e.message().startsWith(fileName + QStringLiteral(": ")), qPrintable(e.message()));
-            QVERIFY2(e.problem().contains(problem), qPrintable(e.message()));
-        }
+        checkRejected([&] { SafetensorsFile::open(path); }, fileName, {problem});
         QCOMPARE(readFile(path), bytes); // never modified
     }
 
     void missingFile() {
-        try {
-            SafetensorsFile::open(tmp_.filePath(QStringLiteral("nope.safetensors")));
-            QFAIL("no ModelError");
-        } catch (const ModelError& e) {
-            QCOMPARE(e.file(), QStringLiteral("nope.safetensors"));
-            QVERIFY2(e.problem().startsWith(QStringLiteral("cannot open for reading")), qPrintable(e.message()));
-        }
+        checkRejected([&] { SafetensorsFile::open(tmp_.path(QStringLiteral("nope.safetensors"))); },
+                      QStringLiteral("nope.safetensors"), {QStringLiteral("cannot open for reading")});
     }
 
     void validEdgeCases() {

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt llama2c_tokenizer)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt gguf llama2c llama2c_tokenizer)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_BUILD_TESTS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build-fuzz --target fuzzers -j2
@@ -16,7 +16,11 @@ run() {
   local t=$1
   mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t"
   local dict=()
-  [ "$t" = prompt ] || [ "$t" = llama2c_tokenizer ] || dict=(-dict=tests/fuzz/json.dict)
+  case "$t" in
+    prompt | llama2c | llama2c_tokenizer) ;;  # no dictionary
+    gguf) dict=(-dict=tests/fuzz/gguf.dict) ;;
+    *) dict=(-dict=tests/fuzz/json.dict) ;;
+  esac
   local rc=0
   nice -n 19 "build-fuzz/tests/fuzz/fuzz_$t" "build-fuzz/corpus/$t" "tests/fuzz/corpus/$t" "${dict[@]}" \
     -max_total_time="$SECONDS_EACH" -max_len=65536 -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \

@@ -71,4 +71,17 @@ void convertToF32(DType dtype, const void* src, std::int64_t n, float* dst) {
     }
 }
 
+float halfToFloat(std::uint16_t bits) {
+    qfloat16 h;
+    std::memcpy(static_cast<void*>(&h), &bits, 2);
+    return float(h);
+}
+
+std::uint16_t floatToHalf(float value) {
+    const qfloat16 h(value); // Qt rounds half to even (F16C or its table conversion)
+    std::uint16_t bits;
+    std::memcpy(&bits, static_cast<const void*>(&h), 2);
+    return bits;
+}
+
 } // namespace attnscope

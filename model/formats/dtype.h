@@ -26,4 +26,10 @@ bool isWeightDtype(DType dtype);
 /// float32 (Google Brain bfloat16), so the conversion is exact. NaN/Inf are preserved.
 void convertToF32(DType dtype, const void* src, std::int64_t n, float* dst);
 
+/// One IEEE binary16 value (its bits) as float32; exact, NaN/Inf preserved.
+float halfToFloat(std::uint16_t bits);
+/// float32 to IEEE binary16 bits, rounded to nearest, ties to even (as ggml's GGML_FP32_TO_FP16);
+/// values beyond ±65504 round to ±Inf, NaN stays NaN.
+std::uint16_t floatToHalf(float value);
+
 } // namespace attnscope

@@ -2,7 +2,6 @@
 
 #include "model/core/errors.h"
 
-#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -164,31 +163,14 @@ SafetensorsHeader parseSafetensorsHeader(QByteArrayView prefix, std::int64_t fil
 
 std::shared_ptr<const SafetensorsFile> SafetensorsFile::open(const QString& path, const QString& label) {
     std::shared_ptr<SafetensorsFile> f(new SafetensorsFile());
-    f->path_ = path;
-    f->label_ = label.isEmpty() ? QFileInfo(path).fileName() : label;
-    f->file_.setFileName(path);
-    if (!f->file_.open(QIODevice::ReadOnly))
-        throw ModelError(f->label_, QStringLiteral("cannot open for reading: %1").arg(f->file_.errorString()));
-    f->fileSize_ = f->file_.size();
-    if (f->fileSize_ >= 8) {
-        f->base_ = f->file_.map(0, f->fileSize_);
-        if (!f->base_) {
-            if (!path.startsWith(QLatin1Char(':')))
-                throw ModelError(f->label_, QStringLiteral("cannot memory-map the file: %1").arg(f->file_.errorString()));
-            f->fallback_ = f->file_.readAll(); // compressed Qt resource: no mapping possible
-            if (f->fallback_.size() != f->fileSize_) throw ModelError(f->label_, QStringLiteral("cannot read the resource"));
-            f->base_ = reinterpret_cast<const uchar*>(f->fallback_.constData());
-        }
-    }
-    const QByteArrayView bytes(f->base_, f->base_ ? f->fileSize_ : 0);
-    f->header_ = parseSafetensorsHeader(bytes, f->fileSize_, f->label_);
+    f->map_.open(path, label);
+    f->base_ = f->map_.data();
+    f->header_ = parseSafetensorsHeader(f->map_.bytes(), f->map_.size(), f->label());
     for (int i = 0; i < int(f->header_.tensors.size()); ++i) f->index_.insert(f->header_.tensors[size_t(i)].name, i);
     return f;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-    if (base_ && fallback_.isNull()) file_.unmap(const_cast<uchar*>(base_));
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const SafetensorsTensor* SafetensorsFile::find(const QString& name) const {
     const auto it = index_.constFind(name);

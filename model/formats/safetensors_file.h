@@ -5,10 +5,10 @@
 // then the data area; offsets are relative to the start of the data area.
 
 #include "model/formats/dtype.h"
+#include "model/formats/mapped_file.h"
 
 #include <QByteArray>
 #include <QByteArrayView>
-#include <QFile>
 #include <QHash>
 #include <QMap>
 #include <QString>
@@ -68,9 +68,9 @@ public:
     SafetensorsFile& operator=(const SafetensorsFile&) = delete;
     ~SafetensorsFile();
 
-    const QString& path() const { return path_; }
-    const QString& label() const { return label_; }
-    std::int64_t fileSize() const { return fileSize_; }
+    const QString& path() const { return map_.path(); }
+    const QString& label() const { return map_.label(); }
+    std::int64_t fileSize() const { return map_.size(); }
     const SafetensorsHeader& header() const { return header_; }
     const std::vector<SafetensorsTensor>& tensors() const { return header_.tensors; }
     /// The entry named `name`, or nullptr.
@@ -81,12 +81,8 @@ public:
 private:
     SafetensorsFile() = default;
 
-    QString path_;
-    QString label_;
-    std::int64_t fileSize_ = 0;
-    QFile file_;
-    const uchar* base_ = nullptr; ///< the mapping (or fallback_'s data)
-    QByteArray fallback_;          ///< only for unmappable (compressed) Qt resources
+    MappedFile map_;
+    const uchar* base_ = nullptr; ///< map_.data()
     SafetensorsHeader header_;
     QHash<QString, int> index_;
 };
