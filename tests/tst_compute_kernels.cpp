@@ -73,6 +73,8 @@ private slots:
     void gemmMatchesFloat64();
     void dotRowsMatchesFloat64AndIsRowIndependent_data();
     void dotRowsMatchesFloat64AndIsRowIndependent();
+    void blockQuantizedRowsMatchFloat64_data();
+    void blockQuantizedRowsMatchFloat64();
     void everyHalfWidensExactly_data();
     void everyHalfWidensExactly();
     void softmaxRowMatchesFloat64_data();
@@ -171,8 +173,8 @@ void TestComputeKernels::gemmMatchesFloat64() {
     for (long p = 0; p < rows; p += mr) K.packPanel(x.data(), inner, rows, inner, p, mr, pack.data());
     // in two column ranges, as two threads' blocks would be
     const long mid = std::min<long>(cols, K.nr + 3);
-    K.gemmColumns(pack.data(), rows, inner, mr, tw.data(), tw.type, ldw, transposed, 0, mid, y.data(), cols);
-    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, mr, tw.data(), tw.type, ldw, transposed, mid, cols, y.data(), cols);
+    K.gemmColumns(pack.data(), rows, inner, mr, tw.data(), tw.type, nullptr, ldw, transposed, 0, mid, y.data(), cols);
+    if (mid < cols) K.gemmColumns(pack.data(), rows, inner, mr, tw.data(), tw.type, nullptr, ldw, transposed, mid, cols, y.data(), cols);
     double worst = 0;
     for (long i = 0; i < rows; ++i)
         for (long j = 0; j < cols; ++j) {
@@ -212,8 +214,8 @@ void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent() {
     const TypedWeights tw(randomFloats(size_t(n) * ldw, 4), WeightType(wtype));
     const std::vector<float>& wt = tw.stored;
     std::vector<float> y(size_t(m) * n, -7.0f);
-    K.dotRows(x.data(), m, k, ldx, tw.data(), tw.type, ldw, 0, 100, y.data(), n);
-    K.dotRows(x.data(), m, k, ldx, tw.data(), tw.type, ldw, 100, n, y.data(), n);
+    K.dotRows(x.data(), m, k, ldx, tw.data(), tw.type, nullptr, ldw, 0, 100, y.data(), n);
+    K.dotRows(x.data(), m, k, ldx, tw.data(), tw.type, nullptr, ldw, 100, n, y.data(), n);
     for (long i = 0; i < m; ++i)
         for (long j = 0; j < n; ++j) {
             double ref = 0, mag = 0;
@@ -228,9 +230,76 @@ void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent() {
     // each row alone gives the same bits (the lens batches rows of several boundaries)
     for (long i = 0; i < m; ++i) {
         std::vector<float> one(static_cast<size_t>(n));
-        K.dotRows(x.data() + i * ldx, 1, k, ldx, tw.data(), tw.type, ldw, 0, n, one.data(), n);
+        K.dotRows(x.data() + i * ldx, 1, k, ldx, tw.data(), tw.type, nullptr, ldw, 0, n, one.data(), n);
         QVERIFY(std::memcmp(one.data(), y.data() + i * n, size_t(n) * sizeof(float)) == 0);
     }
+}
+
+namespace {
+/// A block format of this test's own: 16 elements in 17 bytes, byte 0 a signed exponent e, then 16 int8
+/// q, x = q·2^e (exact in float32, so the reference is exact too).
+void decodeTestBlocks(const void* blocks, long nBlocks, float* out) {
+    const auto* b = static_cast<const signed char*>(blocks);
+    for (long i = 0; i < nBlocks; ++i, b += 17)
+        for (int j = 0; j < 16; ++j) out[i * 16 + j] = std::ldexp(float(b[1 + j]), b[0]);
+}
+const BlockDecoder kTestBlocks{16, 17, &decodeTestBlocks, "test"};
+} // namespace
+
+void TestComputeKernels::blockQuantizedRowsMatchFloat64_data() {
+    QTest::addColumn<int>("isa");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("inner");
+    QTest::addColumn<int>("cols");
+    for (KernelIsa isa : runnableKernelIsas())
+        for (auto [rows, inner, cols] : {std::tuple{1, 64, 50}, {20, 272, 97}, {70, 512, 33}, {5, 16, 7}})
+            QTest::newRow(qPrintable(QStringLiteral("%1 %2x%3x%4").arg(kernelIsaName(isa)).arg(rows).arg(inner).arg(cols)))
+                << int(isa) << rows << inner << cols;
+}
+
+void TestComputeKernels::blockQuantizedRowsMatchFloat64() {
+    // W [inner, cols] stored as cols rows of inner/16 blocks (+1 padding block per row): through the GEMM
+    // (rows decoded into micro-panels) and through the dot products (rows decoded four at a time)
+    const ComputeKernels& K = fetchKernel();
+    QFETCH(int, rows);
+    QFETCH(int, inner);
+    QFETCH(int, cols);
+    const long ldw = inner + 16, blocksPerRow = ldw / 16;
+    std::mt19937 gen(5);
+    std::uniform_int_distribution<int> q(-128, 127), e(-9, -4);
+    std::vector<signed char> stored(size_t(cols * blocksPerRow * 17));
+    std::vector<double> W(size_t(inner) * cols); // W(k, j) at [k·cols + j]
+    for (long j = 0; j < cols; ++j)
+        for (long b = 0; b < blocksPerRow; ++b) {
+            signed char* blk = &stored[size_t((j * blocksPerRow + b) * 17)];
+            blk[0] = static_cast<signed char>(e(gen));
+            for (int t = 0; t < 16; ++t) {
+                blk[1 + t] = static_cast<signed char>(q(gen));
+                if (b * 16 + t < inner) W[size_t((b * 16 + t) * cols + j)] = std::ldexp(double(blk[1 + t]), blk[0]);
+            }
+        }
+    const std::vector<float> x = randomFloats(size_t(rows) * inner, 9);
+    auto check = [&](const std::vector<float>& y, const char* path) {
+        for (long i = 0; i < rows; ++i)
+            for (long j = 0; j < cols; ++j) {
+                double ref = 0, mag = 0;
+                for (long k = 0; k < inner; ++k) {
+                    ref += double(x[size_t(i * inner + k)]) * W[size_t(k * cols + j)];
+                    mag += std::abs(double(x[size_t(i * inner + k)]) * W[size_t(k * cols + j)]);
+                }
+                QVERIFY2(std::abs(y[size_t(i * cols + j)] - ref) <= sumBound(inner, mag),
+                         qPrintable(QStringLiteral("%1 %2: y(%3,%4) = %5, float64 %6").arg(kernelTag(K), path).arg(i).arg(j)
+                                        .arg(y[size_t(i * cols + j)]).arg(ref)));
+            }
+    };
+    std::vector<float> pack(size_t(rows) * inner), y(size_t(rows) * cols, -1.0f);
+    for (long p = 0; p < rows; p += K.mr) K.packPanel(x.data(), inner, rows, inner, p, K.mr, pack.data());
+    K.gemmColumns(pack.data(), rows, inner, K.mr, stored.data(), WeightType::Blocks, &kTestBlocks, ldw, true, 0, cols,
+                  y.data(), cols);
+    check(y, "gemm");
+    std::fill(y.begin(), y.end(), -1.0f);
+    K.dotRows(x.data(), rows, inner, inner, stored.data(), WeightType::Blocks, &kTestBlocks, ldw, 0, cols, y.data(), cols);
+    check(y, "dot products");
 }
 
 void TestComputeKernels::everyHalfWidensExactly_data() { kernelRows(); }
@@ -245,10 +314,10 @@ void TestComputeKernels::everyHalfWidensExactly() {
     for (long j = 0; j < n; ++j) wt[size_t(j * kRow)] = quint16(j);
     std::vector<float> x(kRow, 0.0f), y(static_cast<size_t>(n));
     x[0] = 1.0f;
-    K.dotRows(x.data(), 1, kRow, kRow, wt.data(), WeightType::F16, kRow, 0, n, y.data(), n);
+    K.dotRows(x.data(), 1, kRow, kRow, wt.data(), WeightType::F16, nullptr, kRow, 0, n, y.data(), n);
     std::vector<float> pack(kRow), yg(static_cast<size_t>(n));
     K.packPanel(x.data(), kRow, 1, kRow, 0, 1, pack.data());
-    K.gemmColumns(pack.data(), 1, kRow, 1, wt.data(), WeightType::F16, kRow, true, 0, n, yg.data(), n);
+    K.gemmColumns(pack.data(), 1, kRow, 1, wt.data(), WeightType::F16, nullptr, kRow, true, 0, n, yg.data(), n);
     for (long j = 0; j < n; ++j) {
         qfloat16 h;
         const quint16 bits = quint16(j);

@@ -3,6 +3,7 @@
 #include <QtGlobal>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace attnscope {
 
@@ -34,7 +35,22 @@ MatrixView Weight::view() const {
     return MatrixView(static_cast<const float*>(ptr), rows, cols, Eigen::OuterStride<>(stride));
 }
 
+const void* Weight::storedAt(Eigen::Index row, Eigen::Index i) const {
+    if (type == WeightType::Blocks) {
+        Q_ASSERT(i % decoder->blockElements == 0 && stride % decoder->blockElements == 0);
+        const Eigen::Index perRow = stride / decoder->blockElements * decoder->blockBytes;
+        return static_cast<const char*>(ptr) + row * perRow + i / decoder->blockElements * decoder->blockBytes;
+    }
+    return static_cast<const char*>(ptr) + (row * stride + i) * elementBytes();
+}
+
 float Weight::at(Eigen::Index r, Eigen::Index c) const {
+    if (type == WeightType::Blocks) { // decode the block holding the element
+        const Eigen::Index row = transposed ? c : r, i = transposed ? r : c, B = decoder->blockElements;
+        float block[256];
+        decoder->decode(storedAt(row, i / B * B), 1, block);
+        return block[i % B];
+    }
     const Eigen::Index i = transposed ? c * stride + r : r * stride + c;
     switch (type) {
     case WeightType::F32:
@@ -47,6 +63,8 @@ float Weight::at(Eigen::Index r, Eigen::Index c) const {
         std::memcpy(&f, &bits, 4);
         return f;
     }
+    case WeightType::Blocks:
+        break;
     }
     return 0.0f;
 }
@@ -54,6 +72,13 @@ float Weight::at(Eigen::Index r, Eigen::Index c) const {
 void Weight::copyRow(Eigen::Index r, float* out) const {
     if (isF32View()) {
         std::memcpy(out, static_cast<const float*>(ptr) + r * stride, size_t(cols) * sizeof(float));
+        return;
+    }
+    if (type == WeightType::Blocks && !transposed) { // a stored row: decode its blocks (views start at a block)
+        const Eigen::Index B = decoder->blockElements;
+        std::vector<float> buf(size_t((cols + B - 1) / B) * size_t(B));
+        decoder->decode(storedAt(r, 0), long((cols + B - 1) / B), buf.data());
+        std::memcpy(out, buf.data(), size_t(cols) * sizeof(float));
         return;
     }
     for (Eigen::Index c = 0; c < cols; ++c) out[c] = at(r, c);
@@ -73,14 +98,14 @@ Matrix Weight::toMatrix() const {
 
 Weight Weight::colBlock(Eigen::Index c0, Eigen::Index n) const {
     Weight w = *this;
-    if (ptr) w.ptr = static_cast<const char*>(ptr) + (transposed ? c0 * stride : c0) * elementBytes();
+    if (ptr) w.ptr = transposed ? storedAt(c0, 0) : storedAt(0, c0);
     w.cols = n;
     return w;
 }
 
 Weight Weight::rowBlock(Eigen::Index r0, Eigen::Index n) const {
     Weight w = *this;
-    if (ptr) w.ptr = static_cast<const char*>(ptr) + (transposed ? r0 : r0 * stride) * elementBytes();
+    if (ptr) w.ptr = transposed ? storedAt(0, r0) : storedAt(r0, 0);
     w.rows = n;
     return w;
 }

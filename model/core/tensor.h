@@ -21,8 +21,9 @@ using MatrixView = Eigen::Map<const Matrix, Eigen::Unaligned, Eigen::OuterStride
 /// A weight tensor as the model sees it: a 2-D matrix [rows, cols] (1-D tensors are 1×n; matrices are
 /// [in, out], so a block computes x·W) over memory it does not own (a mapped file, a buffer of the
 /// weight resolver), in the element type and layout the file stores:
-///  - `type`: F32, F16 or BF16 (model/core/weight_type.h); the compute kernels widen 16-bit weights as
-///    they read them;
+///  - `type`: F32, F16, BF16 or Blocks (model/core/weight_type.h); the compute kernels widen 16-bit weights
+///    as they read them and decode block-quantized rows with `decoder` (stored [out, in] only: the blocks
+///    run along the stored rows);
 ///  - `transposed` false: stored row-major [rows, cols], element (r, c) at ptr[r·stride + c] (GPT-2's
 ///    Conv1D); true: stored as [cols, rows], element (r, c) at ptr[c·stride + r] (nn.Linear's [out, in]:
 ///    HF Llama, GGUF, llama2.c).
@@ -34,6 +35,7 @@ struct Weight {
     Eigen::Index stride = 0; ///< elements between the starts of consecutive stored rows
     WeightType type = WeightType::F32;
     bool transposed = false;
+    const BlockDecoder* decoder = nullptr; ///< for type Blocks
 
     bool empty() const { return ptr == nullptr; }
     /// True when the weight is float32 stored [rows, cols]: view() and data() apply.
@@ -54,8 +56,10 @@ struct Weight {
     Weight rowBlock(Eigen::Index r0, Eigen::Index n) const;
     /// The logical transpose [cols, rows] of the same memory (no copy).
     Weight t() const;
-    /// Bytes per element (4 or 2).
+    /// Bytes from one stored element to the next (4 or 2; not for Blocks).
     int elementBytes() const { return type == WeightType::F32 ? 4 : 2; }
+    /// The address of stored element i of stored row `row` (for Blocks, i a multiple of the block size).
+    const void* storedAt(Eigen::Index row, Eigen::Index i) const;
 };
 
 /// An F32 row-major view of float data [rows, cols] with row stride `stride` (default cols).

@@ -103,10 +103,10 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
             const ColumnBlock& blk = blocks[size_t(b)];
             const GemmTarget& t = targets[blk.target];
             if (useDotProducts(t, rows))
-                K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
+                K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
             else
-                K.gemmColumns(packed, rows, inner, kRows, t.W.ptr, t.W.type, t.W.stride, t.W.transposed, blk.c0, blk.c1,
-                              t.y, t.ldy);
+                K.gemmColumns(packed, rows, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, t.W.transposed,
+                              blk.c0, blk.c1, t.y, t.ldy);
             if (t.epilogue) t.epilogue(blk.c0, blk.c1);
         }
     }

@@ -204,6 +204,40 @@ std::optional<GgmlBadScale> dequantizeGgml(GgmlType t, const void* src, std::int
     return findNonFiniteScale(t, src, n);
 }
 
+namespace {
+/// The kernels' decode callback: dequantizeGgml's arithmetic without its scale check (the loader checks
+/// scales once; this runs for every micro-panel of every product).
+template <GgmlType T>
+void decodeBlocks(const void* blocks, long nBlocks, float* out) {
+    static const BlockFn block = blockFunction(T);
+    const auto* bytes = static_cast<const uchar*>(blocks);
+    const int size = ggmlBlockSize(T), stride = ggmlBlockBytes(T);
+    for (long i = 0; i < nBlocks; ++i) block(bytes + i * stride, out + i * size);
+}
+} // namespace
+
+const BlockDecoder* blockDecoder(GgmlType t) {
+    static const BlockDecoder q8_0{32, 34, &decodeBlocks<GgmlType::Q8_0>, "Q8_0"};
+    static const BlockDecoder q4_0{32, 18, &decodeBlocks<GgmlType::Q4_0>, "Q4_0"};
+    static const BlockDecoder q4_1{32, 20, &decodeBlocks<GgmlType::Q4_1>, "Q4_1"};
+    static const BlockDecoder q5_0{32, 22, &decodeBlocks<GgmlType::Q5_0>, "Q5_0"};
+    static const BlockDecoder q5_1{32, 24, &decodeBlocks<GgmlType::Q5_1>, "Q5_1"};
+    static const BlockDecoder q4_K{kGgmlSuperBlock, 144, &decodeBlocks<GgmlType::Q4_K>, "Q4_K"};
+    static const BlockDecoder q5_K{kGgmlSuperBlock, 176, &decodeBlocks<GgmlType::Q5_K>, "Q5_K"};
+    static const BlockDecoder q6_K{kGgmlSuperBlock, 210, &decodeBlocks<GgmlType::Q6_K>, "Q6_K"};
+    switch (t) {
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_0: return &q4_0;
+    case GgmlType::Q4_1: return &q4_1;
+    case GgmlType::Q5_0: return &q5_0;
+    case GgmlType::Q5_1: return &q5_1;
+    case GgmlType::Q4_K: return &q4_K;
+    case GgmlType::Q5_K: return &q5_K;
+    case GgmlType::Q6_K: return &q6_K;
+    default: return nullptr;
+    }
+}
+
 void quantizeRowQ8_0(const float* src, std::int64_t n, void* dst) {
     auto* out = static_cast<uchar*>(dst);
     for (std::int64_t i = 0; i < n / 32; ++i) {

@@ -5,6 +5,7 @@
 // ggml src/ggml-quants.c dequantize_row_* and get_scale_min_k4. All fields are little-endian and
 // blocks are packed (no padding), so data may have any alignment.
 
+#include "model/core/weight_type.h"
 #include "model/formats/ggml_type.h"
 
 #include <cstdint>
@@ -40,6 +41,10 @@ std::optional<GgmlBadScale> dequantizeGgml(GgmlType t, const void* src, std::int
 /// The first block among the n elements at src whose f16 scale (d, m or dmin) is NaN or ±Inf, reading
 /// only the scales; nullopt if all are finite, and always for F32/F16/BF16 (which have no scales).
 std::optional<GgmlBadScale> findNonFiniteScale(GgmlType t, const void* src, std::int64_t n);
+
+/// The decoder the compute kernels read a block-quantized weight of type t with (model/core/weight_type.h):
+/// dequantizeGgml by blocks. nullptr for F32/F16/BF16, which the kernels read themselves.
+const BlockDecoder* blockDecoder(GgmlType t);
 
 /// ggml's reference Q8_0 quantizer (quantize_row_q8_0_ref): per block of 32, d = max|x| / 127 stored
 /// as f16 (round to nearest even), q = round(x / d) computed with the unrounded 1/d (0 when d = 0).

@@ -68,15 +68,18 @@ struct ComputeKernels {
     /// ldw, or with `transposed` stored as Wᵀ [cols, inner] (row stride ldw), each micro-panel then gathered
     /// into an L1 buffer first. Each y entry is one sequential float32 sum over k in a fixed order, so a
     /// row's result does not depend on the other rows, the panel height, c0/c1 or the thread.
-    void (*gemmColumns)(const float* pack, long rows, long inner, long mrPanel, const void* W, WeightType wType, long ldw,
-                        bool transposed, long c0, long c1, float* y, long ldy);
+    /// Block-quantized weights (wType Blocks, decoded by `dec`) must be stored transposed; ldw then counts
+    /// elements of a stored row (a multiple of the block size).
+    void (*gemmColumns)(const float* pack, long rows, long inner, long mrPanel, const void* W, WeightType wType,
+                        const BlockDecoder* dec, long ldw, bool transposed, long c0, long c1, float* y, long ldy);
 
     /// y[i, j] = x_i · wt_j for rows i < m of x (row stride ldx, k columns) and rows j ∈ [j0, j1) of
     /// wt (element type wType, row stride ldw): products with a weight stored [out, in] (the unembedding,
     /// nn.Linear weights) for few rows of x, streaming wt once per call. Each entry's summation order is
     /// fixed (lanes over k, then a fixed reduction tree): it does not depend on m or on the other rows.
-    void (*dotRows)(const float* x, long m, long k, long ldx, const void* wt, WeightType wType, long ldw, long j0, long j1,
-                    float* y, long ldy);
+    /// Block-quantized rows (wType Blocks, `dec`) are decoded four at a time; k ≤ 16384 for them.
+    void (*dotRows)(const float* x, long m, long k, long ldx, const void* wt, WeightType wType, const BlockDecoder* dec,
+                    long ldw, long j0, long j1, float* y, long ldy);
 
     // ---- elementwise ---------------------------------------------------------------------------------
     /// Causal softmax of one query row: scores[0, kept) *= scale in place; p[0, kept) = softmax of

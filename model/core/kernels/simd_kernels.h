@@ -375,8 +375,49 @@ void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const 
     }
 }
 
-void gemmColumns(const float* pack, long rows, long inner, long mrFull, const void* W, WeightType type, long ldw,
-                 bool transposed, long c0, long c1, float* y, long ldy) {
+/// gemmColumns for a block-quantized weight stored transposed: each micro-panel's kNr stored rows are
+/// decoded (kc elements each, from a block boundary: k0 is a multiple of kDepth, a multiple of every block
+/// size) into a float32 buffer, then transposed into the L1 micro-panel; the rest as for float32.
+void gemmColumnsBlocks(const float* pack, long rows, long inner, long mrFull, const void* W, const BlockDecoder* dec,
+                       long ldw, long c0, long c1, float* y, long ldy) {
+    const long blockRows = blockRowsFor(mrFull), B = dec->blockElements;
+    const long rowBytes = ldw / B * dec->blockBytes;
+    alignas(64) float decoded[kNr * kDepth];
+    alignas(64) float padB[kDepth * kNr];
+    alignas(64) float padC[kMr * kNr];
+    for (long k0 = 0; k0 < inner; k0 += kDepth) {
+        const long kc = lmin(kDepth, inner - k0);
+        const bool accumulate = k0 > 0;
+        for (long m0 = 0; m0 < rows; m0 += blockRows) {
+            const long m1 = lmin(rows, m0 + blockRows);
+            for (long j = c0; j < c1; j += kNr) {
+                const long w = lmin(kNr, c1 - j);
+                for (long r = 0; r < w; ++r)
+                    dec->decode(static_cast<const char*>(W) + (j + r) * rowBytes + k0 / B * dec->blockBytes, (kc + B - 1) / B,
+                                decoded + r * kDepth);
+                transposeIntoPanel<ElemF32>(decoded, kDepth, w, kc, padB, nullptr);
+                for (long p = m0; p < m1; p += mrFull) {
+                    const long mr = lmin(mrFull, rows - p);
+                    const float* a = pack + p * inner + k0 * mr;
+                    float* c = y + p * ldy + j;
+                    if (w == kNr) {
+                        kL1Kernels[mr - 1](a, padB, kNr, kc, c, ldy, accumulate, nullptr, nullptr, 0);
+                    } else {
+                        for (long r = 0; r < mr; ++r) {
+                            __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
+                            for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
+                        }
+                        kL1Kernels[mr - 1](a, padB, kNr, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
+                        for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
+                    }
+                }
+            }
+        }
+    }
+}
+
+void gemmColumns(const float* pack, long rows, long inner, long mrFull, const void* W, WeightType type,
+                 const BlockDecoder* dec, long ldw, bool transposed, long c0, long c1, float* y, long ldy) {
     switch (type) {
     case WeightType::F32:
         return gemmColumnsOf<ElemF32>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
@@ -384,6 +425,8 @@ void gemmColumns(const float* pack, long rows, long inner, long mrFull, const vo
         return gemmColumnsOf<ElemBF16>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
     case WeightType::F16:
         return gemmColumnsOf<ElemF16>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+    case WeightType::Blocks:
+        return gemmColumnsBlocks(pack, rows, inner, mrFull, W, dec, ldw, c0, c1, y, ldy);
     }
 }
 
@@ -462,8 +505,27 @@ void dotRowsOf(const float* x, long m, long k, long ldx, const void* wt, long ld
     }
 }
 
-void dotRows(const float* x, long m, long k, long ldx, const void* wt, WeightType type, long ldw, long j0, long j1,
-             float* y, long ldy) {
+/// dotRows for block-quantized rows: four rows decoded into a float32 buffer, then every group of x rows
+/// against them (the same dot tiles as float32, so each entry is computed the same way).
+void dotRowsBlocks(const float* x, long m, long k, long ldx, const void* wt, const BlockDecoder* dec, long ldw, long j0,
+                   long j1, float* y, long ldy) {
+    constexpr long kMaxK = 16384;
+    alignas(64) float decoded[4 * kMaxK];
+    const long B = dec->blockElements, rowBytes = ldw / B * dec->blockBytes;
+    if (k > kMaxK) __builtin_trap(); // compute_kernels.h: k ≤ 16384 (checked by the callers)
+    for (long j = j0; j < j1; j += 4) {
+        const long nj = lmin(4, j1 - j);
+        for (long r = 0; r < nj; ++r)
+            dec->decode(static_cast<const char*>(wt) + (j + r) * rowBytes, (k + B - 1) / B, decoded + r * k);
+        for (long i0 = 0; i0 < m; i0 += kDotRows) {
+            const long nr = lmin(kDotRows, m - i0);
+            kDotTiles<ElemF32>[nr - 1](x + i0 * ldx, ldx, k, decoded, k, int(nj), y + i0 * ldy + j, ldy);
+        }
+    }
+}
+
+void dotRows(const float* x, long m, long k, long ldx, const void* wt, WeightType type, const BlockDecoder* dec, long ldw,
+             long j0, long j1, float* y, long ldy) {
     switch (type) {
     case WeightType::F32:
         return dotRowsOf<ElemF32>(x, m, k, ldx, wt, ldw, j0, j1, y, ldy);
@@ -471,6 +533,8 @@ void dotRows(const float* x, long m, long k, long ldx, const void* wt, WeightTyp
         return dotRowsOf<ElemBF16>(x, m, k, ldx, wt, ldw, j0, j1, y, ldy);
     case WeightType::F16:
         return dotRowsOf<ElemF16>(x, m, k, ldx, wt, ldw, j0, j1, y, ldy);
+    case WeightType::Blocks:
+        return dotRowsBlocks(x, m, k, ldx, wt, dec, ldw, j0, j1, y, ldy);
     }
 }
 
