@@ -191,7 +191,7 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
     for (int h = 0; h < H; ++h) {
         // hook_result when the pass cached it, else the same product now (the app's pass leaves it out)
         const Matrix r = int(c.result.size()) == H ? c.result[size_t(h)]
-                                                   : Matrix(c.z.middleCols(h * L, L) * w.W_O_head(h, L).view());
+                                                   : Matrix(c.z.middleCols(h * L, L) * w.W_O_head(h, L).toMatrix());
         additive += r;
         steps.push_back(makeStep(QStringLiteral("head_result_%1").arg(h), QStringLiteral("z^%1·W_O^%1").arg(h),
                                  "S×L · L×D → S×D",
@@ -199,7 +199,7 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                                      .arg(h).arg(h * L).arg((h + 1) * L - 1),
                                  r));
     }
-    if (!w.b_O.empty()) additive.rowwise() += w.b_O.view().row(0);
+    if (!w.b_O.empty()) additive.rowwise() += w.b_O.rowVector(0);
     const double addDiff = maxAbs(additive, c.attn_out);
     AttentionStep add = makeStep("attn_out_additive", QStringLiteral("Σ_h head_result_h") + bias(w.b_O, "b_O"),
                                  "H × (S×D) → S×D",

@@ -1,6 +1,7 @@
 #include "model/analysis/component_readout.h"
 
 #include "model/analysis/index_checks.h"
+#include "model/core/weight_gemm.h"
 
 #include <QCoreApplication>
 
@@ -21,7 +22,7 @@ RowVector headOutput(const Model& model, const ActivationCache& cache, int layer
     const LayerCache& lc = layerCache(cache, layer, position);
     // from z in every cache layout (as residual_decomposition.cpp), so full and residuals-only caches agree bitwise
     const int L = cfg.d_head;
-    return lc.z.row(position).segment(Eigen::Index(head) * L, L) * model.layer(layer).W_O_head(head, L).view();
+    return lc.z.row(position).segment(Eigen::Index(head) * L, L) * model.layer(layer).W_O_head(head, L).toMatrix();
 }
 
 RowVector mlpOutput(const Model& model, const ActivationCache& cache, int layer, int position) {
@@ -30,7 +31,9 @@ RowVector mlpOutput(const Model& model, const ActivationCache& cache, int layer,
 }
 
 RowVector projectToVocab(const Model& model, const Eigen::Ref<const RowVector>& x) {
-    return x * model.globals().W_U_T.view().transpose();
+    Matrix logits;
+    weightGemmTransposed(Matrix(x), model.globals().W_U_T, logits); // the unembedding runForward uses
+    return logits.row(0);
 }
 
 ComponentReadout readout(const Model& model, const Eigen::Ref<const RowVector>& x, int k) {

@@ -11,16 +11,14 @@ namespace {
 
 /// u = W_U[:, t] (- W_U[:, t']): [d_model], the logit (difference) direction in ln_final output space.
 Vector unembedDirection(const GlobalWeights& g, int token, int counterToken) {
-    const auto W_U_T = g.W_U_T.view();
-    Vector u = W_U_T.row(token).transpose();
-    if (counterToken >= 0) u -= W_U_T.row(counterToken).transpose();
+    Vector u = g.W_U_T.rowVector(token).transpose();
+    if (counterToken >= 0) u -= g.W_U_T.rowVector(counterToken).transpose();
     return u;
 }
 
 double unembedBias(const GlobalWeights& g, int token, int counterToken) {
     if (g.b_U.empty()) return 0.0;
-    const auto b_U = g.b_U.view();
-    return double(b_U(0, token)) - (counterToken >= 0 ? double(b_U(0, counterToken)) : 0.0);
+    return double(g.b_U.at(0, token)) - (counterToken >= 0 ? double(g.b_U.at(0, counterToken)) : 0.0);
 }
 
 } // namespace
@@ -40,7 +38,7 @@ DirectLogitAttribution directLogitAttribution(const Model& model, const Activati
 
     const Vector u = unembedDirection(g, options.token, options.counterToken);
     // w ⊙ u / scale: what a (centred) component is dotted with
-    const Vector wu = g.ln_final_w.view().row(0).transpose().cwiseProduct(u) / cache.ln_final_scale(p);
+    const Vector wu = g.ln_final_w.rowVector(0).transpose().cwiseProduct(u) / cache.ln_final_scale(p);
     const bool centre = cfg.norm == NormKind::LayerNorm;
     for (const ResidualComponent& c : dec.components) {
         const Vector x = centre ? Vector(c.vec.array() - c.vec.mean()) : c.vec;
@@ -50,7 +48,7 @@ DirectLogitAttribution directLogitAttribution(const Model& model, const Activati
     }
 
     out.biasTerm = unembedBias(g, options.token, options.counterToken);
-    if (!g.ln_final_b.empty()) out.biasTerm += double(g.ln_final_b.view().row(0).dot(u.transpose()));
+    if (!g.ln_final_b.empty()) out.biasTerm += double(g.ln_final_b.rowVector(0).dot(u.transpose()));
 
     // Actual logit: from the cached logits row, or ln_final[p]·u + b_U when only the last row was kept.
     const int row = cache.logitRow(p);

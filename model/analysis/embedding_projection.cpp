@@ -18,7 +18,7 @@ int kvHead(const ModelConfig& cfg, int h) { return h / std::max(1, cfg.n_heads /
 
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head) {
     checkHead(model.config(), layer, head);
-    return pairFactors(model, kind, layer, head, model.globals().W_E.view());
+    return pairFactors(model, kind, layer, head, model.globals().W_E);
 }
 
 Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int head) {
@@ -26,36 +26,34 @@ Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int h
     checkHead(cfg, layer, head);
     const LayerWeights& w = model.layer(layer);
     const int L = cfg.d_head, kv = kvHead(cfg, head);
-    if (kind == PairProjectionKind::OV) return w.W_V_head(kv, L).view() * w.W_O_head(head, L).view();
-    return w.W_Q_head(head, L).view() * w.W_K_head(kv, L).view().transpose();
+    if (kind == PairProjectionKind::OV) return w.W_V_head(kv, L).toMatrix() * w.W_O_head(head, L).toMatrix();
+    return w.W_Q_head(head, L).toMatrix() * w.W_K_head(kv, L).toMatrix().transpose();
 }
 
-LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const MatrixView& E) {
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E) {
     const ModelConfig& cfg = model.config();
     checkHead(cfg, layer, head);
-    if (E.cols() != cfg.d_model)
+    if (E.cols != cfg.d_model)
         throw InputError(QCoreApplication::translate("analysis", "The embedding has %1 columns but the model's d_model is %2.")
-                             .arg(E.cols()).arg(cfg.d_model));
+                             .arg(E.cols).arg(cfg.d_model));
     const LayerWeights& w = model.layer(layer);
     const int L = cfg.d_head, kv = kvHead(cfg, head);
     LowRankScores f;
-    Matrix W_O_hT; // W_O^hᵀ [d_model, d_head], contiguous
     Weight left, right;
     if (kind == PairProjectionKind::OV) {
         // E·W_V^h·W_O^h·Eᵀ = (E·W_V^h)·(E·W_O^hᵀ)ᵀ
         left = w.W_V_head(kv, L);
-        W_O_hT = w.W_O_head(head, L).view().transpose();
-        right = Weight{W_O_hT.data(), W_O_hT.rows(), W_O_hT.cols(), W_O_hT.cols()};
+        right = w.W_O_head(head, L).t(); // [d_model, d_head]: a transposed view, read in place
     } else {
         // E·W_Q^h·W_K^hᵀ·Eᵀ = (E·W_Q^h)·(E·W_K^h)ᵀ
         left = w.W_Q_head(head, L);
         right = w.W_K_head(kv, L);
     }
     // both factors in one pass over E: [d_vocab, d_model]·[d_model, d_head], by the forward's kernel
-    f.A.resize(E.rows(), L);
-    f.B.resize(E.rows(), L);
+    f.A.resize(E.rows, L);
+    f.B.resize(E.rows, L);
     const GemmTarget targets[] = {{left, f.A.data(), f.A.cols(), {}}, {right, f.B.data(), f.B.cols(), {}}};
-    weightGemmTall(E.data(), E.rows(), E.cols(), E.outerStride(), targets);
+    weightGemmTall(E, targets);
     return f;
 }
 
@@ -79,21 +77,22 @@ std::vector<ScoredToken> projectPairsForRow(const Model& model, PairProjectionKi
 RowVector neuronVector(const Model& model, NeuronVectorKind kind, int layer, int neuron) {
     checkNeuron(model.config(), layer, neuron);
     const LayerWeights& w = model.layer(layer);
-    if (kind == NeuronVectorKind::FFKey) return w.W_in.view().col(neuron).transpose(); // W_in [d_model, d_mlp]
-    return w.W_out.view().row(neuron);                                                // W_out [d_mlp, d_model]
+    if (kind == NeuronVectorKind::FFKey) return w.W_in.colBlock(neuron, 1).toMatrix().transpose(); // W_in [d_model, d_mlp]
+    return w.W_out.rowVector(neuron);                                                           // W_out [d_mlp, d_model]
 }
 
 NeuronProjection projectNeuron(const Model& model, NeuronVectorKind kind, int layer, int neuron, int k) {
     const RowVector x = neuronVector(model, kind, layer, neuron);
-    const RowVector scores = x * model.globals().W_E.view().transpose(); // (E·x)ᵀ [d_vocab]
-    return {kind, layer, neuron, topEntries(scores, k, true), topEntries(scores, k, false)};
+    Matrix scores; // (E·x)ᵀ [1, d_vocab]
+    weightGemmTransposed(Matrix(x), model.globals().W_E, scores);
+    return {kind, layer, neuron, topEntries(scores.row(0), k, true), topEntries(scores.row(0), k, false)};
 }
 
 ReverseSearch reverseSearch(const Model& model, int token, int kHeads, int kNeurons, const Progress& progress) {
     const ModelConfig& cfg = model.config();
     checkToken(cfg, token);
-    const auto E = model.globals().W_E.view();
-    const RowVector e_t = E.row(token); // [d_model]
+    const Weight& E = model.globals().W_E;
+    const RowVector e_t = E.rowVector(token); // [d_model]
     ReverseSearch out;
     out.token = token;
     for (int l = 0; l < cfg.n_layers; ++l) {
@@ -101,14 +100,16 @@ ReverseSearch reverseSearch(const Model& model, int token, int kHeads, int kNeur
         const LayerWeights& w = model.layer(l);
         for (int h = 0; h < cfg.n_heads; ++h) {
             // column t of E·W_V^h·W_O^h·Eᵀ = E·(W_V^h·(W_O^h·e_tᵀ))
-            const Vector b_t = w.W_O_head(h, cfg.d_head).view() * e_t.transpose();       // [d_head]
-            const Vector u = w.W_V_head(kvHead(cfg, h), cfg.d_head).view() * b_t;         // [d_model]
-            const Vector col = E * u;                                                     // [d_vocab]
-            const ScoredToken best = topEntries(col.transpose(), 1).front();
+            const Vector b_t = w.W_O_head(h, cfg.d_head).toMatrix() * e_t.transpose();   // [d_head]
+            const Matrix u = (w.W_V_head(kvHead(cfg, h), cfg.d_head).toMatrix() * b_t).transpose(); // [1, d_model]
+            Matrix col;                                                                   // [1, d_vocab]
+            weightGemmTransposed(u, E, col);
+            const ScoredToken best = topEntries(col.row(0), 1).front();
             out.heads.push_back({l, h, best.score, best.id});
         }
-        const Vector v = w.W_out.view() * e_t.transpose(); // (E·v_i)[t] for every neuron i: [d_mlp]
-        for (int i = 0; i < cfg.d_mlp; ++i) out.neurons.push_back({l, i, v(i)});
+        Matrix v; // (E·v_i)[t] = e_t·v_i for every neuron i: [1, d_mlp]
+        weightGemmTransposed(Matrix(e_t), w.W_out, v);
+        for (int i = 0; i < cfg.d_mlp; ++i) out.neurons.push_back({l, i, v(0, i)});
     }
     // stable sorts keep (layer, index) order among equal scores
     std::stable_sort(out.heads.begin(), out.heads.end(), [](const auto& a, const auto& b) { return a.score > b.score; });

@@ -34,7 +34,7 @@ struct LowRankScores {
 /// layer/head out of range.
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head);
 /// The same with a given embedding E [d_vocab, d_model] (e.g. another checkpoint's W_E).
-LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const MatrixView& E);
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E);
 /// The head's d_model × d_model matrix: W_OV^h = W_V^h·W_O^h or W_QK^h = W_Q^h·W_K^hᵀ.
 Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int head);
 

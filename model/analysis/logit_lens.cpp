@@ -27,7 +27,7 @@ Matrix unembed(const GlobalWeights& g, const Matrix& normed) {
     Matrix logits;
     weightGemmTransposed(normed, g.W_U_T, logits); // the function runForward unembeds with
 
-    if (!g.b_U.empty()) logits.rowwise() += g.b_U.view().row(0);
+    if (!g.b_U.empty()) logits.rowwise() += g.b_U.rowVector(0);
     return logits;
 }
 
@@ -121,7 +121,7 @@ std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cac
         }
         if (n < c) x.bottomRows(c - n).setZero();
         weightGemmTransposed(x, g.W_U_T, logits); // the function runForward unembeds with
-        if (!g.b_U.empty()) logits.topRows(n).rowwise() += g.b_U.view().row(0);
+        if (!g.b_U.empty()) logits.topRows(n).rowwise() += g.b_U.rowVector(0);
 #pragma omp parallel for schedule(dynamic, 4)
         for (Eigen::Index j = 0; j < n; ++j) {
             LensCell& cell = out[size_t(r0 + j)];

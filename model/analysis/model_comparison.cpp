@@ -1,6 +1,7 @@
 #include "model/analysis/model_comparison.h"
 
 #include "model/analysis/index_checks.h"
+#include "model/core/weight_gemm.h"
 
 #include <QCoreApplication>
 #include <limits>
@@ -12,8 +13,8 @@ namespace {
 /// All neuron vectors of a layer as rows: FF keys = W_inᵀ, FF values = W_out. [d_mlp, d_model]
 Matrix neuronVectors(const Model& m, NeuronVectorKind kind, int layer) {
     const LayerWeights& w = m.layer(layer);
-    if (kind == NeuronVectorKind::FFKey) return w.W_in.view().transpose();
-    return w.W_out.view();
+    if (kind == NeuronVectorKind::FFKey) return w.W_in.toMatrix().transpose();
+    return w.W_out.toMatrix();
 }
 
 /// 1/‖row‖ per row from squared norms; 0 for a zero row (its cosines become 0).
@@ -54,6 +55,22 @@ ProjectedLayers projectLayers(const Model& m, NeuronVectorKind kind, const Matri
     return p;
 }
 
+/// Eᴬᵀ·Eᴬ, Eᴮᵀ·Eᴮ and Eᴬᵀ·Eᴮ over rows in chunks (float32 copies of a chunk at a time, whatever the
+/// embeddings' stored types).
+void gramMatrices(const Weight& Ea, const Weight& Eb, Matrix& Gaa, Matrix& Gbb, Matrix& Gab) {
+    constexpr Eigen::Index kChunk = 4096;
+    Gaa = Matrix::Zero(Ea.cols, Ea.cols);
+    Gbb = Matrix::Zero(Eb.cols, Eb.cols);
+    Gab = Matrix::Zero(Ea.cols, Eb.cols);
+    for (Eigen::Index r0 = 0; r0 < Ea.rows; r0 += kChunk) {
+        const Eigen::Index n = std::min(kChunk, Ea.rows - r0);
+        const Matrix a = Ea.rowBlock(r0, n).toMatrix(), b = Eb.rowBlock(r0, n).toMatrix();
+        Gaa.noalias() += a.transpose() * a;
+        Gbb.noalias() += b.transpose() * b;
+        Gab.noalias() += a.transpose() * b;
+    }
+}
+
 QString fieldMismatch(const char* field, int a, int b) {
     return QCoreApplication::translate("analysis", "The two models differ in %1 (%2 vs %3).")
         .arg(QString::fromLatin1(field)).arg(a).arg(b);
@@ -66,10 +83,11 @@ LayerSimilarity compareLayers(const Model& a, const Model& b, NeuronVectorKind k
     if (ca.d_vocab != cb.d_vocab)
         throw InputError(QCoreApplication::translate("analysis",
                              "The models do not share a tokenizer: d_vocab is %1 vs %2.").arg(ca.d_vocab).arg(cb.d_vocab));
-    const auto Ea = a.globals().W_E.view(), Eb = b.globals().W_E.view(); // [d_vocab, d_model_*]
+    const Weight &Ea = a.globals().W_E, &Eb = b.globals().W_E; // [d_vocab, d_model_*]
     const qint64 total = qint64(ca.n_layers) * cb.n_layers;
     progress.step(0, total, QStringLiteral("Gram matrices"));
-    const Matrix Gaa = Ea.transpose() * Ea, Gbb = Eb.transpose() * Eb, Gab = Ea.transpose() * Eb;
+    Matrix Gaa, Gbb, Gab;
+    gramMatrices(Ea, Eb, Gaa, Gbb, Gab);
     const ProjectedLayers pa = projectLayers(a, kind, Gaa), pb = projectLayers(b, kind, Gbb);
     const bool sameWidth = ca.d_model == cb.d_model;
 
@@ -110,9 +128,10 @@ NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind 
     d.maxAbsDiff = delta.size() ? delta.cwiseAbs().maxCoeff() : 0.0f;
     d.identical = d.maxAbsDiff == 0.0f;
     if (d.identical) return d; // a zero difference is reported as such, never as a ranking of zeros
-    const RowVector scores = delta * before.globals().W_E.view().transpose(); // (E·Δx)ᵀ [d_vocab]
-    d.top = topEntries(scores, k, true);
-    d.bottom = topEntries(scores, k, false);
+    Matrix scores; // (E·Δx)ᵀ [1, d_vocab]
+    weightGemmTransposed(Matrix(delta), before.globals().W_E, scores);
+    d.top = topEntries(scores.row(0), k, true);
+    d.bottom = topEntries(scores.row(0), k, false);
     return d;
 }
 
@@ -123,7 +142,7 @@ PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind k
     d.maxAbsDiff = (headCircuit(after, kind, layer, head) - headCircuit(before, kind, layer, head)).cwiseAbs().maxCoeff();
     d.identical = d.maxAbsDiff == 0.0f;
     if (d.identical) return d;
-    const auto E = before.globals().W_E.view();
+    const Weight& E = before.globals().W_E;
     const LowRankScores fa = pairFactors(after, kind, layer, head, E), fb = pairFactors(before, kind, layer, head, E);
     const Eigen::Index V = fa.A.rows(), L = fa.A.cols();
     // E·(W_after − W_before)·Eᵀ = [A_after | −A_before]·[B_after | B_before]ᵀ

@@ -22,7 +22,7 @@ Vector headResult(const Model& model, const ActivationCache& cache, int l, int h
     const LayerCache& lc = cache.stored(l);
     const int L = model.config().d_head;
     const RowVector z = lc.z.row(position).segment(Eigen::Index(h) * L, L);
-    return (z * model.layer(l).W_O_head(h, L).view()).transpose();
+    return (z * model.layer(l).W_O_head(h, L).toMatrix()).transpose();
 }
 
 } // namespace
@@ -74,7 +74,7 @@ ResidualDecomposition decomposeResidual(const Model& model, const ActivationCach
         case ComponentKind::AttnBias: {
             const Weight& b_O = model.layer(id.layer).b_O;
             if (b_O.empty()) continue; // e.g. Llama: no attention output bias, no component
-            v = b_O.view().row(0).transpose();
+            v = b_O.rowVector(0).transpose();
             break;
         }
         case ComponentKind::Mlp: v = cache.stored(id.layer).mlp_out.row(position).transpose(); break;

@@ -84,6 +84,29 @@ void Weight::copyRow(Eigen::Index r, float* out) const {
     for (Eigen::Index c = 0; c < cols; ++c) out[c] = at(r, c);
 }
 
+RowVector Weight::rowVector(Eigen::Index r) const {
+    RowVector v(cols);
+    copyRow(r, v.data());
+    return v;
+}
+
+bool Weight::allFinite() const {
+    if (empty()) return true;
+    if (type == WeightType::F32 || type == WeightType::Blocks) {
+        if (isF32View()) return view().allFinite();
+        return toMatrix().allFinite();
+    }
+    // 16-bit: a NaN/Inf has every exponent bit set (F16: 0x7c00, BF16: 0x7f80)
+    const std::uint16_t mask = type == WeightType::F16 ? 0x7c00 : 0x7f80;
+    const Eigen::Index storedRows = transposed ? cols : rows, storedCols = transposed ? rows : cols;
+    int bad = 0;
+    for (Eigen::Index r = 0; r < storedRows; ++r) {
+        const auto* row = static_cast<const std::uint16_t*>(ptr) + r * stride;
+        for (Eigen::Index c = 0; c < storedCols; ++c) bad |= int((row[c] & mask) == mask);
+    }
+    return bad == 0;
+}
+
 Matrix Weight::toMatrix() const {
     if (isF32View()) return view();
     Matrix m(rows, cols);

@@ -50,6 +50,11 @@ struct Weight {
     float at(Eigen::Index r, Eigen::Index c) const;
     /// Row r as float32 into out[0, cols).
     void copyRow(Eigen::Index r, float* out) const;
+    /// Row r as a float32 row vector.
+    RowVector rowVector(Eigen::Index r) const;
+    /// True when no element is NaN or ±Inf (F32/F16/BF16 from the stored bits; block-quantized weights from
+    /// their decoded values).
+    bool allFinite() const;
     /// Columns [c0, c0+n) as a new view (no copy).
     Weight colBlock(Eigen::Index c0, Eigen::Index n) const;
     /// Rows [r0, r0+n) as a new view (no copy).

@@ -134,6 +134,19 @@ void weightGemmTall(const float* x, Index rows, Index inner, Index ldx, std::spa
     }
 }
 
+void weightGemmTall(const Weight& x, std::span<const GemmTarget> targets) {
+    if (x.isF32View()) return weightGemmTall(x.data(), x.rows, x.cols, x.stride, targets);
+    const Index chunk = 4 * computeKernels().rowBlock, nChunks = (x.rows + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic)
+    for (Index c = 0; c < nChunks; ++c) {
+        const Index r0 = c * chunk, n = std::min(chunk, x.rows - r0);
+        const Matrix rows = x.rowBlock(r0, n).toMatrix();
+        std::vector<GemmTarget> part(targets.begin(), targets.end());
+        for (GemmTarget& t : part) t.y += r0 * t.ldy;
+        gemmImpl(rows.data(), n, x.cols, x.cols, part, false);
+    }
+}
+
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y) {
     y.resize(x.rows(), WT.rows);
     if (y.size() == 0) return;

@@ -61,6 +61,10 @@ void weightGemmMulti(const float* x, Eigen::Index rows, Eigen::Index inner, Eige
 void weightGemmTall(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx,
                     std::span<const GemmTarget> targets);
 
+/// The same for x a weight of any type and layout [rows, inner] (an embedding matrix stored as F16, BF16
+/// or block-quantized rows): each chunk of rows converted to float32 first.
+void weightGemmTall(const Weight& x, std::span<const GemmTarget> targets);
+
 /// y [rows, WT.rows] = x [rows, inner] · WTᵀ for WT [cols, inner] (the unembedding W_U_T = wte
 /// [d_vocab, d_model]): weightGemm with WT.t(), so for a WT stored row-major, each nr-row slice of WT is
 /// gathered into an L1 micro-panel once and used by every x panel, and below kTransposedKernelMinRows

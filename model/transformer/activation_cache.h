@@ -16,6 +16,9 @@ struct LayerCache {
     Matrix resid_pre;               ///< [pos, d_model]   blocks.l.hook_resid_pre
     Matrix ln1;                     ///< [pos, d_model]   ln_1 output (normalized · w + b), the attention input
     Matrix q, k, v;                 ///< [pos, n_heads*d_head]  head h = columns h*d_head..; k/v already expanded for GQA
+                                    ///< (hook_q, hook_k, hook_v: before rotary embeddings)
+    Matrix q_rot, k_rot;            ///< [pos, n_heads*d_head]  q and k after rotary embeddings (hook_rot_q, hook_rot_k),
+                                    ///< what the scores are computed from; empty for learned positions
     std::vector<Matrix> attn_scores;///< [head][query_pos, key_pos] scaled Q·Kᵀ after the causal mask: −∞ above the
                                     ///< diagonal, as TransformerLens's hook_attn_scores (those products are never computed)
     std::vector<Matrix> pattern;    ///< [head][query_pos, key_pos] softmax over keys after the causal mask; 0 above the diagonal

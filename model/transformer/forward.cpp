@@ -4,6 +4,7 @@
 #include "model/core/weight_gemm.h"
 #include "model/transformer/cache_budget.h"
 #include "model/transformer/layer_recompute.h"
+#include "model/transformer/rotary_embedding.h"
 
 #include <QCoreApplication>
 #include <cmath>
@@ -13,8 +14,11 @@ namespace attnscope {
 
 namespace {
 
+/// A [1, n] weight (bias, norm weight) as float32, whatever its stored type.
+RowVector rowOf(const Weight& w) { return w.isF32View() ? RowVector(w.view().row(0)) : RowVector(w.toMatrix()); }
+
 void addBias(Matrix& x, const Weight& b) {
-    if (!b.empty()) x.rowwise() += b.view().row(0);
+    if (!b.empty()) x.rowwise() += rowOf(b);
 }
 
 /// Columns [c0, c1) of the rows of y [rows, ld]: a strided map an epilogue works on.
@@ -22,17 +26,14 @@ using ColumnMap = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic,
 ColumnMap columns(Matrix& y, Eigen::Index c0, Eigen::Index c1) {
     return ColumnMap(y.data() + c0, y.rows(), c1 - c0, Eigen::OuterStride<>(y.cols()));
 }
-void addBiasColumns(Matrix& y, const Weight& b, Eigen::Index c0, Eigen::Index c1) {
-    if (!b.empty()) columns(y, c0, c1).rowwise() += b.view().row(0).segment(c0, c1 - c0).array();
-}
-
 /// A GemmTarget computing y [pos, W.cols] (resized; its buffer reused when the size is unchanged) and adding
 /// the bias to each column block as soon as it is final, then running `then(c0, c1)` on the block.
 GemmTarget linearTarget(Eigen::Index rows, const Weight& W, const Weight& b, Matrix& y,
                         std::function<void(Eigen::Index, Eigen::Index)> then = {}) {
     y.resize(rows, W.cols);
-    return GemmTarget{W, y.data(), y.cols(), [&y, b, then = std::move(then)](Eigen::Index c0, Eigen::Index c1) {
-                          addBiasColumns(y, b, c0, c1);
+    return GemmTarget{W, y.data(), y.cols(),
+                      [&y, bias = b.empty() ? RowVector() : rowOf(b), then = std::move(then)](Eigen::Index c0, Eigen::Index c1) {
+                          if (bias.size() > 0) columns(y, c0, c1).rowwise() += bias.segment(c0, c1 - c0).array();
                           if (then) then(c0, c1);
                       }};
 }
@@ -71,10 +72,21 @@ void activateColumns(ActivationKind kind, Matrix& y, Eigen::Index c0, Eigen::Ind
 /// keys 0..i (what follows is ignored); they are multiplied by `scale` in place, the rest of the row is set
 /// to −∞, and row i of p becomes softmax over keys 0..i, zero beyond. Equivalent to HF's
 /// (q·kᵀ)·scale, masked_fill(finfo.min), softmax.
-void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, Eigen::Index r0, Eigen::Index r1) {
+/// With a sliding window W (Mistral; 0 = none), query i keeps only keys (i − W, i]: the keys before are
+/// set to −∞ (scores) and 0 (pattern) as HF's sliding-window mask does.
+void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, int window, Eigen::Index r0, Eigen::Index r1) {
     const ComputeKernels& K = computeKernels();
     const Eigen::Index S = scores.cols();
-    for (Eigen::Index i = r0; i < r1; ++i) K.causalSoftmaxRow(scores.data() + i * S, p.data() + i * S, i + 1, S, scale);
+    for (Eigen::Index i = r0; i < r1; ++i) {
+        const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
+        float* sRow = scores.data() + i * S;
+        float* pRow = p.data() + i * S;
+        for (Eigen::Index j = 0; j < lo; ++j) {
+            sRow[j] = -std::numeric_limits<float>::infinity();
+            pRow[j] = 0.0f;
+        }
+        K.causalSoftmaxRow(sRow + lo, pRow + lo, i + 1 - lo, S - lo, scale);
+    }
 }
 
 /// K_hᵀ [d_head, pos] of the head whose keys are columns [col, col + d_head) of k, into `buffer`, as the
@@ -84,7 +96,7 @@ Weight transposedKeys(const Matrix& k, Eigen::Index col, int L, Matrix& buffer) 
     const Eigen::Index S = k.rows(), ld = ((S + 15) / 16 | 1) * 16;
     buffer.resize(L, ld);
     buffer.leftCols(S) = k.middleCols(col, L).transpose();
-    return Weight{buffer.data(), L, S, ld};
+    return f32Weight(buffer.data(), L, S, ld);
 }
 
 /// One head's attention, computing only what the causal mask keeps: for each block of kQueryBlock
@@ -92,37 +104,55 @@ Weight transposedKeys(const Matrix& k, Eigen::Index col, int L, Matrix& buffer) 
 /// About half the FLOPs of the full S×S products at long S (1024: 53%). Both products run on the calling
 /// thread through weightGemm's kernel, which writes the row-major scores and z in place (Eigen's product
 /// zeroed each destination block first and packed both operands: a fifth of the attention time at S = 1024).
-void headAttention(const Matrix& q, const Matrix& k, const Matrix& v, int h, int L, float scale, Matrix& scores,
+void headAttention(const Matrix& q, const Matrix& k, const Matrix& v, int h, int L, float scale, int window, Matrix& scores,
                    Matrix& pattern, Matrix& z) {
     constexpr Eigen::Index kQueryBlock = 64;
     const Eigen::Index S = q.rows(), col = Eigen::Index(h) * L;
     thread_local Matrix kT; // K_hᵀ [d_head, pos]: the right-hand operand of Q·Kᵀ, read in place by the kernel
     const Weight K_T = transposedKeys(k, col, L, kT);
-    const Weight V_h{v.data() + col, S, L, v.cols()};
+    const Weight V_h = f32Weight(v.data() + col, S, L, v.cols());
     for (Eigen::Index r0 = 0; r0 < S; r0 += kQueryBlock) {
         const Eigen::Index n = std::min(kQueryBlock, S - r0), r1 = r0 + n;
         weightGemm(q.data() + r0 * q.cols() + col, n, L, q.cols(), K_T.colBlock(0, r1), scores.data() + r0 * S, S, false);
-        causalSoftmaxRows(scores, pattern, scale, r0, r1);
+        causalSoftmaxRows(scores, pattern, scale, window, r0, r1);
         weightGemm(pattern.data() + r0 * S, n, r1, S, V_h.rowBlock(0, r1), z.data() + r0 * z.cols() + col, z.cols(), false);
     }
 }
 
-/// Attention block of layer l: fills q, k, v, attn_scores, pattern, z, result, attn_out.
+/// The K/V heads of x [pos, n_kv_heads·d_head] repeated for their query heads: [pos, n_heads·d_head].
+Matrix repeatKvHeads(const ModelConfig& cfg, const Matrix& x) {
+    const int H = cfg.n_heads, L = cfg.d_head, groups = cfg.groupSize();
+    Matrix out(x.rows(), Eigen::Index(H) * L);
+    for (int h = 0; h < H; ++h) out.middleCols(h * L, L) = x.middleCols((h / groups) * L, L);
+    return out;
+}
+
+/// Attention block of layer l: fills q, k, v (and q_rot, k_rot for rotary models), attn_scores, pattern, z,
+/// result, attn_out.
 void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& c, const ForwardOptions& opt) {
-    const int H = cfg.n_heads, L = cfg.d_head, groups = cfg.n_heads / std::max(1, cfg.n_kv_heads);
+    const int H = cfg.n_heads, L = cfg.d_head;
     const Eigen::Index S = c.ln1.rows();
     linears(c.ln1, {linearTarget(S, w.W_Q, w.b_Q, c.q),   // [pos, H*L]
                     linearTarget(S, w.W_K, w.b_K, c.k),   // [pos, H_kv*L]
                     linearTarget(S, w.W_V, w.b_V, c.v)});
-    if (groups > 1) { // grouped-query attention: repeat each K/V head for its query heads
-        Matrix k(c.k.rows(), Eigen::Index(H) * L), v(c.v.rows(), Eigen::Index(H) * L);
-        for (int h = 0; h < H; ++h) {
-            k.middleCols(h * L, L) = c.k.middleCols((h / groups) * L, L);
-            v.middleCols(h * L, L) = c.v.middleCols((h / groups) * L, L);
-        }
-        c.k = std::move(k);
-        c.v = std::move(v);
+    const bool rotary = cfg.positions == PositionKind::Rotary;
+    if (rotary) { // q, k rotated by position (hook_rot_q, hook_rot_k); k before the GQA repeat (fewer heads)
+        const auto table = ropeTable(cfg, int(S));
+        c.q_rot = c.q;
+        applyRotary(cfg, *table, c.q_rot);
+        c.k_rot = c.k;
+        applyRotary(cfg, *table, c.k_rot);
+    } else {
+        c.q_rot.resize(0, 0);
+        c.k_rot.resize(0, 0);
     }
+    if (cfg.groupSize() > 1) { // grouped-query attention: repeat each K/V head for its query heads
+        c.k = repeatKvHeads(cfg, c.k);
+        c.v = repeatKvHeads(cfg, c.v);
+        if (rotary) c.k_rot = repeatKvHeads(cfg, c.k_rot);
+    }
+    const Matrix& queries = rotary ? c.q_rot : c.q;
+    const Matrix& keys = rotary ? c.k_rot : c.k;
     const float scale = float(cfg.attnScale(l));
     c.attn_scores.resize(size_t(H)); // resize, not assign: a reused scratch layer keeps its buffers
     c.pattern.resize(size_t(H));
@@ -134,7 +164,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
 #pragma omp parallel for schedule(dynamic)
     for (int h = 0; h < H; ++h)
-        headAttention(c.q, c.k, c.v, h, L, scale, c.attn_scores[size_t(h)], c.pattern[size_t(h)], c.z);
+        headAttention(queries, keys, c.v, h, L, scale, cfg.sliding_window, c.attn_scores[size_t(h)], c.pattern[size_t(h)], c.z);
     for (const HeadAblation& a : opt.ablations) {
         if (a.layer != l || a.head < 0 || a.head >= H) continue;
         auto zh = c.z.middleCols(a.head * L, L);
@@ -229,7 +259,7 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
         }
         if (scale) (*scale)(i) = divisor;
     }
-    y.array().rowwise() *= w.view().row(0).array();
+    y.array().rowwise() *= rowOf(w).array();
     addBias(y, b);
 }
 
@@ -275,11 +305,10 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     progress.step(0, total, QStringLiteral("embeddings"));
 
     // embed = one-hot(tokens)·W_E: row lookup, never a dense [pos, d_vocab] matrix
-    const auto W_E = g.W_E.view();
     cache.embed.resize(S, cfg.d_model);
-    for (int p = 0; p < S; ++p) cache.embed.row(p) = W_E.row(tokens[size_t(p)]);
+    for (int p = 0; p < S; ++p) g.W_E.copyRow(tokens[size_t(p)], cache.embed.data() + Eigen::Index(p) * cfg.d_model);
     if (cfg.positions == PositionKind::Learned)
-        cache.pos_embed = g.W_pos.view().topRows(S);
+        cache.pos_embed = g.W_pos.rowBlock(0, S).toMatrix();
     else
         cache.pos_embed = Matrix::Zero(S, cfg.d_model);
 

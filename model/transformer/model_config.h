@@ -9,6 +9,25 @@ namespace attnscope {
 
 enum class NormKind { LayerNorm, RMSNorm };
 enum class PositionKind { Learned, Rotary };
+/// Which dims of a head rotary embeddings rotate together (a file format's convention, read from the
+/// file's own layout, never guessed): HalfSplit pairs (i, i + d_head/2), HF's rotate_half (Llama, Mistral and
+/// Qwen2 checkpoints in HF layout; GGUF qwen2); Interleaved pairs (2i, 2i + 1), Meta's layout (llama2.c,
+/// GGUF llama, whose converter permutes HF's Q/K rows back: convert_hf_to_gguf.py LlamaModel.permute).
+enum class RopeLayout { HalfSplit, Interleaved };
+
+/// Rotary frequency scaling (HF config.json rope_scaling).
+struct RopeScaling {
+    enum class Kind {
+        None,
+        Linear, ///< inv_freq / factor
+        Llama3  ///< Llama 3.1+: long wavelengths / factor, short ones kept, smooth in between (HF _compute_llama3_parameters)
+    };
+    Kind kind = Kind::None;
+    double factor = 1.0;
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    int original_max_position_embeddings = 8192;
+};
 enum class ActivationKind {
     GeluNew,   ///< tanh approximation: 0.5x(1+tanh(√(2/π)(x+0.044715x³))) (HF "gelu_new", "gelu_pytorch_tanh")
     GeluExact, ///< x·Φ(x) with erf (HF "gelu")
@@ -33,12 +52,20 @@ struct ModelConfig {
     bool gatedMlp = false;      ///< SwiGLU-style W_gate
     bool scale_attn_weights = true;               ///< divide scores by √d_head
     bool scale_attn_by_inverse_layer_idx = false; ///< also divide by (layer+1)
-    double rotary_base = 10000.0;
+    double rotary_base = 10000.0;  ///< rope_theta
+    RopeLayout rope_layout = RopeLayout::HalfSplit;
+    RopeScaling rope_scaling;
+    int sliding_window = 0;     ///< Mistral: a query attends to at most this many keys (itself included); 0 = all
     int bos_token_id = -1;      ///< -1 when unknown
     int eos_token_id = -1;
 
-    /// The factor the raw scores Q·Kᵀ of `layer` are multiplied by (HF GPT2Attention._attn).
+    /// The factor the raw scores Q·Kᵀ of `layer` are multiplied by (HF GPT2Attention._attn; 1/√d_head
+    /// for the Llama family).
     double attnScale(int layer) const;
+    /// Query heads per K/V head (grouped-query attention): n_heads / n_kv_heads.
+    int groupSize() const { return n_heads / (n_kv_heads > 0 ? n_kv_heads : n_heads); }
+    /// The K/V head query head h reads.
+    int kvHeadOf(int h) const { return h / groupSize(); }
 };
 
 /// Display name of an activation kind ("gelu_new", ...).

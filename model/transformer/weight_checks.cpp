@@ -7,7 +7,7 @@ namespace attnscope {
 QStringList nonFiniteWeights(const Model& model, int maxNames) {
     QStringList out;
     auto check = [&](const QString& name, const Weight& w) {
-        if (out.size() < maxNames && !w.empty() && !w.view().allFinite()) out << name;
+        if (out.size() < maxNames && !w.empty() && !w.allFinite()) out << name;
     };
     const GlobalWeights& g = model.globals();
     check(QStringLiteral("W_E"), g.W_E);
