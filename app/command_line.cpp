@@ -12,7 +12,7 @@ bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project",
-                                 "-export", "-dump-json", "-dump-steps", "--help", "-h", "--version"})
+                                 "-export", "-dump-json", "-dump-steps", "--help", "-h", "--version", "--tokenize"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -33,7 +33,14 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption version = p.addVersionOption();
     const QCommandLineOption model({"m", "model"}, "Model folder (Hugging Face layout) or .safetensors file.", "PATH");
     const QCommandLineOption prompt({"p", "prompt"}, "Prompt text.", "TEXT");
-    const QCommandLineOption noBos("no-bos", "Do not prepend the BOS token (<|endoftext|> for GPT-2).");
+    const QCommandLineOption noBos("no-bos", "Do not prepend the BOS token (<|endoftext|> for GPT-2, <s> for Llama 2).");
+    const QCommandLineOption bos("bos", "Prepend the BOS token even if the model does not by default.");
+    const QCommandLineOption tokenizerFile("tokenizer", "Tokenizer file for a model without one inside (llama2.c tokenizer.bin; "
+                                                        "also tokenizer.json or tokenizer.model).", "FILE");
+    const QCommandLineOption tokenIds("token-ids", "Run these token ids (comma-separated) instead of a prompt.", "IDS");
+    const QCommandLineOption generate("generate", "With --dump-json: add the greedy continuation of N tokens as \"generated_ids\".", "N");
+    const QCommandLineOption tokenize("tokenize", "Write the prompt's {\"token_ids\", \"tokens\"} (to --dump-json FILE or stdout) "
+                                                  "without running the model (works on vocab-only GGUF files).");
     const QCommandLineOption layer("layer", "Layer (0-based).", "L");
     const QCommandLineOption head("head", "Head (0-based).", "H");
     const QCommandLineOption exportDir("export", "Write attention heatmaps into DIR (all heads unless --layer/--head).", "DIR");
@@ -54,8 +61,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption neuron("neuron", "FF neuron (0-based) for --project ffkey/ffvalue.", "N");
     const QCommandLineOption top("top", "Entries per projection / tokens per logit-lens cell (default 10).", "K", "10");
     const QCommandLineOption logitLens("logit-lens", "Add the logit lens (top --top tokens per layer boundary and position) to --dump-json.");
-    p.addOptions({model, prompt, noBos, layer, head, exportDir, format, width, height, scale, dumpJson, dumpSteps,
-                  force, dla, position, project, neuron, top, logitLens});
+    p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
+                  width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens});
     p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
 
     if (!p.parse(args)) {
@@ -79,7 +86,34 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return false;
     }
     c.prompt = p.value(prompt);
-    c.prependBos = !p.isSet(noBos);
+    if (p.isSet(noBos) && p.isSet(bos)) {
+        *error = QStringLiteral("give --bos or --no-bos, not both");
+        return false;
+    }
+    if (p.isSet(noBos)) c.prependBos = false;
+    if (p.isSet(bos)) c.prependBos = true;
+    c.tokenizerPath = p.value(tokenizerFile);
+    c.tokenize = p.isSet(tokenize);
+    if (p.isSet(tokenIds)) {
+        if (p.isSet(prompt)) {
+            *error = QStringLiteral("give --prompt or --token-ids, not both");
+            return false;
+        }
+        for (const QString& part : p.value(tokenIds).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            bool ok = false;
+            const int id = part.trimmed().toInt(&ok);
+            if (!ok || id < 0) {
+                *error = QStringLiteral("--token-ids must be non-negative integers separated by commas, got '%1'").arg(part);
+                return false;
+            }
+            c.tokenIds.push_back(id);
+        }
+        if (c.tokenIds.empty()) {
+            *error = QStringLiteral("--token-ids needs at least one id");
+            return false;
+        }
+        c.useTokenIds = true;
+    }
     auto parseInt = [&](const QCommandLineOption& o, int* v, int min) {
         if (!p.isSet(o)) return true;
         bool ok = false;
@@ -91,6 +125,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return true;
     };
     int w = 1000, h = 900;
+    if (!parseInt(generate, &c.generate, 1)) return false;
+    if (c.generate > 0 && !p.isSet(dumpJson)) {
+        *error = QStringLiteral("--generate adds to the --dump-json output: give --dump-json FILE too");
+        return false;
+    }
     if (!parseInt(layer, &c.layer, 0) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
         !parseInt(height, &h, 16) || !parseInt(position, &c.position, 0) || !parseInt(neuron, &c.neuron, 0) ||
         !parseInt(top, &c.top, 1))
@@ -160,9 +199,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--dump-steps needs --layer L and --head H");
         return false;
     }
+    if (c.tokenize && (!c.exportDir.isEmpty() || !c.dumpSteps.isEmpty() || c.generate > 0 || !c.dla.isEmpty() || c.logitLens)) {
+        *error = QStringLiteral("--tokenize runs no model: it takes no --export, --dump-steps, --generate, --dla or --logit-lens");
+        return false;
+    }
     if (c.isHeadless()) {
-        if (!p.isSet(prompt)) {
-            *error = QStringLiteral("--prompt TEXT is required with --export / --dump-json / --dump-steps");
+        if (!p.isSet(prompt) && !c.useTokenIds) {
+            *error = QStringLiteral("--prompt TEXT (or --token-ids IDS) is required with --export / --dump-json / --dump-steps / --tokenize");
             return false;
         }
     }

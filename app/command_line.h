@@ -9,17 +9,27 @@
 //             [--logit-lens [--top K]]
 //   attnscope --model PATH --project ov|qk|ffkey|ffvalue --layer L (--head H | --neuron N) [--top K]
 //             --dump-json FILE [--force]                  (embedding-space projection, no prompt)
+//   attnscope --model PATH --prompt TEXT --tokenize [--dump-json FILE]   (ids only; no weights needed)
+// Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… instead of --prompt,
+// --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
 #include <QSize>
 #include <QString>
 #include <QStringList>
+#include <optional>
+#include <vector>
 
 namespace attnscope {
 
 struct CommandLine {
     QString modelPath;      ///< --model or the positional PATH; empty or "demo" = the bundled demo model
     QString prompt;
-    bool prependBos = true; ///< false with --no-bos
+    std::optional<bool> prependBos; ///< --bos / --no-bos; unset: the model's own default (Tokenizer::addsBos)
+    QString tokenizerPath;  ///< --tokenizer FILE: for models without one inside (llama2.c .bin)
+    std::vector<int> tokenIds; ///< --token-ids 1,403,…: run these ids instead of a prompt
+    bool useTokenIds = false;
+    int generate = 0;       ///< --generate N: greedy continuation in the dump as "generated_ids"
+    bool tokenize = false;  ///< --tokenize: write {"token_ids", "tokens"} of the prompt without running the model
     int layer = -1, head = -1;
     QString exportDir;
     QString format = QStringLiteral("png");
@@ -36,7 +46,7 @@ struct CommandLine {
     bool logitLens = false; ///< --logit-lens: add "logit_lens" to the prompt dump
 
     /// True when the invocation asks for headless work (no window is opened).
-    bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty(); }
+    bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || tokenize; }
 };
 
 /// Parses argv (args[0] = program). Returns false with a usage error in *error; sets *helpText

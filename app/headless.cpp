@@ -8,11 +8,14 @@
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
+#include "model/transformer/generate.h"
 #include "model/transformer/prompt.h"
 #include "views/figure_export.h"
 
 #include <QDir>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
 
 namespace attnscope {
 
@@ -24,11 +27,37 @@ QString refuseOverwrite(const QString& path, bool force) {
     return {};
 }
 
+/// {"token_ids", "tokens"} of the command's prompt (or --token-ids) with the tokenizer alone.
+QJsonObject tokenizeDump(const Tokenizer& tok, const CommandLine& cmd) {
+    const std::vector<int> ids = cmd.useTokenIds ? cmd.tokenIds : tokenizePrompt(tok, cmd.prompt, cmd.prependBos.value_or(tok.addsBos()));
+    QJsonArray idArray, texts;
+    for (int id : ids) {
+        idArray.append(id);
+        texts.append(QString::fromUtf8(tok.tokenBytes(id)));
+    }
+    return QJsonObject{{"token_ids", idArray}, {"tokens", texts}};
+}
+
 } // namespace
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     try {
-        const auto model = loadModel(resolveModelPath(cmd.modelPath));
+        LoadOptions options;
+        options.tokenizerPath = cmd.tokenizerPath;
+        if (cmd.tokenize) {
+            const std::unique_ptr<Tokenizer> tok = loadTokenizerOnly(resolveModelPath(cmd.modelPath), options);
+            const QJsonObject json = tokenizeDump(*tok, cmd);
+            if (cmd.dumpJson.isEmpty()) {
+                out << QJsonDocument(json).toJson(QJsonDocument::Compact) << "\n";
+                return 0;
+            }
+            if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
+            QString error;
+            if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
+            out << "wrote " << cmd.dumpJson << "\n";
+            return 0;
+        }
+        const auto model = loadModel(resolveModelPath(cmd.modelPath), {}, options);
         const ModelConfig& cfg = model->config();
         if (!cmd.project.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
@@ -50,7 +79,9 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         if (cmd.head >= cfg.n_heads)
             throw InputError(QStringLiteral("--head %1 is out of range: the model has %2 heads per layer (0..%3)")
                                  .arg(cmd.head).arg(cfg.n_heads).arg(cfg.n_heads - 1));
-        const std::vector<int> ids = tokenizePrompt(model->tokenizer(), cmd.prompt, cmd.prependBos);
+        const std::vector<int> ids = cmd.useTokenIds ? cmd.tokenIds
+                                                     : tokenizePrompt(model->tokenizer(), cmd.prompt,
+                                                                      cmd.prependBos.value_or(model->tokenizer().addsBos()));
         std::pair<int, int> dlaTokens{-1, -1};
         if (!cmd.dla.isEmpty()) dlaTokens = parseTokenPair(model->tokenizer(), cmd.dla);
         ForwardOptions opt;
@@ -70,6 +101,11 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
                 dump.insert(QStringLiteral("dla"),
                             dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));
             if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, logitLens(*model, cache, cmd.top)));
+            if (cmd.generate > 0) {
+                QJsonArray generated;
+                for (int id : greedyContinuation(*model, ids, cmd.generate)) generated.append(id);
+                dump.insert(QStringLiteral("generated_ids"), generated);
+            }
             if (!writeJsonFile(dump, cmd.dumpJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";

@@ -23,7 +23,7 @@ QJsonObject promptDump(const Model& model, const ActivationCache& cache, int lay
     QJsonArray ids, texts;
     for (int id : cache.tokens) {
         ids.append(id);
-        texts.append(tok.decode(std::span<const int>(&id, 1)));
+        texts.append(QString::fromUtf8(tok.tokenBytes(id)));
     }
     out["token_ids"] = ids;
     out["tokens"] = texts;
@@ -33,7 +33,7 @@ QJsonObject promptDump(const Model& model, const ActivationCache& cache, int lay
         QJsonArray top;
         for (const TokenScore& t : topTokens(last, 10)) {
             const int id = t.id;
-            top.append(QJsonObject{{"id", id}, {"token", tok.decode(std::span<const int>(&id, 1))},
+            top.append(QJsonObject{{"id", id}, {"token", QString::fromUtf8(tok.tokenBytes(id))},
                                    {"logit", double(t.logit)}});
         }
         out["top_next_tokens"] = top;

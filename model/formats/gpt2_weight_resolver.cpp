@@ -1,6 +1,7 @@
 #include "model/formats/gpt2_weight_resolver.h"
 
 #include "model/core/errors.h"
+#include "model/formats/safetensors_weights.h"
 
 #include <QtEndian>
 #include <cstdint>
@@ -18,69 +19,42 @@ int Gpt2WeightResolver::tensorCount(const ModelConfig& config) {
 Gpt2WeightResolver::Gpt2WeightResolver(const ModelConfig& config, TensorSet tensors, const QString& sourceLabel,
                                        const QString& configLabel, const Progress& progress, qint64 progressDone,
                                        qint64 progressTotal)
-    : config_(config), tensors_(std::move(tensors)), sourceLabel_(sourceLabel), configLabel_(configLabel),
-      progress_(&progress), progressDone_(progressDone), progressTotal_(progressTotal),
-      layers_(size_t(config.n_layers)), layerBuffers_(size_t(config.n_layers)) {
+    : config_(config), tensors_(std::move(tensors)), layers_(size_t(config.n_layers)), layerBuffers_(size_t(config.n_layers)) {
+    TensorChecker check(tensors_, {kPrefix}, sourceLabel, configLabel, &progress, progressDone, progressTotal);
     const std::int64_t D = config.d_model, V = config.d_vocab, C = config.n_ctx, M = config.d_mlp;
-    wte_ = require(QStringLiteral("wte.weight"), {V, D});
-    wpe_ = require(QStringLiteral("wpe.weight"), {C, D});
+    wte_ = check.require(QStringLiteral("wte.weight"), {V, D});
+    wpe_ = check.require(QStringLiteral("wpe.weight"), {C, D});
     for (int l = 0; l < config.n_layers; ++l) {
         const QString h = QStringLiteral("h.%1.").arg(l);
         LayerRefs& r = layers_[size_t(l)];
-        r.ln1_w = require(h + QStringLiteral("ln_1.weight"), {D});
-        r.ln1_b = require(h + QStringLiteral("ln_1.bias"), {D});
-        r.c_attn_w = require(h + QStringLiteral("attn.c_attn.weight"), {D, 3 * D});
-        r.c_attn_b = require(h + QStringLiteral("attn.c_attn.bias"), {3 * D});
-        r.c_proj_w = require(h + QStringLiteral("attn.c_proj.weight"), {D, D});
-        r.c_proj_b = require(h + QStringLiteral("attn.c_proj.bias"), {D});
-        r.ln2_w = require(h + QStringLiteral("ln_2.weight"), {D});
-        r.ln2_b = require(h + QStringLiteral("ln_2.bias"), {D});
-        r.fc_w = require(h + QStringLiteral("mlp.c_fc.weight"), {D, M});
-        r.fc_b = require(h + QStringLiteral("mlp.c_fc.bias"), {M});
-        r.mlp_proj_w = require(h + QStringLiteral("mlp.c_proj.weight"), {M, D});
-        r.mlp_proj_b = require(h + QStringLiteral("mlp.c_proj.bias"), {D});
+        r.ln1_w = check.require(h + QStringLiteral("ln_1.weight"), {D});
+        r.ln1_b = check.require(h + QStringLiteral("ln_1.bias"), {D});
+        r.c_attn_w = check.require(h + QStringLiteral("attn.c_attn.weight"), {D, 3 * D});
+        r.c_attn_b = check.require(h + QStringLiteral("attn.c_attn.bias"), {3 * D});
+        r.c_proj_w = check.require(h + QStringLiteral("attn.c_proj.weight"), {D, D});
+        r.c_proj_b = check.require(h + QStringLiteral("attn.c_proj.bias"), {D});
+        r.ln2_w = check.require(h + QStringLiteral("ln_2.weight"), {D});
+        r.ln2_b = check.require(h + QStringLiteral("ln_2.bias"), {D});
+        r.fc_w = check.require(h + QStringLiteral("mlp.c_fc.weight"), {D, M});
+        r.fc_b = check.require(h + QStringLiteral("mlp.c_fc.bias"), {M});
+        r.mlp_proj_w = check.require(h + QStringLiteral("mlp.c_proj.weight"), {M, D});
+        r.mlp_proj_b = check.require(h + QStringLiteral("mlp.c_proj.bias"), {D});
     }
-    lnf_w_ = require(QStringLiteral("ln_f.weight"), {D});
-    lnf_b_ = require(QStringLiteral("ln_f.bias"), {D});
-    if (tensors_.find(QStringLiteral("lm_head.weight")))
-        lm_head_ = require(QStringLiteral("lm_head.weight"), {V, D});
-    else
-        progress.step(++progressDone_, progressTotal_, QStringLiteral("W_U tied to wte.weight"));
-    progress_ = nullptr; // only valid during construction
+    lnf_w_ = check.require(QStringLiteral("ln_f.weight"), {D});
+    lnf_b_ = check.require(QStringLiteral("ln_f.bias"), {D});
+    if (check.has(QStringLiteral("lm_head.weight"))) {
+        lm_head_ = check.require(QStringLiteral("lm_head.weight"), {V, D});
+    } else {
+        check.step(QStringLiteral("W_U tied to wte.weight"));
+    }
+    storageDtype_ = check.storageDtype();
 }
 
-TensorRef Gpt2WeightResolver::require(const QString& name, std::vector<std::int64_t> shape) {
-    const TensorRef* ref = tensors_.find(name);
-    if (!ref && !name.startsWith(QLatin1String("lm_head."))) ref = tensors_.find(kPrefix + name);
-    if (!ref)
-        throw ModelError(sourceLabel_, QStringLiteral("missing tensor %1 (also looked for %2%1)").arg(name, kPrefix));
-    const SafetensorsTensor& t = *ref->tensor;
-    if (!isWeightDtype(t.dtype))
-        throw ModelError(ref->file->label(), QStringLiteral("tensor %1 has dtype %2; weights must be F32, F16 or BF16")
-                                                 .arg(t.name, dtypeName(t.dtype)));
-    if (t.shape != shape)
-        throw ModelError(ref->file->label(), QStringLiteral("tensor %1 has shape %2 but %3 implies %4")
-                                                 .arg(t.name, shapeString(t.shape), configLabel_, shapeString(shape)));
-    const QString dt = dtypeName(t.dtype);
-    if (!dtypes_.contains(dt)) dtypes_ << dt;
-    if (progress_) progress_->step(++progressDone_, progressTotal_, QStringLiteral("Checking tensor %1").arg(t.name));
-    return *ref;
-}
-
-QString Gpt2WeightResolver::storageDtype() const {
-    return dtypes_.size() == 1 ? dtypes_.front() : QStringLiteral("mixed");
-}
+QString Gpt2WeightResolver::storageDtype() const { return storageDtype_; }
 
 Weight Gpt2WeightResolver::view(const TensorRef& ref, Eigen::Index rows, Eigen::Index cols,
-                                std::vector<std::vector<float>>& buffers) {
-    const uchar* src = ref.data();
-    const bool inPlace = Q_BYTE_ORDER == Q_LITTLE_ENDIAN && ref.tensor->dtype == DType::F32 &&
-                         reinterpret_cast<std::uintptr_t>(src) % alignof(float) == 0;
-    if (inPlace) return Weight{reinterpret_cast<const float*>(src), rows, cols, cols};
-    // F16/BF16 (or an F32 tensor at an unaligned offset): convert into a buffer this resolver owns.
-    std::vector<float>& buf = buffers.emplace_back(size_t(ref.tensor->numel));
-    convertToF32(ref.tensor->dtype, src, ref.tensor->numel, buf.data());
-    return Weight{buf.data(), rows, cols, cols};
+                                std::vector<std::vector<unsigned char>>& buffers) {
+    return tensorWeight(ref, rows, cols, false, buffers); // Conv1D [in, out] as stored
 }
 
 GlobalWeights Gpt2WeightResolver::globals() {
@@ -98,7 +72,7 @@ LayerWeights Gpt2WeightResolver::layer(int l) {
     Q_ASSERT(l >= 0 && l < config_.n_layers);
     const Eigen::Index D = config_.d_model, M = config_.d_mlp;
     const LayerRefs& r = layers_[size_t(l)];
-    std::vector<std::vector<float>>& buffers = layerBuffers_[size_t(l)];
+    std::vector<std::vector<unsigned char>>& buffers = layerBuffers_[size_t(l)];
     LayerWeights w;
     w.ln1_w = view(r.ln1_w, 1, D, buffers);
     w.ln1_b = view(r.ln1_b, 1, D, buffers);

@@ -21,8 +21,9 @@ namespace attnscope {
 ///   h.{l}.mlp.c_fc.{weight [d_model, d_mlp], bias [d_mlp]} -> W_in, b_in
 ///   h.{l}.mlp.c_proj.{weight [d_mlp, d_model], bias} -> W_out, b_out
 /// The buffers h.{l}.attn.bias / attn.masked_bias and any other tensor are ignored.
-/// F32 tensors are viewed in place in the mapped file; F16/BF16 are converted to F32 buffers owned by
-/// the resolver when globals()/layer(l) is first called. Different layers may be resolved concurrently.
+/// Tensors are viewed in place in the mapped file in their own element type (F32, F16, BF16: the
+/// kernels widen 16-bit weights as they read them; safetensors_weights.h). Different layers may be
+/// resolved concurrently.
 class Gpt2WeightResolver : public WeightResolver {
 public:
     /// Checks every tensor the model needs: present, dtype F32/F16/BF16, shape implied by `config`.
@@ -49,23 +50,18 @@ private:
     struct LayerRefs {
         TensorRef ln1_w, ln1_b, c_attn_w, c_attn_b, c_proj_w, c_proj_b, ln2_w, ln2_b, fc_w, fc_b, mlp_proj_w, mlp_proj_b;
     };
-    TensorRef require(const QString& name, std::vector<std::int64_t> shape);
-    /// A view of `ref` as [rows, cols]: in place for aligned F32, else converted into `buffers`.
-    static Weight view(const TensorRef& ref, Eigen::Index rows, Eigen::Index cols, std::vector<std::vector<float>>& buffers);
+    /// A view of `ref` as [rows, cols] (tensorWeight; a misaligned tensor copied into `buffers`).
+    static Weight view(const TensorRef& ref, Eigen::Index rows, Eigen::Index cols,
+                       std::vector<std::vector<unsigned char>>& buffers);
 
     ModelConfig config_;
     TensorSet tensors_;
-    QString sourceLabel_;
-    QString configLabel_;
-    const Progress* progress_ = nullptr;
-    qint64 progressDone_ = 0;
-    qint64 progressTotal_ = 0;
-    QStringList dtypes_;
+    QString storageDtype_;
 
     TensorRef wte_, wpe_, lnf_w_, lnf_b_, lm_head_;
     std::vector<LayerRefs> layers_;
-    std::vector<std::vector<float>> globalBuffers_;
-    std::vector<std::vector<std::vector<float>>> layerBuffers_; ///< one slot per layer, so layers resolve independently
+    std::vector<std::vector<unsigned char>> globalBuffers_;
+    std::vector<std::vector<std::vector<unsigned char>>> layerBuffers_; ///< one slot per layer, so layers resolve independently
 };
 
 } // namespace attnscope

@@ -97,6 +97,7 @@ private:
 ModelConfig parseGpt2(const ConfigReader& r) {
     ModelConfig c;
     c.modelType = QStringLiteral("gpt2");
+    c.architecture = c.modelType;
     c.n_layers = r.positiveInt(QStringLiteral("n_layer"));
     c.n_heads = r.positiveInt(QStringLiteral("n_head"));
     c.n_kv_heads = c.n_heads;
@@ -130,9 +131,93 @@ ModelConfig parseGpt2(const ConfigReader& r) {
     return c;
 }
 
+/// config.json rope_scaling: null/absent, {"type"|"rope_type": "linear", "factor"} or "llama3" with
+/// factor, low_freq_factor, high_freq_factor, original_max_position_embeddings (HF modeling_rope_utils).
+RopeScaling parseRopeScaling(const ConfigReader& r, const QJsonObject& o) {
+    RopeScaling s;
+    const QJsonValue v = o.value(QLatin1String("rope_scaling"));
+    if (v.isUndefined() || v.isNull()) return s;
+    if (!v.isObject()) r.fail(QStringLiteral("rope_scaling must be an object or null"));
+    const QJsonObject rs = v.toObject();
+    QString type = rs.value(QLatin1String("rope_type")).toString();
+    if (type.isEmpty()) type = rs.value(QLatin1String("type")).toString();
+    auto number = [&](const char* key, double dflt) {
+        const QJsonValue x = rs.value(QLatin1String(key));
+        if (x.isUndefined() || x.isNull()) return dflt;
+        if (!x.isDouble() || !(x.toDouble() > 0) || !std::isfinite(x.toDouble()))
+            r.fail(QStringLiteral("rope_scaling.%1 must be a positive number").arg(QLatin1String(key)));
+        return x.toDouble();
+    };
+    if (type == QLatin1String("default")) return s;
+    if (type == QLatin1String("linear")) {
+        s.kind = RopeScaling::Kind::Linear;
+        s.factor = number("factor", 1.0);
+    } else if (type == QLatin1String("llama3")) {
+        s.kind = RopeScaling::Kind::Llama3;
+        s.factor = number("factor", 8.0);
+        s.low_freq_factor = number("low_freq_factor", 1.0);
+        s.high_freq_factor = number("high_freq_factor", 4.0);
+        if (!(s.high_freq_factor > s.low_freq_factor))
+            r.fail(QStringLiteral("rope_scaling.high_freq_factor must exceed low_freq_factor"));
+        s.original_max_position_embeddings = int(number("original_max_position_embeddings", 8192));
+    } else {
+        r.fail(QStringLiteral("unsupported rope_scaling type '%1'; supported: linear, llama3").arg(type));
+    }
+    return s;
+}
+
+/// transformers LlamaConfig / MistralConfig / Qwen2Config: hidden_size, intermediate_size,
+/// num_hidden_layers, num_attention_heads, num_key_value_heads (default num_attention_heads), head_dim
+/// (default hidden_size / num_attention_heads), max_position_embeddings, vocab_size, rms_norm_eps
+/// (default 1e-6), rope_theta (default 10000), rope_scaling, hidden_act (silu), Mistral's sliding_window
+/// (Qwen2's only when use_sliding_window). Weights in HF layout: rotary pairs (i, i + d_head/2).
+ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const QString& type) {
+    ModelConfig c;
+    c.modelType = type;
+    c.architecture = type;
+    c.n_layers = r.positiveInt(QStringLiteral("num_hidden_layers"));
+    c.n_heads = r.positiveInt(QStringLiteral("num_attention_heads"));
+    c.n_kv_heads = r.positiveIntOr(QStringLiteral("num_key_value_heads"), c.n_heads);
+    if (c.n_heads % c.n_kv_heads != 0)
+        r.fail(QStringLiteral("num_attention_heads (%1) is not a multiple of num_key_value_heads (%2)").arg(c.n_heads).arg(c.n_kv_heads));
+    c.d_model = r.positiveInt(QStringLiteral("hidden_size"));
+    if (c.d_model > INT_MAX / 4) r.fail(QStringLiteral("hidden_size is too large (got %1)").arg(c.d_model));
+    const bool explicitHeadDim = !o.value(QLatin1String("head_dim")).isUndefined() && !o.value(QLatin1String("head_dim")).isNull();
+    if (!explicitHeadDim && c.d_model % c.n_heads != 0)
+        r.fail(QStringLiteral("hidden_size (%1) is not divisible by num_attention_heads (%2)").arg(c.d_model).arg(c.n_heads));
+    c.d_head = r.positiveIntOr(QStringLiteral("head_dim"), c.d_model / c.n_heads);
+    if (c.d_head % 2 != 0) r.fail(QStringLiteral("head_dim must be even for rotary embeddings (got %1)").arg(c.d_head));
+    if (qint64(c.d_head) * c.n_heads > INT_MAX / 4) r.fail(QStringLiteral("head_dim × num_attention_heads is too large"));
+    c.d_mlp = r.positiveInt(QStringLiteral("intermediate_size"));
+    c.n_ctx = r.positiveInt(QStringLiteral("max_position_embeddings"));
+    c.d_vocab = r.positiveInt(QStringLiteral("vocab_size"));
+    c.norm_eps = r.positiveNumberOr(QStringLiteral("rms_norm_eps"), 1e-6);
+    c.norm = NormKind::RMSNorm;
+    c.positions = PositionKind::Rotary;
+    c.rope_layout = RopeLayout::HalfSplit;
+    c.rotary_base = r.positiveNumberOr(QStringLiteral("rope_theta"), 10000.0);
+    c.rope_scaling = parseRopeScaling(r, o);
+    c.gatedMlp = true;
+    const QString act = r.stringOr(QStringLiteral("hidden_act"), QStringLiteral("silu"));
+    if (act == QLatin1String("silu") || act == QLatin1String("swish")) c.activation = ActivationKind::Silu;
+    else if (act == QLatin1String("gelu_pytorch_tanh") || act == QLatin1String("gelu_new")) c.activation = ActivationKind::GeluNew;
+    else if (act == QLatin1String("gelu")) c.activation = ActivationKind::GeluExact;
+    else r.fail(QStringLiteral("unsupported hidden_act '%1'; supported: silu, gelu, gelu_pytorch_tanh").arg(act));
+    c.scale_attn_weights = true;
+    // sliding window: Mistral's applies whenever it is set; Qwen2's only with use_sliding_window
+    const bool window = type == QLatin1String("mistral") || r.boolOr(QStringLiteral("use_sliding_window"), false);
+    if (window) c.sliding_window = r.positiveIntOr(QStringLiteral("sliding_window"), 0);
+    c.tie_word_embeddings = r.boolOr(QStringLiteral("tie_word_embeddings"), false); // the resolver goes by lm_head.weight
+    c.bos_token_id = r.tokenIdOr(QStringLiteral("bos_token_id"));
+    c.eos_token_id = r.tokenIdOr(QStringLiteral("eos_token_id"));
+    return c;
+}
+
 } // namespace
 
-QStringList supportedModelTypes() { return {QStringLiteral("gpt2")}; }
+QStringList supportedModelTypes() {
+    return {QStringLiteral("gpt2"), QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2")};
+}
 
 ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
     const QJsonObject o = parseJsonObject(json, file);
@@ -141,6 +226,9 @@ ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
     const QJsonValue type = o.value(QLatin1String("model_type"));
     if (!type.isString()) r.fail(QStringLiteral("missing model_type; supported: %1").arg(supported));
     if (type.toString() == QLatin1String("gpt2")) return parseGpt2(r);
+    if (type.toString() == QLatin1String("llama") || type.toString() == QLatin1String("mistral") ||
+        type.toString() == QLatin1String("qwen2"))
+        return parseLlamaFamily(r, o, type.toString());
     r.fail(QStringLiteral("unsupported model_type '%1'; supported: %2").arg(type.toString(), supported));
 }
 

@@ -1,7 +1,10 @@
 #include "model/formats/model_loader.h"
 
 #include "model/core/errors.h"
+#include "model/formats/gguf_model.h"
 #include "model/formats/gpt2_weight_resolver.h"
+#include "model/formats/llama2c_model.h"
+#include "model/formats/llama_weight_resolver.h"
 #include "model/formats/hf_config.h"
 #include "model/formats/sharded_index.h"
 #include "model/tokenizers/lazy_tokenizer.h"
@@ -51,7 +54,7 @@ ModelLocation locate(const QString& path) {
     if (loc.weightsFile.endsWith(QLatin1String(".index.json")))
         loc.sharded = true;
     else if (!loc.weightsFile.endsWith(QLatin1String(".safetensors")))
-        throw ModelError(path, QStringLiteral("not a model folder, .safetensors file or %1").arg(kIndexFile));
+        throw ModelError(path, QStringLiteral("not a model folder, .safetensors, .gguf or llama2.c .bin file, or %1").arg(kIndexFile));
     return loc;
 }
 
@@ -89,15 +92,35 @@ qint64 countShards(const ModelLocation& loc) {
 
 } // namespace
 
-std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress) {
+std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOptions& options) {
+    const QFileInfo fi(path);
+    if (!fi.exists()) throw ModelError(path, QStringLiteral("no such file or folder"));
+    if (fi.isDir()) return loadTokenizerFromFolder(fi.absoluteFilePath());
+    const QString name = fi.fileName().toLower();
+    if (name.endsWith(QLatin1String(".gguf"))) return ggufTokenizer(*GgufFile::open(path, fi.fileName()));
+    if (name.endsWith(QLatin1String(".safetensors")) || name.endsWith(QLatin1String(".index.json")))
+        return loadTokenizerFromFolder(fi.absolutePath());
+    if (name.endsWith(QLatin1String(".bin")) && !options.tokenizerPath.isEmpty()) return loadTokenizerFile(options.tokenizerPath);
+    if (name.endsWith(QLatin1String(".bin")) && name != QLatin1String("tokenizer.bin") && fi.dir().exists(QStringLiteral("tokenizer.bin")))
+        return loadTokenizerFile(fi.dir().filePath(QStringLiteral("tokenizer.bin")));
+    return loadTokenizerFile(path); // tokenizer.json, tokenizer.model, a llama2.c tokenizer.bin
+}
+
+std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress, const LoadOptions& options) {
+    const QFileInfo fi(path);
+    if (fi.isFile() && path.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) return loadGgufModel(path, progress);
+    if (fi.isFile() && path.endsWith(QLatin1String(".bin"), Qt::CaseInsensitive))
+        return loadLlama2cModel(path, options.tokenizerPath, progress);
     const ModelLocation loc = locate(path);
     const QDir dir(loc.folder);
 
     progress.checkCancelled();
     const ModelConfig config = loadHfConfig(dir.filePath(kConfigFile), kConfigFile);
+    const bool gpt2 = config.modelType == QLatin1String("gpt2");
 
     const qint64 nFiles = countShards(loc);
-    const qint64 total = 1 + nFiles + Gpt2WeightResolver::tensorCount(config) + 1;
+    const qint64 nTensors = gpt2 ? Gpt2WeightResolver::tensorCount(config) : LlamaWeightResolver::tensorCount(config);
+    const qint64 total = 1 + nFiles + nTensors + 1;
     qint64 done = 1;
     progress.step(done, total, QStringLiteral("Read %1").arg(kConfigFile));
 
@@ -111,10 +134,17 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
         info.fileBytes += f->fileSize();
     }
 
-    auto resolver = std::make_unique<Gpt2WeightResolver>(config, std::move(tensors), loc.weightsFile, kConfigFile,
-                                                         progress, done, total);
-    done += Gpt2WeightResolver::tensorCount(config);
-    info.storageDtype = resolver->storageDtype();
+    std::unique_ptr<WeightResolver> resolver;
+    if (gpt2) {
+        auto r = std::make_unique<Gpt2WeightResolver>(config, std::move(tensors), loc.weightsFile, kConfigFile, progress, done, total);
+        info.storageDtype = r->storageDtype();
+        resolver = std::move(r);
+    } else {
+        auto r = std::make_unique<LlamaWeightResolver>(config, std::move(tensors), loc.weightsFile, kConfigFile, progress, done, total);
+        info.storageDtype = r->storageDtype();
+        resolver = std::move(r);
+    }
+    done += nTensors;
 
     progress.step(done, total, QStringLiteral("Reading the tokenizer"));
     requireTokenizerFiles(loc.folder); // a missing tokenizer fails the open; parsing errors fail first use

@@ -27,6 +27,7 @@ public:
     std::vector<int> encode(const QString& text) const override { return get().encode(text); }
     QByteArray decodeBytes(std::span<const int> ids) const override { return get().decodeBytes(ids); }
     QString displayToken(int id) const override { return get().displayToken(id); }
+    QByteArray tokenBytes(int id) const override { return get().tokenBytes(id); }
     QString tokenString(int id) const override { return get().tokenString(id); }
     std::optional<int> tokenId(const QString& s) const override { return get().tokenId(s); }
     int vocabSize() const override { return get().vocabSize(); }

@@ -259,6 +259,13 @@ QByteArray SpmTokenizer::decodeBytes(std::span<const int> ids) const {
     return out;
 }
 
+QByteArray SpmTokenizer::tokenBytes(int id) const {
+    if (id < 0 || id >= vocabSize()) return {};
+    if (vocab_.types[id] == TokenType::Control) return vocab_.pieces[id]; // "<s>": shown, though it spells no text
+    if (vocab_.types[id] == TokenType::Byte && byteOf_[id] >= 0) return QByteArray(1, char(byteOf_[id]));
+    return QByteArray(vocab_.pieces[id]).replace(kSpace, " ");
+}
+
 QString SpmTokenizer::displayToken(int id) const {
     if (id < 0 || id >= vocabSize()) return QString();
     if (vocab_.types[id] == TokenType::Byte && byteOf_[id] >= 0) return displayTokenBytes(QByteArray(1, char(byteOf_[id])));

@@ -77,6 +77,7 @@ public:
     /// displayTokenBytes() of the piece with "▁" as a space ("␣the"); a byte token shows its byte
     /// ("<0x0A>" -> "↵", "<0xE4>" -> "\xE4"); "" for an unknown id.
     QString displayToken(int id) const override;
+    QByteArray tokenBytes(int id) const override;
     /// The piece, e.g. "▁the", "<0x0A>", "<s>"; "" for an unknown id.
     QString tokenString(int id) const override;
     std::optional<int> tokenId(const QString& piece) const override;

@@ -19,6 +19,9 @@ public:
     virtual QByteArray decodeBytes(std::span<const int> ids) const = 0;
     /// decodeBytes as UTF-8 text (invalid sequences become U+FFFD).
     QString decode(std::span<const int> ids) const { return QString::fromUtf8(decodeBytes(ids)); }
+    /// The bytes one token stands for in the middle of a sequence (a SentencePiece "▁the" is " the" here,
+    /// where decodeBytes of that token alone drops the dummy-prefix space): the per-token text of dumps.
+    virtual QByteArray tokenBytes(int id) const { return decodeBytes(std::span<const int>(&id, 1)); }
     /// One token as shown on axes and in tables: leading space as "␣", newline "↵", tab "→",
     /// a token whose bytes are not complete UTF-8 as byte escapes ("\xF0\x9F").
     virtual QString displayToken(int id) const = 0;

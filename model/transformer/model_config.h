@@ -4,6 +4,7 @@
 // family (Llama: RMSNorm, rotary, SwiGLU, grouped-query attention) slots in by setting the enums.
 
 #include <QString>
+#include <vector>
 
 namespace attnscope {
 
@@ -20,13 +21,15 @@ struct RopeScaling {
     enum class Kind {
         None,
         Linear, ///< inv_freq / factor
-        Llama3  ///< Llama 3.1+: long wavelengths / factor, short ones kept, smooth in between (HF _compute_llama3_parameters)
+        Llama3, ///< Llama 3.1+: long wavelengths / factor, short ones kept, smooth in between (HF _compute_llama3_parameters)
+        Factors ///< inv_freq_i / freq_factors[i]: GGUF's rope_freqs.weight (llama.cpp stores Llama 3.1's scaling so)
     };
     Kind kind = Kind::None;
     double factor = 1.0;
     double low_freq_factor = 1.0;
     double high_freq_factor = 4.0;
     int original_max_position_embeddings = 8192;
+    std::vector<double> freq_factors; ///< Factors: one per rotated pair (d_head/2)
 };
 enum class ActivationKind {
     GeluNew,   ///< tanh approximation: 0.5x(1+tanh(√(2/π)(x+0.044715x³))) (HF "gelu_new", "gelu_pytorch_tanh")
@@ -56,6 +59,8 @@ struct ModelConfig {
     RopeLayout rope_layout = RopeLayout::HalfSplit;
     RopeScaling rope_scaling;
     int sliding_window = 0;     ///< Mistral: a query attends to at most this many keys (itself included); 0 = all
+    bool tie_word_embeddings = true; ///< the unembedding is W_Eᵀ (no separate lm_head / output weight)
+    QString architecture;       ///< what the file calls it, for display ("gpt2", "llama", "qwen2", GGUF general.architecture)
     int bos_token_id = -1;      ///< -1 when unknown
     int eos_token_id = -1;
 

@@ -16,6 +16,9 @@ std::vector<double> ropeInverseFrequencies(const ModelConfig& cfg) {
     case RopeScaling::Kind::Linear:
         for (double& f : inv) f /= s.factor;
         break;
+    case RopeScaling::Kind::Factors:
+        for (int i = 0; i < half && i < int(s.freq_factors.size()); ++i) inv[size_t(i)] /= s.freq_factors[size_t(i)];
+        break;
     case RopeScaling::Kind::Llama3: {
         const double oldContext = s.original_max_position_embeddings;
         const double lowWavelen = oldContext / s.low_freq_factor, highWavelen = oldContext / s.high_freq_factor;
@@ -47,7 +50,8 @@ std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S) {
         return e.d_head == cfg.d_head && e.base == cfg.rotary_base && e.scaling.kind == cfg.rope_scaling.kind &&
                e.scaling.factor == cfg.rope_scaling.factor && e.scaling.low_freq_factor == cfg.rope_scaling.low_freq_factor &&
                e.scaling.high_freq_factor == cfg.rope_scaling.high_freq_factor &&
-               e.scaling.original_max_position_embeddings == cfg.rope_scaling.original_max_position_embeddings;
+               e.scaling.original_max_position_embeddings == cfg.rope_scaling.original_max_position_embeddings &&
+               e.scaling.freq_factors == cfg.rope_scaling.freq_factors;
     };
     std::lock_guard lock(mutex);
     for (const Entry& e : cache)

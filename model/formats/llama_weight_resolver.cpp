@@ -1,0 +1,75 @@
+#include "model/formats/llama_weight_resolver.h"
+
+#include "model/formats/safetensors_weights.h"
+
+namespace attnscope {
+
+int LlamaWeightResolver::tensorCount(const ModelConfig& config) { return 3 + 9 * config.n_layers; }
+
+LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet tensors, const QString& sourceLabel,
+                                         const QString& configLabel, const Progress& progress, qint64 progressDone,
+                                         qint64 progressTotal)
+    : config_(config), tensors_(std::move(tensors)), layers_(size_t(config.n_layers)), layerBuffers_(size_t(config.n_layers)) {
+    TensorChecker check(tensors_, {QStringLiteral("model.")}, sourceLabel, configLabel, &progress, progressDone, progressTotal);
+    const std::int64_t D = config.d_model, V = config.d_vocab, M = config.d_mlp;
+    const std::int64_t QD = std::int64_t(config.n_heads) * config.d_head, KD = std::int64_t(config.n_kv_heads) * config.d_head;
+    embed_ = check.require(QStringLiteral("embed_tokens.weight"), {V, D});
+    for (int l = 0; l < config.n_layers; ++l) {
+        const QString p = QStringLiteral("layers.%1.").arg(l);
+        LayerRefs& r = layers_[size_t(l)];
+        r.ln1 = check.require(p + QStringLiteral("input_layernorm.weight"), {D});
+        r.q = check.require(p + QStringLiteral("self_attn.q_proj.weight"), {QD, D});
+        r.k = check.require(p + QStringLiteral("self_attn.k_proj.weight"), {KD, D});
+        r.v = check.require(p + QStringLiteral("self_attn.v_proj.weight"), {KD, D});
+        r.o = check.require(p + QStringLiteral("self_attn.o_proj.weight"), {D, QD});
+        r.q_b = check.optional(p + QStringLiteral("self_attn.q_proj.bias"), {QD});
+        r.k_b = check.optional(p + QStringLiteral("self_attn.k_proj.bias"), {KD});
+        r.v_b = check.optional(p + QStringLiteral("self_attn.v_proj.bias"), {KD});
+        r.o_b = check.optional(p + QStringLiteral("self_attn.o_proj.bias"), {D});
+        r.ln2 = check.require(p + QStringLiteral("post_attention_layernorm.weight"), {D});
+        r.gate = check.require(p + QStringLiteral("mlp.gate_proj.weight"), {M, D});
+        r.up = check.require(p + QStringLiteral("mlp.up_proj.weight"), {M, D});
+        r.down = check.require(p + QStringLiteral("mlp.down_proj.weight"), {D, M});
+    }
+    norm_ = check.require(QStringLiteral("norm.weight"), {D});
+    if (tensors_.find(QStringLiteral("lm_head.weight")))
+        lm_head_ = check.require(QStringLiteral("lm_head.weight"), {V, D});
+    else
+        check.step(QStringLiteral("W_U tied to embed_tokens.weight"));
+    storageDtype_ = check.storageDtype();
+}
+
+GlobalWeights LlamaWeightResolver::globals() {
+    const Eigen::Index D = config_.d_model, V = config_.d_vocab;
+    GlobalWeights g;
+    g.W_E = tensorWeight(embed_, V, D, false, globalBuffers_);
+    g.ln_final_w = tensorWeight(norm_, 1, D, false, globalBuffers_);
+    g.W_U_T = lm_head_.tensor ? tensorWeight(lm_head_, V, D, false, globalBuffers_) : g.W_E;
+    return g;
+}
+
+LayerWeights LlamaWeightResolver::layer(int l) {
+    const Eigen::Index D = config_.d_model, M = config_.d_mlp;
+    const Eigen::Index QD = Eigen::Index(config_.n_heads) * config_.d_head, KD = Eigen::Index(config_.n_kv_heads) * config_.d_head;
+    const LayerRefs& r = layers_[size_t(l)];
+    auto& buffers = layerBuffers_[size_t(l)];
+    auto linear = [&](const TensorRef& t, Eigen::Index in, Eigen::Index out) { return tensorWeight(t, in, out, true, buffers); };
+    auto vec = [&](const TensorRef& t, Eigen::Index n) { return t.tensor ? tensorWeight(t, 1, n, false, buffers) : Weight{}; };
+    LayerWeights w;
+    w.ln1_w = vec(r.ln1, D);
+    w.W_Q = linear(r.q, D, QD);
+    w.W_K = linear(r.k, D, KD);
+    w.W_V = linear(r.v, D, KD);
+    w.b_Q = vec(r.q_b, QD);
+    w.b_K = vec(r.k_b, KD);
+    w.b_V = vec(r.v_b, KD);
+    w.W_O = linear(r.o, QD, D);
+    w.b_O = vec(r.o_b, D);
+    w.ln2_w = vec(r.ln2, D);
+    w.W_gate = linear(r.gate, D, M);
+    w.W_in = linear(r.up, D, M);
+    w.W_out = linear(r.down, M, D);
+    return w;
+}
+
+} // namespace attnscope
