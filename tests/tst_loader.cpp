@@ -38,7 +38,7 @@ bool sameAs(const Weight& w, const FixtureTensor& t, qint64 c0, double tol, QStr
     if (w.empty()) { *why = QStringLiteral("empty weight for ") + t.name; return false; }
     for (qint64 r = 0; r < w.rows; ++r)
         for (qint64 c = 0; c < w.cols; ++c) {
-            const float expected = at(t, r, c0 + c), got = w.view()(r, c);
+            const float expected = at(t, r, c0 + c), got = w.at(r, c);
             if (!(std::abs(double(expected) - double(got)) <= tol)) {
                 *why = QStringLiteral("%1[%2][%3]: %4 vs %5").arg(t.name).arg(r).arg(c0 + c).arg(got).arg(expected);
                 return false;
@@ -202,11 +202,12 @@ private slots:
         // Exactly the file's values (independently decoded), and the fp32 weights within rounding.
         checkAllWeights(*m, readSafetensors(path), 0.0);
         checkAllWeights(*m, f32_, tolerance);
-        if (dtype != QLatin1String("F32")) {
-            // Converted once per layer into a fused buffer: still strided views of one block.
-            QCOMPARE(m->layer(1).W_K.data(), m->layer(1).W_Q.data() + 64);
-            QCOMPARE(m->globals().W_U_T.data(), m->globals().W_E.data());
-        }
+        // Read in place in the file's own element type (the kernels widen 16-bit weights): strided views of
+        // the fused c_attn block, W_U the same memory as W_E.
+        const Weight& wq = m->layer(1).W_Q;
+        QCOMPARE(int(wq.type), int(dtype == QLatin1String("F32") ? WeightType::F32 : dtype == QLatin1String("F16") ? WeightType::F16 : WeightType::BF16));
+        QCOMPARE(static_cast<const char*>(m->layer(1).W_K.ptr), static_cast<const char*>(wq.ptr) + 64 * wq.elementBytes());
+        QCOMPARE(m->globals().W_U_T.ptr, m->globals().W_E.ptr);
     }
 
     void shardedMatchesSingleFile() {
@@ -308,10 +309,10 @@ private slots:
 
     void unsupportedModelType() {
         QJsonObject config = tinyConfig();
-        config[QStringLiteral("model_type")] = QStringLiteral("llama");
-        QCOMPARE(loadError(makeFolder(QStringLiteral("llama"), config,
+        config[QStringLiteral("model_type")] = QStringLiteral("falcon");
+        QCOMPARE(loadError(makeFolder(QStringLiteral("falcon"), config,
                                       {{QStringLiteral("model.safetensors"), buildSafetensors(f32_)}})),
-                 QStringLiteral("config.json: unsupported model_type 'llama'; supported: gpt2"));
+                 QStringLiteral("config.json: unsupported model_type 'falcon'; supported: gpt2, llama, mistral, qwen2"));
     }
 
     void configErrors_data() {
@@ -319,7 +320,7 @@ private slots:
         QTest::addColumn<QJsonValue>("value"); // Undefined = remove the field
         QTest::addColumn<QString>("message");
         QTest::newRow("no model_type") << "model_type" << QJsonValue(QJsonValue::Undefined)
-                                       << "config.json: missing model_type; supported: gpt2";
+                                       << "config.json: missing model_type; supported: gpt2, llama, mistral, qwen2";
         QTest::newRow("no n_layer") << "n_layer" << QJsonValue(QJsonValue::Undefined) << "config.json: missing field n_layer";
         QTest::newRow("n_head 0") << "n_head" << QJsonValue(0) << "config.json: n_head must be a positive integer (got 0)";
         QTest::newRow("no n_embd") << "n_embd" << QJsonValue(QJsonValue::Undefined) << "config.json: missing field n_embd";
@@ -469,7 +470,7 @@ private slots:
         const QString nowhere = tmp_.filePath(QStringLiteral("does-not-exist"));
         QCOMPARE(loadError(nowhere), nowhere + QStringLiteral(": no such file or folder"));
         QCOMPARE(loadError(dir + QStringLiteral("/config.json")),
-                 dir + QStringLiteral("/config.json: not a model folder, .safetensors file or model.safetensors.index.json"));
+                 dir + QStringLiteral("/config.json: not a model folder, .safetensors, .gguf or llama2.c .bin file, or model.safetensors.index.json"));
     }
 
     void missingTokenizerIsAnError() {

@@ -152,7 +152,7 @@ void TestModelComparison::identicalCheckpointsAreReportedIdentical() {
 
 void TestModelComparison::f16CheckpointDifferenceMatchesBruteForce() {
     const NeuronDiff d = diffNeuron(*tiny_, *tinyF16_, NeuronVectorKind::FFValue, 0, 5, 8);
-    const Eigen::VectorXd delta = (tinyF16_->layer(0).W_out.view().row(5) - tiny_->layer(0).W_out.view().row(5))
+    const Eigen::VectorXd delta = (tinyF16_->layer(0).W_out.rowVector(5) - tiny_->layer(0).W_out.rowVector(5))
                                       .cast<double>().transpose();
     QVERIFY(!d.identical);
     QCOMPARE(double(d.maxAbsDiff), delta.cwiseAbs().maxCoeff());

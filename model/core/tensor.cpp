@@ -3,6 +3,7 @@
 #include <QtGlobal>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 namespace attnscope {
@@ -26,12 +27,12 @@ float halfToFloat(std::uint16_t h) {
 } // namespace
 
 const float* Weight::data() const {
-    Q_ASSERT(isF32View() || ptr == nullptr);
+    if (!isF32View() && ptr) throw std::logic_error("Weight::data() of a weight that is not float32 [rows, cols]");
     return static_cast<const float*>(ptr);
 }
 
 MatrixView Weight::view() const {
-    Q_ASSERT(isF32View());
+    if (!isF32View() && ptr) throw std::logic_error("Weight::view() of a weight that is not float32 [rows, cols]: use toMatrix()");
     return MatrixView(static_cast<const float*>(ptr), rows, cols, Eigen::OuterStride<>(stride));
 }
 

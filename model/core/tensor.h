@@ -40,9 +40,9 @@ struct Weight {
     bool empty() const { return ptr == nullptr; }
     /// True when the weight is float32 stored [rows, cols]: view() and data() apply.
     bool isF32View() const { return type == WeightType::F32 && !transposed; }
-    /// The float32 data of an F32, non-transposed weight (asserts).
+    /// The float32 data of an F32, non-transposed weight (std::logic_error for another: a programming error).
     const float* data() const;
-    /// A view of an F32, non-transposed weight (asserts isF32View()); others: toMatrix().
+    /// A view of an F32, non-transposed weight (std::logic_error for another); others: toMatrix().
     MatrixView view() const;
     /// The weight as a float32 matrix [rows, cols] (a copy; any type and layout).
     Matrix toMatrix() const;
