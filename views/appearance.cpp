@@ -125,12 +125,14 @@ QPalette Appearance::lightPalette() {
 
 QPalette Appearance::darkPalette() {
     QPalette p;
-    const QColor window(0x2b, 0x2b, 0x2b), base(0x1e, 0x1e, 0x1e), text(0xe6, 0xe6, 0xe6);
-    const QColor button(0x35, 0x35, 0x35), disabled(0x80, 0x80, 0x80), highlight(0x3d, 0x7a, 0xd6);
+    // Fusion draws frames (check boxes, group boxes) in the window colour darkened 1.4×: the window is light
+    // enough that they still show on the base
+    const QColor window(0x35, 0x35, 0x35), base(0x19, 0x19, 0x19), text(0xe6, 0xe6, 0xe6);
+    const QColor button(0x3c, 0x3c, 0x3c), disabled(0x80, 0x80, 0x80), highlight(0x3d, 0x7a, 0xd6);
     p.setColor(QPalette::Window, window);
     p.setColor(QPalette::WindowText, text);
     p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+    p.setColor(QPalette::AlternateBase, QColor(0x23, 0x23, 0x23));
     p.setColor(QPalette::ToolTipBase, QColor(0x3a, 0x3a, 0x3a));
     p.setColor(QPalette::ToolTipText, text);
     p.setColor(QPalette::PlaceholderText, QColor(0x9a, 0x9a, 0x9a));
@@ -138,9 +140,9 @@ QPalette Appearance::darkPalette() {
     p.setColor(QPalette::Button, button);
     p.setColor(QPalette::ButtonText, text);
     p.setColor(QPalette::BrightText, QColor(0xff, 0x6b, 0x6b));
-    p.setColor(QPalette::Light, QColor(0x4a, 0x4a, 0x4a));
-    p.setColor(QPalette::Midlight, QColor(0x40, 0x40, 0x40));
-    p.setColor(QPalette::Mid, QColor(0x5a, 0x5a, 0x5a));
+    p.setColor(QPalette::Light, QColor(0x50, 0x50, 0x50));
+    p.setColor(QPalette::Midlight, QColor(0x45, 0x45, 0x45));
+    p.setColor(QPalette::Mid, QColor(0x60, 0x60, 0x60));
     p.setColor(QPalette::Dark, QColor(0x18, 0x18, 0x18));
     p.setColor(QPalette::Shadow, QColor(0x0a, 0x0a, 0x0a));
     p.setColor(QPalette::Highlight, highlight);

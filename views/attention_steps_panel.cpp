@@ -205,7 +205,7 @@ MatrixFigure AttentionStepsPanel::figureForStep(int index) const {
     f.rowTitle = isSquareStep(s.name) ? tr("query position") : tr("position");
     f.colTitle = columnTitle(s);
     f.title = tr("layer %1, head %2 — %3 = %4").arg(layer_).arg(head_).arg(s.name, s.formula);
-    f.valueTitle = s.kind == AttentionStep::ValueKind::Probability ? tr("attention weight") : tr("value");
+    f.valueTitle = s.kind == AttentionStep::ValueKind::Probability ? tr("attention weight") : tr("value of %1").arg(s.name);
     f.scale = s.kind == AttentionStep::ValueKind::Probability ? MatrixFigure::Scale::Probability
                                                               : MatrixFigure::Scale::Signed;
     return f;

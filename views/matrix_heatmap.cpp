@@ -56,8 +56,10 @@ void MatrixHeatmap::setFigure(const MatrixFigure& figure) {
     y->setLabel(figure.rowTitle);
     xTicker_->setTokens(axisLabels(figure.colLabels, cols));
     yTicker_->setTokens(axisLabels(figure.rowLabels, rows));
-    // A few short index labels read better horizontally (the thinning spaces labels by one line height).
-    x->setTickLabelRotation(figure.colLabels.isEmpty() && cols <= 20 ? 0 : -90);
+    // A few short labels (indices, "H3", "MLP") read better horizontally (the thinning spaces labels by one line height).
+    bool shortLabels = cols <= 20;
+    for (const QString& l : figure.colLabels) shortLabels = shortLabels && l.size() <= 3;
+    x->setTickLabelRotation(shortLabels ? 0 : -90);
 
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (int r = 0; r < rows; ++r)

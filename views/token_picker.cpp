@@ -44,7 +44,9 @@ QString shortProblem(const Tokenizer& tokenizer, const QString& text) {
     const std::vector<int> ids = tokenizer.encode(text);
     if (ids.size() < 2) return QObject::tr("no such token");
     QStringList parts;
-    for (int id : ids) parts << tokenizer.displayToken(id);
+    for (size_t i = 0; i < std::min<size_t>(ids.size(), 4); ++i) parts << tokenizer.displayToken(ids[i]);
+    if (ids.size() > 4) // the label stays short; the tooltip has them all
+        return QObject::tr("not one token: %1 tokens, %2 + …").arg(ids.size()).arg(parts.join(QStringLiteral(" + ")));
     return QObject::tr("not one token: %1").arg(parts.join(QStringLiteral(" + ")));
 }
 
