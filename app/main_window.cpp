@@ -9,6 +9,7 @@
 #include "model/transformer/prompt.h"
 #include "model/transformer/weight_checks.h"
 #include "views/analysis_panel.h"
+#include "views/appearance.h"
 #include "views/attention_sandbox_panel.h"
 #include "views/attention_steps_panel.h"
 #include "views/attention_heatmap.h"
@@ -60,6 +61,7 @@ ImageFormat formatForSuffix(const QString& path) {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("AttnScope"));
+    Appearance::instance().install(); // the stored theme (light / dark / following the desktop)
     buildUi();
     buildMenus();
     // analysis tabs, one line each: addPanel(new SomePanel);
@@ -220,6 +222,7 @@ void MainWindow::buildMenus() {
         tabs_->addAction(a);
         connect(a, &QAction::triggered, this, [this, m] { moveHead(m.dl, m.dh); });
     }
+    menuBar()->addMenu(tr("&View"))->addMenu(Appearance::instance().createMenu(this));
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About AttnScope"), this, [this] {
         QMessageBox::about(this, tr("About AttnScope"),

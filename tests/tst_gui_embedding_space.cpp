@@ -24,7 +24,7 @@
 #include "views/matrix_heatmap.h"
 #include "views/model_compare_panel.h"
 #include "views/projections_panel.h"
-#include "views/token_field.h"
+#include "views/token_picker.h"
 #include "views/top_tokens_view.h"
 
 #include <QFile>

@@ -1,4 +1,5 @@
-// The "Logit attribution" panel offscreen on tiny-gpt2: the token picker resolves typed text to ids,
+// The "Logit attribution" panel offscreen on tiny-gpt2: the token picker resolves typed text to ids (and says
+// why a text is not one token),
 // the heatmap shows exactly dlaTable / componentNormTable of the same attribution computed directly,
 // clicking a head cell requests that head, the detector table sorts by induction score and matches
 // inductionScores, an ablation changes the logit by what previewAblation computes directly, and the
@@ -80,7 +81,10 @@ void TestGuiResidual::pickerResolvesTypedTokens() {
     QCOMPARE(changed.first().at(0).toInt(), c);
     p->setText(" cat"); // two tokens in tiny-gpt2
     QVERIFY(!p->tokenId());
-    QCOMPARE(p->statusText(), QString("not a token"));
+    // the validation message names the tokens the text encodes to
+    const auto pieces = model_->tokenizer().encode(" cat");
+    QCOMPARE(p->statusText(), QString("not one token: %1 + %2")
+                                  .arg(model_->tokenizer().displayToken(pieces[0]), model_->tokenizer().displayToken(pieces[1])));
     // typing feeds the completer with vocabulary display strings
     p->lineEdit()->clear();
     QTest::keyClicks(p->lineEdit(), "at");

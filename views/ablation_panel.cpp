@@ -59,6 +59,7 @@ AblationView::AblationView(QWidget* parent) : QWidget(parent) {
     (new QVBoxLayout(beforeBox))->addWidget(before_ = new TopTokensView);
     auto* afterBox = new QGroupBox(tr("Top next tokens, ablated"));
     (new QVBoxLayout(afterBox))->addWidget(after_ = new TopTokensView);
+    for (TopTokensView* t : {before_, after_}) t->setEmptyText(tr("Tick heads and press Run ablation."));
     tables->addWidget(beforeBox);
     tables->addWidget(afterBox);
     right->addLayout(tables, 1);

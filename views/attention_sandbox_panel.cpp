@@ -1,7 +1,9 @@
 #include "views/attention_sandbox_panel.h"
 
 #include "model/core/errors.h"
+#include "views/appearance.h"
 #include "views/matrix_table_model.h"
+#include "views/table_figure.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -41,7 +43,7 @@ QTableView* makeTable(MatrixTableModel* model, bool editable) {
     view->verticalHeader()->setMinimumSectionSize(22);
     view->setSelectionMode(QAbstractItemView::SingleSelection);
     view->setEditTriggers(editable ? QAbstractItemView::AllEditTriggers : QAbstractItemView::NoEditTriggers);
-    if (editable) view->setStyleSheet(QStringLiteral("QTableView { background: #fffbe6; }"));
+    installTableFigure(view, QStringLiteral("sandbox"));
     return view;
 }
 
@@ -77,7 +79,6 @@ AttentionSandboxPanel::AttentionSandboxPanel(QWidget* parent) : AnalysisPanel(pa
     auto* blank = new QPushButton(tr("Blank template…"));
     blank->setToolTip(tr("Export the worksheet with the given matrices filled and every result cell empty (PNG or PDF)."));
     error_ = new QLabel;
-    error_->setStyleSheet(QStringLiteral("color: #b00;"));
     error_->hide();
 
     auto* controls = new QHBoxLayout;
@@ -99,6 +100,8 @@ AttentionSandboxPanel::AttentionSandboxPanel(QWidget* parent) : AnalysisPanel(pa
     controls->addWidget(blank);
 
     buildWorksheet();
+    applyTints(Appearance::instance().isDark());
+    connect(&Appearance::instance(), &Appearance::changed, this, [this] { applyTints(Appearance::instance().isDark()); });
     auto* scroll = new QScrollArea;
     scroll->setWidget(worksheet_);
     scroll->setWidgetResizable(false);
@@ -168,11 +171,9 @@ void AttentionSandboxPanel::buildWorksheet() {
             if (hasWorksheetVariant(name)) {
                 auto* wsBox = new QVBoxLayout;
                 auto* wsCaption = new QLabel;
-                wsCaption->setStyleSheet(QStringLiteral("color: #7a4b00;"));
                 auto* wsModel = new MatrixTableModel(this);
                 if (name != QLatin1String("scaled")) wsModel->setFormatter([](double x) { return fractionText(x); });
                 auto* wsView = makeTable(wsModel, false);
-                wsView->setStyleSheet(QStringLiteral("QTableView { background: #fff3e0; }"));
                 wsBox->addWidget(wsCaption);
                 wsBox->addWidget(wsView, 0, Qt::AlignTop | Qt::AlignLeft);
                 wsBox->addStretch(1);
@@ -331,6 +332,11 @@ QString AttentionSandboxPanel::exportWorksheet(const QString& path, bool blank, 
             models_[name]->setBlank(blank);
             if (MatrixTableModel* ws = worksheetModels_.value(name)) ws->setBlank(blank);
         }
+    const bool dark = Appearance::instance().isDark();
+    if (dark) { // the worksheet is printed: drawn light whatever the screen's theme
+        worksheet_->setPalette(Appearance::lightPalette());
+        applyTints(false);
+    }
     worksheet_->ensurePolished();
     worksheet_->layout()->activate();
     worksheet_->adjustSize();
@@ -364,7 +370,24 @@ QString AttentionSandboxPanel::exportWorksheet(const QString& path, bool blank, 
         if (MatrixTableModel* m = models_.value(name)) m->setBlank(false);
         if (MatrixTableModel* ws = worksheetModels_.value(name)) ws->setBlank(false);
     }
+    if (dark) {
+        worksheet_->setPalette(QPalette()); // the application's (dark) palette again
+        applyTints(true);
+    }
     return error;
+}
+
+void AttentionSandboxPanel::applyTints(bool dark) {
+    // editable inputs yellow, the hand-arithmetic tables orange: light tints on the light theme, dark ones on the dark
+    const QString text = dark ? QStringLiteral("#e6e6e6") : QStringLiteral("#000000");
+    const QString input = QStringLiteral("QTableView { background: %1; color: %2; }").arg(dark ? "#3b3520" : "#fffbe6", text);
+    const QString hand = QStringLiteral("QTableView { background: %1; color: %2; }").arg(dark ? "#3d2c1a" : "#fff3e0", text);
+    for (auto it = views_.cbegin(); it != views_.cend(); ++it)
+        if (isInput(it.key())) it.value()->setStyleSheet(input);
+    for (QTableView* v : std::as_const(worksheetViews_)) v->setStyleSheet(hand);
+    for (QLabel* l : std::as_const(worksheetCaptions_))
+        l->setStyleSheet(QStringLiteral("color: %1;").arg(dark ? "#f0b060" : "#7a4b00"));
+    error_->setStyleSheet(QStringLiteral("color: %1;").arg(dark ? "#ff8080" : "#b00000"));
 }
 
 void AttentionSandboxPanel::exportDialog(bool blank) {

@@ -61,6 +61,8 @@ private:
     void onInputEdited(const QString& name, int row, int col, double value);
     void resizeInputs();
     void exportDialog(bool blank);
+    /// Colours of the editable and hand-arithmetic tables for the theme.
+    void applyTints(bool dark);
     QStringList labelsFor(const QString& axis, int n) const;
 
     SandboxInputs inputs_;

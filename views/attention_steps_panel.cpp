@@ -4,6 +4,8 @@
 #include "model/core/errors.h"
 #include "views/block_diagram.h"
 #include "views/matrix_table_model.h"
+#include "views/figure_actions.h"
+#include "views/table_figure.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
@@ -70,16 +72,18 @@ AttentionStepsPanel::AttentionStepsPanel(QWidget* parent) : AnalysisPanel(parent
     shape_->setFont(mono);
     meaning_ = wrappedLabel(this);
     note_ = wrappedLabel(this);
-    note_->setStyleSheet(QStringLiteral("color: #555;"));
+    note_->setForegroundRole(QPalette::PlaceholderText); // muted in both themes
     empty_ = new QLabel(tr("Run a prompt to step through the attention computation of the selected head."));
     empty_->setAlignment(Qt::AlignCenter);
 
     heatmap_ = new MatrixHeatmap;
+    heatmap_->setEmptyText(tr("Run a prompt to step through the attention computation of the selected head."));
     compare_ = new MatrixHeatmap;
     compare_->hide();
     table_ = new QTableView;
     tableModel_ = new MatrixTableModel(this);
     table_->setModel(tableModel_);
+    installTableFigure(table_, QStringLiteral("step"));
     table_->horizontalHeader()->setDefaultSectionSize(64);
     table_->verticalHeader()->setDefaultSectionSize(22);
     // [heatmap over comparison heatmap (additive step only)] | table
@@ -201,7 +205,7 @@ MatrixFigure AttentionStepsPanel::figureForStep(int index) const {
     f.rowTitle = isSquareStep(s.name) ? tr("query position") : tr("position");
     f.colTitle = columnTitle(s);
     f.title = tr("layer %1, head %2 — %3 = %4").arg(layer_).arg(head_).arg(s.name, s.formula);
-    f.valueTitle = s.kind == AttentionStep::ValueKind::Probability ? tr("attention weight") : tr("value");
+    f.valueTitle = s.kind == AttentionStep::ValueKind::Probability ? tr("attention weight") : tr("value of %1").arg(s.name);
     f.scale = s.kind == AttentionStep::ValueKind::Probability ? MatrixFigure::Scale::Probability
                                                               : MatrixFigure::Scale::Signed;
     return f;
@@ -245,6 +249,10 @@ void AttentionStepsPanel::showCurrent() {
 
     const MatrixFigure figure = figureForStep(current_);
     heatmap_->setFigure(figure);
+    const QString base = QStringLiteral("L%1_H%2_%3").arg(layer_).arg(head_).arg(s.name);
+    heatmap_->figureActions()->setBaseName(base);
+    tableFigureOf(table_)->figureActions()->setBaseName(base + QStringLiteral("_table"));
+    tableFigureOf(table_)->setTitle(figure.title);
     // The additive step: show the concat·W_O result next to the per-head sum.
     const bool additive = s.name == QLatin1String("attn_out_additive");
     compare_->setVisible(additive);

@@ -3,6 +3,7 @@
 #include "model/core/errors.h"
 
 #include <QCoreApplication>
+#include <QHBoxLayout>
 #include <QFutureWatcher>
 #include <QProgressBar>
 #include <QPushButton>
@@ -97,6 +98,19 @@ void BackgroundTask::attach(QProgressBar* bar, QPushButton* cancelButton) {
         bar->setFormat(what.isEmpty() ? QStringLiteral("%p%") : what + QStringLiteral(" %p%"));
     });
     connect(cancelButton, &QPushButton::clicked, this, &BackgroundTask::cancel);
+}
+
+QHBoxLayout* taskRow(BackgroundTask& task, std::initializer_list<QWidget*> lead) {
+    auto* row = new QHBoxLayout;
+    for (QWidget* w : lead) row->addWidget(w);
+    auto* bar = new QProgressBar;
+    bar->setMaximumWidth(240);
+    auto* cancel = new QPushButton(QObject::tr("Cancel"));
+    task.attach(bar, cancel);
+    row->addWidget(bar);
+    row->addWidget(cancel);
+    row->addStretch();
+    return row;
 }
 
 } // namespace attnscope

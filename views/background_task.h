@@ -10,11 +10,14 @@
 #include <QObject>
 #include <atomic>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
+class QHBoxLayout;
 class QProgressBar;
 class QPushButton;
+class QWidget;
 
 namespace attnscope {
 
@@ -63,5 +66,8 @@ private:
     bool running_ = false;
     std::vector<Job> jobs_;
 };
+
+/// A row of `lead` widgets, then a progress bar and a Cancel button attached to `task`, then a stretch.
+QHBoxLayout* taskRow(BackgroundTask& task, std::initializer_list<QWidget*> lead = {});
 
 } // namespace attnscope

@@ -1,5 +1,10 @@
 #include "views/block_diagram.h"
 
+#include "views/appearance.h"
+#include "views/figure_actions.h"
+
+#include <qcustomplot.h>
+
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
@@ -15,6 +20,7 @@ constexpr double kMargin = 4;
 BlockDiagram::BlockDiagram(QWidget* parent) : QWidget(parent) {
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     setToolTip(tr("One attention block; the current step is highlighted. Click a box to jump to it."));
+    new FigureActions(this, this, QStringLiteral("attention_block"));
 }
 
 QStringList BlockDiagram::boxLabels() {
@@ -39,10 +45,29 @@ void BlockDiagram::setCurrentBox(int index) {
     update();
 }
 
-QRectF BlockDiagram::boxRect(int index) const {
+QRectF BlockDiagram::boxRect(int index) const { return boxRect(index, size()); }
+
+QRectF BlockDiagram::boxRect(int index, QSizeF size) const {
     const int n = int(boxLabels().size());
-    const double w = (width() - 2 * kMargin - (n - 1) * kArrow) / n;
-    return QRectF(kMargin + index * (w + kArrow), kMargin, w, height() - 2 * kMargin);
+    const double w = (size.width() - 2 * kMargin - (n - 1) * kArrow) / n;
+    return QRectF(kMargin + index * (w + kArrow), kMargin, w, size.height() - 2 * kMargin);
+}
+
+QSize BlockDiagram::figureSize() const { return size().isEmpty() ? sizeHint() : size(); }
+
+void BlockDiagram::paintFigure(QCPPainter& painter, QSize size, bool) {
+    const QPalette light = Appearance::lightPalette();
+    painter.fillRect(QRect(QPoint(0, 0), size), light.color(QPalette::Window));
+    paintDiagram(painter, size, light);
+}
+
+ValueTable BlockDiagram::figureValues() const {
+    ValueTable t;
+    t.colLabels = QStringList{tr("step"), tr("box"), tr("current")};
+    const QStringList labels = boxLabels();
+    for (int i = 0; i < labels.size(); ++i)
+        t.cells.push_back({QString::number(i + 1), labels[i], i == current_ ? QStringLiteral("yes") : QString()});
+    return t;
 }
 
 QSize BlockDiagram::sizeHint() const { return {900, fontMetrics().height() * 2 + 16}; }
@@ -51,30 +76,34 @@ QSize BlockDiagram::minimumSizeHint() const { return {600, fontMetrics().height(
 
 void BlockDiagram::paintEvent(QPaintEvent*) {
     QPainter p(this);
+    paintDiagram(p, size(), palette());
+}
+
+void BlockDiagram::paintDiagram(QPainter& p, QSizeF size, const QPalette& palette) const {
     p.setRenderHint(QPainter::Antialiasing);
     const QStringList labels = boxLabels();
-    const QColor accent = palette().color(QPalette::Highlight);
+    const QColor accent = palette.color(QPalette::Highlight);
     for (int i = 0; i < labels.size(); ++i) {
-        const QRectF r = boxRect(i);
+        const QRectF r = boxRect(i, size);
         const bool on = i == current_;
-        p.setPen(QPen(on ? accent.darker(130) : palette().color(QPalette::Mid), on ? 2 : 1));
-        p.setBrush(on ? accent : palette().color(QPalette::Base));
+        p.setPen(QPen(on ? accent.darker(130) : palette.color(QPalette::Mid), on ? 2 : 1));
+        p.setBrush(on ? accent : palette.color(QPalette::Base));
         p.drawRoundedRect(r, 5, 5);
         QFont f = font();
         f.setBold(on);
         p.setFont(f);
-        p.setPen(on ? palette().color(QPalette::HighlightedText) : palette().color(QPalette::Text));
+        p.setPen(on ? palette.color(QPalette::HighlightedText) : palette.color(QPalette::Text));
         p.drawText(r, Qt::AlignCenter | Qt::TextWordWrap, labels[i]);
         if (i + 1 < labels.size()) { // arrow to the next box
             const double y = r.center().y(), x0 = r.right() + 2, x1 = r.right() + kArrow - 2;
-            p.setPen(QPen(palette().color(QPalette::Text), 1.2));
+            p.setPen(QPen(palette.color(QPalette::Text), 1.2));
             p.drawLine(QPointF(x0, y), QPointF(x1, y));
             QPainterPath head;
             head.moveTo(x1, y);
             head.lineTo(x1 - 4, y - 3);
             head.lineTo(x1 - 4, y + 3);
             head.closeSubpath();
-            p.fillPath(head, palette().color(QPalette::Text));
+            p.fillPath(head, palette.color(QPalette::Text));
         }
     }
 }

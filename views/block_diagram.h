@@ -1,14 +1,17 @@
 #pragma once
 // A small diagram of one attention block, drawn with QPainter as a chain of boxes
 //   embed → +pos → ln_1 → Q/K/V → scores → scale → mask → softmax → ·V → concat → W_O → + resid
-// with the box of the current step filled. Clicking a box emits boxClicked (jump to that step).
+// with the box of the current step filled. Clicking a box emits boxClicked (jump to that step). The
+// figure menu copies or exports the diagram (values: the boxes in order, the current one marked).
+
+#include "views/figure.h"
 
 #include <QStringList>
 #include <QWidget>
 
 namespace attnscope {
 
-class BlockDiagram : public QWidget {
+class BlockDiagram : public QWidget, public Figure {
     Q_OBJECT
 public:
     explicit BlockDiagram(QWidget* parent = nullptr);
@@ -25,6 +28,13 @@ public:
     /// Rectangle of box `index` in widget coordinates (for tests and hit testing).
     QRectF boxRect(int index) const;
 
+    // Figure
+    bool hasFigureData() const override { return true; }
+    QString figureTitle() const override { return tr("Attention block"); }
+    QSize figureSize() const override;
+    void paintFigure(QCPPainter& painter, QSize size, bool vector) override;
+    ValueTable figureValues() const override;
+
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
 
@@ -36,6 +46,8 @@ protected:
     void mousePressEvent(QMouseEvent* event) override;
 
 private:
+    QRectF boxRect(int index, QSizeF size) const;
+    void paintDiagram(QPainter& p, QSizeF size, const QPalette& palette) const;
     int current_ = -1;
 };
 

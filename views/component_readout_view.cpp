@@ -43,8 +43,10 @@ ComponentReadoutView::ComponentReadoutView(QWidget* parent) : QWidget(parent) {
 
     caption_ = new QLabel;
     caption_->setWordWrap(true);
-    promoted_ = makeScoreTable({tr("#"), tr("promoted token"), tr("x·W_U")});
-    suppressed_ = makeScoreTable({tr("#"), tr("suppressed token"), tr("x·W_U")});
+    const QString runFirst = tr("Run a prompt to read what a head or MLP writes.");
+    promoted_ = makeScoreTable({tr("#"), tr("promoted token"), tr("x·W_U")}, QStringLiteral("readout_promoted"), runFirst);
+    suppressed_ = makeScoreTable({tr("#"), tr("suppressed token"), tr("x·W_U")}, QStringLiteral("readout_suppressed"),
+                                 runFirst);
     auto* tables = new QHBoxLayout;
     tables->addWidget(promoted_);
     tables->addWidget(suppressed_);

@@ -1,6 +1,8 @@
 #include "views/figure_export.h"
 
 #include "model/core/errors.h"
+#include "views/figure.h"
+#include "views/matrix_heatmap.h"
 #include "views/plot_render.h"
 
 #include <qcustomplot.h>
@@ -12,8 +14,18 @@
 namespace attnscope {
 namespace {
 
-/// Cells per side of the embedded image for vector output: at least ~1200 samples across.
-int vectorOversampling(int positions) { return positions <= 0 ? 1 : std::clamp(1200 / positions, 1, 64); }
+/// Exports `data` drawn by a hidden View (never shown): the View's InputError becomes the file's error.
+template <typename View, typename Data>
+bool exportThroughHiddenView(void (View::*set)(const Data&), const Data& data, const QString& filePath,
+                             ImageFormat format, QSize size, double scale, QString* error) {
+    View view;
+    try {
+        (view.*set)(data);
+    } catch (const InputError& e) {
+        return failWith(error, filePath, e.message());
+    }
+    return exportFigure(view, filePath, format, size, scale, error);
+}
 
 } // namespace
 
@@ -34,32 +46,52 @@ std::optional<ImageFormat> imageFormatFromName(const QString& suffixOrPath) {
     return std::nullopt;
 }
 
+bool exportFigure(Figure& figure, const QString& filePath, ImageFormat format, QSize size, double scale,
+                  QString* error) {
+    if (!figure.hasFigureData()) return failWith(error, filePath, QObject::tr("nothing to export yet"));
+    if (!size.isValid()) size = figure.figureSize(); // QSize(): the on-screen size
+    const bool vector = format != ImageFormat::Png;
+    return renderFigure(filePath, format, size, scale, figure.figureTitle(),
+                        QStringLiteral("Figure exported by AttnScope"),
+                        [&](QCPPainter& painter) { figure.paintFigure(painter, size, vector); }, error);
+}
+
+bool exportFigure(Figure& figure, const QString& filePath, QSize size, double scale, QString* error) {
+    const QString suffix = QFileInfo(filePath).suffix();
+    if (suffix.compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0) {
+        if (!figure.hasFigureData()) return failWith(error, filePath, QObject::tr("nothing to export yet"));
+        return figure.figureValues().writeCsv(filePath, error);
+    }
+    const std::optional<ImageFormat> format = suffix.isEmpty() ? std::nullopt : imageFormatFromName(suffix);
+    if (!format) return failWith(error, filePath, QObject::tr("unknown format (use .png, .svg, .pdf or .csv)"));
+    return exportFigure(figure, filePath, *format, size, scale, error);
+}
+
+QImage figureImage(Figure& figure, QSize size, double scale) {
+    if (!figure.hasFigureData()) return {};
+    if (!size.isValid()) size = figure.figureSize(); // QSize(): the on-screen size
+    if (!validateFigureArgs(QString(), size, scale, nullptr)) return {};
+    return renderFigureImage(size, scale, [&](QCPPainter& painter) { figure.paintFigure(painter, size, false); });
+}
+
 bool exportHeatmap(AttentionHeatmap& view, const QString& filePath, ImageFormat format, QSize size, double scale,
                    QString* error) {
-    if (!validateFigureArgs(filePath, size, scale, error)) return false;
-    QCustomPlot* plot = view.plot();
-    const QRect oldViewport = plot->viewport();
-    plot->setViewport(QRect(QPoint(0, 0), size));
-    view.fitSquareCells();
-    if (format != ImageFormat::Png) view.setCellOversampling(vectorOversampling(view.positions()));
-    const bool ok = renderPlot(plot, filePath, format, size, scale, view.title(),
-                               QStringLiteral("Attention pattern exported by AttnScope"), error);
-    view.setCellOversampling(1);
-    plot->setViewport(oldViewport);
-    view.fitSquareCells();
-    plot->replot(QCustomPlot::rpQueuedReplot);
-    return ok;
+    return exportFigure(view, filePath, format, size, scale, error);
 }
 
 bool exportHeatmap(const AttentionHeatmapData& data, const QString& filePath, ImageFormat format, QSize size,
                    double scale, QString* error) {
-    AttentionHeatmap view; // never shown
-    try {
-        view.setData(data);
-    } catch (const InputError& e) {
-        return failWith(error, filePath, e.message());
-    }
-    return exportHeatmap(view, filePath, format, size, scale, error);
+    return exportThroughHiddenView(&AttentionHeatmap::setData, data, filePath, format, size, scale, error);
+}
+
+bool exportMatrixHeatmap(MatrixHeatmap& view, const QString& filePath, ImageFormat format, QSize size,
+                         double scale, QString* error) {
+    return exportFigure(view, filePath, format, size, scale, error);
+}
+
+bool exportMatrixFigure(const MatrixFigure& figure, const QString& filePath, ImageFormat format, QSize size,
+                        double scale, QString* error) {
+    return exportThroughHiddenView(&MatrixHeatmap::setFigure, figure, filePath, format, size, scale, error);
 }
 
 QString heatmapTitle(const QString& modelName, int layer, int head) {

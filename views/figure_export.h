@@ -1,10 +1,13 @@
 #pragma once
-// Heatmap figures to image files, without a visible window (works under QT_QPA_PLATFORM=offscreen
-// as long as a QApplication exists). Shared by the GUI's export actions and the headless CLI.
+// Figures to files, without a visible window (works under QT_QPA_PLATFORM=offscreen as long as a
+// QApplication exists): exportFigure writes any Figure (heatmaps, charts, tables, diagrams) as PNG, SVG,
+// PDF or CSV; the heatmap functions below are what the headless CLI and the main window call.
+// Files are always drawn in the light (print) theme.
 
 #include "model/core/progress.h"
 #include "views/attention_heatmap.h"
 
+#include <QImage>
 #include <QSize>
 #include <QString>
 #include <functional>
@@ -12,12 +15,27 @@
 
 namespace attnscope {
 
+class Figure;
+
 enum class ImageFormat { Png, Svg, Pdf };
 
 /// "png", "svg" or "pdf".
 QString imageFormatSuffix(ImageFormat format);
 /// Format named by a file suffix or a format name (case-insensitive); nullopt if unknown.
 std::optional<ImageFormat> imageFormatFromName(const QString& suffixOrPath);
+
+/// Writes `figure` to `filePath`, the format chosen by the suffix: .png (size×scale pixels), .svg/.pdf
+/// (vector, `size` at the screen's logical DPI) or .csv (figureValues(), exact numbers). An empty `size`
+/// means figureSize(). Returns false and sets *error ("<file>: <problem>") when there is nothing to
+/// export, the suffix is unknown, the arguments are invalid or the file cannot be written. GUI thread.
+bool exportFigure(Figure& figure, const QString& filePath, QSize size, double scale, QString* error);
+/// The same in a given image format, whatever the suffix.
+bool exportFigure(Figure& figure, const QString& filePath, ImageFormat format, QSize size, double scale,
+                  QString* error);
+
+/// The figure as an image of size×scale pixels (devicePixelRatio = scale; empty size = figureSize()),
+/// as "Copy image" puts it on the clipboard. Null when there is nothing to draw.
+QImage figureImage(Figure& figure, QSize size, double scale);
 
 /// Renders `data` as a figure (title, token labels on both axes, colour bar, square cells).
 /// `size`: figure size in logical pixels (fonts are laid out for it). PNG: the image is

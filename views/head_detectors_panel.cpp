@@ -2,6 +2,7 @@
 
 #include "model/core/csv_writer.h"
 #include "views/head_grid.h"
+#include "views/table_figure.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -54,6 +55,7 @@ HeadDetectorsView::HeadDetectorsView(QWidget* parent) : QWidget(parent) {
     for (HeadDetector d : allDetectors()) table_->horizontalHeader()->setSectionResizeMode(columnOf(d), QHeaderView::Stretch);
     table_->sortByColumn(columnOf(HeadDetector::Induction), Qt::DescendingOrder);
     table_->setSortingEnabled(true);
+    installTableFigure(table_, QStringLiteral("head_detectors"), tr("Run a prompt to score every head."));
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(grid_);
     split->addWidget(table_);

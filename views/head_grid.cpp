@@ -1,6 +1,8 @@
 #include "views/head_grid.h"
 
 #include "model/core/errors.h"
+#include "views/appearance.h"
+#include "views/figure_actions.h"
 #include "views/palettes.h"
 
 #include <QMouseEvent>
@@ -17,23 +19,26 @@ HeadGrid::HeadGrid(QWidget* parent) : QWidget(parent) {
     setBackgroundRole(QPalette::Base);
     setAutoFillBackground(true);
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
+    actions_ = new FigureActions(this, this, QStringLiteral("head_grid"));
+    connect(&Appearance::instance(), &Appearance::changed, this, [this] {
+        recolour();
+        update();
+    });
 }
 
-QImage HeadGrid::thumbnail(const Matrix& p, bool causal) const {
+HeadGrid::Thumbnail HeadGrid::downsample(const Matrix& p, bool causal) {
     const int n = int(std::min(p.rows(), p.cols()));
     if (n == 0) return {};
     const int side = std::min(n, maxThumbnailSide());
-    QImage img(side, side, QImage::Format_ARGB32_Premultiplied);
-    // colorize() fills the gradient's colour table on first use; one gradient per thread keeps that
-    // cost out of every thumbnail.
-    thread_local QCPColorGradient gradient = viridisGradient();
+    Thumbnail t;
+    t.side = side;
+    t.values.resize(size_t(side) * side);
     const double nan = std::numeric_limits<double>::quiet_NaN();
     // Box average of the cells each thumbnail pixel covers; masked and NaN cells don't count.
     // Per thumbnail row, the query rows it covers are first summed column-wise (contiguous,
     // vectorised: one pass over the pattern), then each pixel sums its columns.
     std::vector<float> colSum(static_cast<size_t>(n)), colCount(static_cast<size_t>(n));
-    std::vector<double> row(static_cast<size_t>(side));
-    const float* data = p.data();
+        const float* data = p.data();
     const Eigen::Index stride = p.outerStride();
     for (int ty = 0; ty < side; ++ty) {
         const int q0 = int(qint64(ty) * n / side), q1 = int(qint64(ty + 1) * n / side);
@@ -58,21 +63,36 @@ QImage HeadGrid::thumbnail(const Matrix& p, bool causal) const {
                 s += colSum[size_t(k)];
                 c += colCount[size_t(k)];
             }
-            row[size_t(tx)] = c > 0 ? s / c : nan;
+            t.values[size_t(ty) * side + tx] = c > 0 ? s / c : nan;
         }
-        gradient.colorize(row.data(), QCPRange(0, 1), reinterpret_cast<QRgb*>(img.scanLine(ty)), side);
     }
+    return t;
+}
+
+QImage HeadGrid::colourise(const Thumbnail& t, const QCPColorGradient& gradient) {
+    if (t.side == 0) return {};
+    QImage img(t.side, t.side, QImage::Format_ARGB32_Premultiplied);
+    QCPColorGradient g = gradient; // colorize() fills the colour table of its own copy once
+    for (int ty = 0; ty < t.side; ++ty)
+        g.colorize(t.values.data() + size_t(ty) * t.side, QCPRange(0, 1), reinterpret_cast<QRgb*>(img.scanLine(ty)), t.side);
     return img;
+}
+
+void HeadGrid::recolour() {
+    const QCPColorGradient g = sequentialGradient(Appearance::instance().isDark());
+    thumbs_.resize(values_.size());
+    for (size_t i = 0; i < values_.size(); ++i) thumbs_[i] = colourise(values_[i], g);
 }
 
 void HeadGrid::setPatterns(int nLayers, int nHeads, const std::function<Matrix(int, int)>& patternFor, bool causal) {
     if (nLayers < 0 || nHeads < 0) throw InputError(tr("negative layer or head count"));
     nLayers_ = nLayers;
     nHeads_ = nHeads;
-    thumbs_.clear();
-    thumbs_.reserve(size_t(nLayers) * nHeads);
+    values_.clear();
+    values_.reserve(size_t(nLayers) * nHeads);
     for (int l = 0; l < nLayers; ++l)
-        for (int h = 0; h < nHeads; ++h) thumbs_.push_back(thumbnail(patternFor(l, h), causal));
+        for (int h = 0; h < nHeads; ++h) values_.push_back(downsample(patternFor(l, h), causal));
+    recolour();
     scores_ = Matrix();
     scoreName_.clear();
     pending_.assign(size_t(nLayers), false);
@@ -91,7 +111,12 @@ void HeadGrid::setLayerPatterns(int layer, const std::vector<Matrix>& patterns) 
     if (layer < 0 || layer >= nLayers_ || int(patterns.size()) != nHeads_)
         throw InputError(tr("layer %1 with %2 heads does not fit the grid of %3 layers × %4 heads")
                              .arg(layer).arg(patterns.size()).arg(nLayers_).arg(nHeads_));
-    for (int h = 0; h < nHeads_; ++h) thumbs_[size_t(layer) * nHeads_ + h] = thumbnail(patterns[size_t(h)], causal_);
+    const QCPColorGradient g = sequentialGradient(Appearance::instance().isDark());
+    for (int h = 0; h < nHeads_; ++h) {
+        const size_t i = size_t(layer) * nHeads_ + h;
+        values_[i] = downsample(patterns[size_t(h)], causal_);
+        thumbs_[i] = colourise(values_[i], g);
+    }
     pending_[size_t(layer)] = false;
     update();
 }
@@ -133,7 +158,7 @@ std::optional<std::pair<int, int>> HeadGrid::selectedHead() const {
     return std::make_pair(selLayer_, selHead_);
 }
 
-HeadGrid::Geometry HeadGrid::geometry() const {
+HeadGrid::Geometry HeadGrid::geometry(QSize size) const {
     const QFontMetrics fm(font());
     Geometry g;
     g.gap = 4;
@@ -143,29 +168,30 @@ HeadGrid::Geometry HeadGrid::geometry() const {
     g.bar = 0;
     const int margin = 6;
     if (nLayers_ == 0 || nHeads_ == 0) return g;
-    const int w = (width() - g.left - margin) / nHeads_ - g.gap;
-    int h = (height() - g.top - margin) / nLayers_ - g.gap;
+    const int w = (size.width() - g.left - margin) / nHeads_ - g.gap;
+    int h = (size.height() - g.top - margin) / nLayers_ - g.gap;
     if (scores_.size()) {
         g.bar = std::clamp(h / 12, 3, 6) + 2; // bar plus a 2 px gap above it
         h -= g.bar;
     }
     g.cell = std::max(4, std::min(w, h));
     // Centre the grid horizontally.
-    g.left += std::max(0, (width() - g.left - margin - nHeads_ * g.pitchX()) / 2);
+    g.left += std::max(0, (size.width() - g.left - margin - nHeads_ * g.pitchX()) / 2);
     return g;
 }
 
-QRect HeadGrid::cellRect(int layer, int head) const {
-    const Geometry g = geometry();
+QRect HeadGrid::cellRect(const Geometry& g, int layer, int head) const {
     return QRect(g.left + head * g.pitchX(), g.top + layer * g.pitchY(), g.cell, g.cell);
 }
+
+QRect HeadGrid::cellRect(int layer, int head) const { return cellRect(geometry(), layer, head); }
 
 std::optional<std::pair<int, int>> HeadGrid::headAt(const QPoint& pos) const {
     const Geometry g = geometry();
     if (g.cell <= 0 || pos.x() < g.left || pos.y() < g.top) return std::nullopt;
     const int head = (pos.x() - g.left) / g.pitchX();
     const int layer = (pos.y() - g.top) / g.pitchY();
-    if (layer >= nLayers_ || head >= nHeads_ || !cellRect(layer, head).contains(pos)) return std::nullopt;
+    if (layer >= nLayers_ || head >= nHeads_ || !cellRect(g, layer, head).contains(pos)) return std::nullopt;
     return std::make_pair(layer, head);
 }
 
@@ -180,35 +206,42 @@ QSize HeadGrid::minimumSizeHint() const {
 
 void HeadGrid::paintEvent(QPaintEvent*) {
     QPainter p(this);
-    const Geometry g = geometry();
+    paintGrid(p, size(), palette(), Appearance::instance().isDark(), thumbs_);
+}
+
+void HeadGrid::paintGrid(QPainter& p, QSize size, const QPalette& palette, bool dark,
+                         const std::vector<QImage>& images) const {
+    const Geometry g = geometry(size);
     if (g.cell <= 0) {
-        p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter, tr("No attention patterns yet"));
+        p.setPen(palette.color(QPalette::PlaceholderText));
+        p.drawText(QRect(QPoint(0, 0), size), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("Run a prompt to see every head's attention pattern here."));
         return;
     }
-    p.setPen(palette().color(QPalette::Text));
+    p.setFont(font());
+    p.setPen(palette.color(QPalette::Text));
     // Label every k-th row/column when cells are smaller than the labels.
     const QFontMetrics fm(font());
     const int colStep = std::max(1, int(std::ceil((fm.horizontalAdvance(QStringLiteral("H99")) + 2.0) / g.pitchX())));
     const int rowStep = std::max(1, int(std::ceil((fm.height() + 1.0) / g.pitchY())));
     for (int h = 0; h < nHeads_; h += colStep) {
-        const QRect r = cellRect(0, h);
+        const QRect r = cellRect(g, 0, h);
         p.drawText(QRect(r.left() - g.gap, 0, r.width() + 2 * g.gap, g.top - 3), Qt::AlignHCenter | Qt::AlignBottom,
                    QStringLiteral("H%1").arg(h));
     }
     for (int l = 0; l < nLayers_; l += rowStep) {
-        const QRect r = cellRect(l, 0);
+        const QRect r = cellRect(g, l, 0);
         p.drawText(QRect(0, r.top(), g.left - 6, r.height()), Qt::AlignRight | Qt::AlignVCenter,
                    QStringLiteral("L%1").arg(l));
     }
     for (int l = 0; l < nLayers_; ++l)
         for (int h = 0; h < nHeads_; ++h) {
-            const QRect r = cellRect(l, h);
-            const QImage& img = thumbs_[size_t(l) * nHeads_ + h];
+            const QRect r = cellRect(g, l, h);
+            const QImage& img = images[size_t(l) * nHeads_ + h];
             if (img.isNull()) {
-                p.fillRect(r, maskedCellColor());
+                p.fillRect(r, maskedCellColor(dark));
                 if (pending_[size_t(l)]) { // still being computed: hatched, "…"
-                    p.fillRect(r, QBrush(palette().color(QPalette::Mid), Qt::BDiagPattern));
+                    p.fillRect(r, QBrush(palette.color(QPalette::Mid), Qt::BDiagPattern));
                     if (r.width() >= 24) p.drawText(r, Qt::AlignCenter, QStringLiteral("…"));
                 }
                 continue;
@@ -219,7 +252,7 @@ void HeadGrid::paintEvent(QPaintEvent*) {
             if (g.bar > 0) {
                 const double s = std::clamp(double(scores_(l, h)), 0.0, 1.0);
                 const QRect bar(r.left(), r.bottom() + 3, r.width(), g.bar - 2);
-                p.fillRect(bar, QColor(0xe0, 0xe0, 0xe0));
+                p.fillRect(bar, palette.color(QPalette::Midlight));
                 p.fillRect(QRect(bar.left(), bar.top(), int(std::lround(s * bar.width())), bar.height()),
                            QColor(0xff, 0x8c, 0x00));
             }
@@ -228,8 +261,33 @@ void HeadGrid::paintEvent(QPaintEvent*) {
         p.setRenderHint(QPainter::Antialiasing, false);
         p.setPen(QPen(QColor(0xe6, 0x19, 0x4b), 3));
         p.setBrush(Qt::NoBrush);
-        p.drawRect(cellRect(selLayer_, selHead_).adjusted(-2, -2, 1, 1 + g.bar)); // around thumbnail and bar
+        p.drawRect(cellRect(g, selLayer_, selHead_).adjusted(-2, -2, 1, 1 + g.bar)); // around thumbnail and bar
     }
+}
+
+QString HeadGrid::figureTitle() const {
+    return scoreName_.isEmpty() ? tr("Attention patterns of every head")
+                                : tr("Attention patterns of every head (bars: %1 score)").arg(scoreName_);
+}
+
+QSize HeadGrid::figureSize() const { return size().isEmpty() ? sizeHint() : size(); }
+
+void HeadGrid::paintFigure(QCPPainter& painter, QSize size, bool) {
+    // light, like print: the thumbnails again in the light theme's colours
+    const QPalette light = Appearance::lightPalette();
+    const QCPColorGradient g = sequentialGradient(false);
+    std::vector<QImage> images(values_.size());
+    for (size_t i = 0; i < values_.size(); ++i) images[i] = colourise(values_[i], g);
+    painter.fillRect(QRect(QPoint(0, 0), size), light.color(QPalette::Base));
+    paintGrid(painter, size, light, false, images);
+}
+
+ValueTable HeadGrid::figureValues() const {
+    if (scores_.size() == 0) return {};
+    QStringList layers, heads;
+    for (int l = 0; l < nLayers_; ++l) layers << QStringLiteral("L%1").arg(l);
+    for (int h = 0; h < nHeads_; ++h) heads << QStringLiteral("H%1").arg(h);
+    return valueTableOf(scores_, layers, heads, tr("%1 score").arg(scoreName_));
 }
 
 void HeadGrid::mousePressEvent(QMouseEvent* event) {

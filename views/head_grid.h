@@ -1,11 +1,15 @@
 #pragma once
 // Overview of every head: a layers × heads grid of small attention-pattern thumbnails, rows
 // labelled L0.., columns H0... Click a thumbnail to pick that head. Thumbnails are QImages drawn
-// with QPainter (fast, crisp); the widget keeps only them, not the patterns.
+// with QPainter (fast, crisp; high-DPI screens draw them at device resolution); the widget keeps them
+// and the box-averaged values behind them (≤ 128 × 128 per head, to recolour them when the colour map
+// or theme changes), not the patterns. The figure menu copies or exports the whole grid.
 
 #include "model/core/tensor.h"
+#include "views/figure.h"
 
 #include <QImage>
+#include <qcustomplot.h>
 #include <QWidget>
 #include <functional>
 #include <optional>
@@ -14,7 +18,9 @@
 
 namespace attnscope {
 
-class HeadGrid : public QWidget {
+class FigureActions;
+
+class HeadGrid : public QWidget, public Figure {
     Q_OBJECT
 public:
     explicit HeadGrid(QWidget* parent = nullptr);
@@ -56,6 +62,16 @@ public:
     /// Head under a widget point, if any.
     std::optional<std::pair<int, int>> headAt(const QPoint& pos) const;
 
+    /// The shared context-menu actions (copy / export the grid).
+    FigureActions* figureActions() const { return actions_; }
+
+    // Figure: the grid as drawn; values = the score overlay per layer and head (empty without one).
+    bool hasFigureData() const override { return nLayers_ > 0 && nHeads_ > 0; }
+    QString figureTitle() const override;
+    QSize figureSize() const override;
+    void paintFigure(QCPPainter& painter, QSize size, bool vector) override;
+    ValueTable figureValues() const override;
+
     static constexpr int maxThumbnailSide() { return 128; }
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
@@ -76,17 +92,29 @@ private:
         int pitchX() const { return cell + gap; }
         int pitchY() const { return cell + bar + gap; }
     };
-    Geometry geometry() const;
-    QImage thumbnail(const Matrix& pattern, bool causal) const;
+    Geometry geometry() const { return geometry(size()); }
+    Geometry geometry(QSize size) const;
+    QRect cellRect(const Geometry& g, int layer, int head) const;
+    /// Box average of a pattern down to at most maxThumbnailSide() per side; NaN = no unmasked cell.
+    struct Thumbnail {
+        int side = 0;
+        std::vector<double> values; ///< [side * side], row-major (double: the colours match colorize() of the exact mean)
+    };
+    static Thumbnail downsample(const Matrix& pattern, bool causal);
+    static QImage colourise(const Thumbnail& t, const QCPColorGradient& gradient);
+    void recolour();
+    void paintGrid(QPainter& p, QSize size, const QPalette& palette, bool dark, const std::vector<QImage>& images) const;
 
     int nLayers_ = 0;
     int nHeads_ = 0;
-    std::vector<QImage> thumbs_; ///< layer-major
+    std::vector<Thumbnail> values_; ///< layer-major
+    std::vector<QImage> thumbs_;    ///< values_ in the current colour map
     std::vector<bool> pending_;  ///< [layer] thumbnails still to come (progressive filling)
     bool causal_ = true;         ///< of the progressive filling
     Matrix scores_;
     QString scoreName_;
     int selLayer_ = -1, selHead_ = -1;
+    FigureActions* actions_ = nullptr;
 };
 
 } // namespace attnscope

@@ -1,6 +1,5 @@
 #include "views/heatmap_plot.h"
 
-#include <QAction>
 #include <QFontInfo>
 #include <cmath>
 
@@ -86,6 +85,9 @@ HeatmapPlotParts buildHeatmapPlot(QCustomPlot* plot, const QFont& base, const QS
 
 void fillHeatmapCells(QCPColorMap* map, int rows, int cols, int k, const std::function<double(int, int)>& value) {
     k = std::max(1, k);
+    // QCPColorMap spans the sample centres: one sample across would be a zero-width image (a 1-layer
+    // model's DLA map, a single row), two samples per cell give it its full width
+    if (rows == 1 || cols == 1) k = std::max(k, 2);
     // Cell centres at 0..n-1; with k samples per cell the sample centres sit at i + (j+0.5)/k - 0.5.
     const double edge = 0.5 - 0.5 / k;
     if (map->data()->keySize() != cols * k || map->data()->valueSize() != rows * k)
@@ -124,18 +126,6 @@ void fitHeatmapCells(LayoutablePlot* plot, QCPAxisRect* rect, bool square) {
         plot->plotLayout()->setMargins(m);
     }
     plot->layoutNow();
-}
-
-void installHeatmapInteractions(QCustomPlot* plot, QCPAxisRect* rect, const std::function<void()>& reset) {
-    plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-    rect->setRangeDrag(Qt::Horizontal | Qt::Vertical);
-    rect->setRangeZoom(Qt::Horizontal | Qt::Vertical);
-    plot->setMouseTracking(true);
-    QObject::connect(plot, &QCustomPlot::mouseDoubleClick, plot, [reset] { reset(); });
-    auto* action = new QAction(QObject::tr("Reset view"), plot);
-    QObject::connect(action, &QAction::triggered, plot, [reset] { reset(); });
-    plot->addAction(action);
-    plot->setContextMenuPolicy(Qt::ActionsContextMenu);
 }
 
 QPoint heatmapCellAt(QCPAxisRect* rect, const QPoint& pos) {

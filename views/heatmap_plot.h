@@ -1,5 +1,5 @@
 #pragma once
-// The plot skeleton shared by AttentionHeatmap and MatrixHeatmap: a QCustomPlot laid out as
+// The plot skeleton of the heatmap views (HeatmapView): a QCustomPlot laid out as
 // [title] over [cells | colour bar], a framed axis rect, crisp (non-interpolated) cells that can be
 // oversampled for vector export, and a layout pass that makes the cells square (or fills the area).
 
@@ -23,7 +23,7 @@ QFont withPointSize(QFont f, double pt, bool bold = false);
 /// SVG viewers don't know.
 QFont resolvedFont(const QFont& f);
 
-/// Thin black axis with outward ticks, 10 pt label, 9 pt tick labels.
+/// Thin axis with outward ticks, 10 pt label, 9 pt tick labels (colours: applyPlotColors).
 void styleHeatmapAxis(QCPAxis* axis, const QFont& base, const QString& label);
 
 /// The parts of a heatmap plot built by buildHeatmapPlot.
@@ -47,9 +47,6 @@ void fillHeatmapCells(QCPColorMap* map, int rows, int cols, int k, const std::fu
 /// or height becomes equal margins; false: the cells fill the area. Returns nothing; `rect`'s
 /// axis ranges decide the number of cells across and down.
 void fitHeatmapCells(LayoutablePlot* plot, QCPAxisRect* rect, bool square);
-
-/// Mouse drag/zoom on both axes of `rect`, double-click and a "Reset view" context action call `reset`.
-void installHeatmapInteractions(QCustomPlot* plot, QCPAxisRect* rect, const std::function<void()>& reset);
 
 /// (row, col) of the cell under plot pixel `pos`, or (-1, -1) outside the cells.
 QPoint heatmapCellAt(QCPAxisRect* rect, const QPoint& pos);

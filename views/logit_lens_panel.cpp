@@ -1,13 +1,15 @@
 #include "views/logit_lens_panel.h"
 
 #include "views/component_readout_view.h"
+#include "views/appearance.h"
 #include "views/palettes.h"
 #include "views/table_figure.h"
-#include "views/token_field.h"
+#include "views/token_picker.h"
 #include "views/top_tokens_view.h"
 
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFontDatabase>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -27,10 +29,7 @@ namespace attnscope {
 
 LogitLensPanel::LogitLensPanel(QWidget* parent) : AnalysisPanel(parent) { buildUi(); }
 
-QColor LogitLensPanel::probabilityColour(double p) {
-    static QCPColorGradient g = viridisGradient(); // color() updates a lookup table: GUI thread only
-    return QColor::fromRgb(g.color(std::clamp(p, 0.0, 1.0), QCPRange(0.0, 1.0)));
-}
+QColor LogitLensPanel::probabilityColour(double p) { return sequentialColor(p); }
 
 QColor LogitLensPanel::rankColour(int rank, int vocabSize) {
     const double v = vocabSize > 1 ? 1.0 - std::log(double(rank) + 1.0) / std::log(double(vocabSize)) : 1.0;
@@ -40,8 +39,8 @@ QColor LogitLensPanel::rankColour(int rank, int vocabSize) {
 void LogitLensPanel::buildUi() {
     colourBy_ = new QComboBox;
     colourBy_->addItems({tr("probability of the top token"), tr("rank of the target token")});
-    targetField_ = new TokenField;
-    targetField_->setMinimumWidth(140);
+    targetField_ = new TokenPicker;
+    targetField_->setMinimumWidth(200);
     kSpin_ = new QSpinBox;
     kSpin_->setRange(1, 100);
     kSpin_->setValue(k_);
@@ -77,6 +76,10 @@ void LogitLensPanel::buildUi() {
     rankings_ = new QTableWidget;
     rankings_->setEditTriggers(QAbstractItemView::NoEditTriggers);
     rankings_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    installTableFigure(table_, QStringLiteral("logit_lens"), tr("Run a prompt to see the logit lens."))
+        ->setCorner(tr("boundary \\ token"));
+    installTableFigure(rankings_, QStringLiteral("token_rankings"), tr("Run a prompt to see the logit lens."))
+        ->setCorner(tr("boundary \\ token"));
     views_ = new QTabWidget;
     views_->addTab(table_, tr("Top token per layer"));
     views_->addTab(rankings_, tr("Token rankings"));
@@ -109,7 +112,8 @@ void LogitLensPanel::buildUi() {
 
     connect(colourBy_, &QComboBox::currentIndexChanged, this,
             [this](int i) { setColouring(i == 0 ? Colouring::TopProbability : Colouring::TargetRank); });
-    connect(targetField_, &TokenField::tokenChosen, this, &LogitLensPanel::setTargetToken);
+    connect(targetField_, &TokenPicker::tokenChosen, this, &LogitLensPanel::setTargetToken);
+    connect(&Appearance::instance(), &Appearance::changed, this, [this] { setColouring(colouring_); }); // recolour
     connect(kSpin_, &QSpinBox::valueChanged, this, &LogitLensPanel::setTopK);
     connect(table_, &QTableWidget::cellClicked, this, &LogitLensPanel::selectCell);
     connect(rankings_, &QTableWidget::cellClicked, this, &LogitLensPanel::selectCell);
@@ -163,12 +167,15 @@ void LogitLensPanel::setColouring(Colouring colouring) {
     if (colouring_ == Colouring::TopProbability)
         legend_->setText(tr("Each cell: the token the residual stream predicts at that layer boundary "
                             "(ln_final with the residual's own mean and variance, then W_U). Colour: its "
-                            "probability, viridis 0 (purple) → 1 (yellow). The last row is the model's output."));
+                            "probability, %1 0 (dark) → 1 (yellow). The last row is the model's output.")
+                             .arg(sequentialMapName()));
     else
         legend_->setText(target_ < 0 ? tr("Type a target token to colour cells by its rank.")
                                      : tr("Colour: rank of the target token among all %1 tokens, yellow = rank 1, "
-                                          "purple = last (log scale). Hover a cell for the number.")
+                                          "dark = last (log scale). Hover a cell for the number.")
                                            .arg(model_ ? model_->config().d_vocab : 0));
+    tableFigureOf(table_)->setTitle(figureTitle(false));
+    tableFigureOf(rankings_)->setTitle(figureTitle(true));
 }
 
 void LogitLensPanel::setTargetToken(int tokenId) {
@@ -208,6 +215,8 @@ void LogitLensPanel::resetTable() {
     selectedBoundary_ = selectedPosition_ = -1;
     cellTokens_->setTokens({});
     cellCaption_->setText(np > 0 ? tr("Click a cell to list its top tokens.") : tr("Run a prompt to see the logit lens."));
+    cellTokens_->setEmptyText(np > 0 ? tr("Click a cell of the table to list its top tokens.")
+                                     : tr("Run a prompt, then click a cell of the table."));
     setColouring(colouring_);
 }
 
@@ -279,6 +288,7 @@ void LogitLensPanel::refreshRow(int b) {
             auto* ri = new QTableWidgetItem(QStringLiteral("#%1  %2%").arg(r.rank + 1).arg(100.0 * r.prob, 0, 'f', 2));
             ri->setData(TargetRankRole, r.rank);
             ri->setData(ProbabilityRole, double(r.prob));
+            ri->setData(kExactValueRole, r.rank + 1); // Copy values / CSV: the 1-based rank
             ri->setBackground(rankColour(r.rank, V));
             ri->setForeground(contrastingTextColor(rankColour(r.rank, V)));
             ri->setTextAlignment(Qt::AlignCenter);
@@ -328,19 +338,23 @@ QString LogitLensPanel::exportCsv(const QString& path, bool rankings) const {
     return exportTableCsv(rankings ? *rankings_ : *table_, path, &error) ? QString() : error;
 }
 
-QString LogitLensPanel::exportFigure(const QString& path, bool rankings) const {
-    const auto fmt = imageFormatFromName(path);
-    if (!fmt) return tr("%1: unknown image format (use .png, .svg or .pdf)").arg(path);
+QString LogitLensPanel::figureTitle(bool rankings) const {
     QString title = model_ ? model_->info().name + QStringLiteral(" — ") : QString();
     title += rankings && target_ >= 0 ? tr("rank of %1 per layer (logit lens)").arg(model_->tokenizer().displayToken(target_))
                                       : colouring_ == Colouring::TargetRank && target_ >= 0
                                           ? tr("logit lens: top token per layer (colour: rank of %1)")
                                                 .arg(model_->tokenizer().displayToken(target_))
                                           : tr("logit lens: top token per layer (colour: its probability)");
-    TableFigure fig = tableFigureFrom(rankings ? *rankings_ : *table_, title);
-    fig.corner = tr("boundary \\ token");
+    return title;
+}
+
+QString LogitLensPanel::exportFigure(const QString& path, bool rankings) const {
+    const auto fmt = imageFormatFromName(path);
+    if (!fmt || QFileInfo(path).suffix().isEmpty()) return tr("%1: unknown image format (use .png, .svg or .pdf)").arg(path);
+    TableViewFigure* figure = tableFigureOf(rankings ? rankings_ : table_);
+    figure->setTitle(figureTitle(rankings));
     QString error;
-    return exportTableFigure(fig, path, *fmt, 2.0, &error) ? QString() : error;
+    return attnscope::exportFigure(*figure, path, *fmt, {}, 2.0, &error) ? QString() : error;
 }
 
 void LogitLensPanel::exportDialog(bool figure) {

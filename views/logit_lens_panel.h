@@ -24,7 +24,7 @@ class QTableWidget;
 namespace attnscope {
 
 class ComponentReadoutView;
-class TokenField;
+class TokenPicker;
 class TopTokensView;
 
 class LogitLensPanel : public AnalysisPanel {
@@ -58,7 +58,7 @@ public:
     QTableWidget* rankingsTable() const { return rankings_; }
     TopTokensView* cellTokens() const { return cellTokens_; }
     ComponentReadoutView* readout() const { return readout_; }
-    TokenField* targetField() const { return targetField_; }
+    TokenPicker* targetField() const { return targetField_; }
     /// Blocks until the table (and the readout) are computed.
     void waitForIdle();
 
@@ -67,10 +67,10 @@ public:
     QString exportCsv(const QString& path, bool rankings = false) const;
     QString exportFigure(const QString& path, bool rankings = false) const;
 
-    /// Viridis colour of a probability in [0, 1].
+    /// Colour of a probability in [0, 1] on the chosen sequential map (viridis or cividis).
     static QColor probabilityColour(double p);
-    /// Colour of a rank (0 = top) among d_vocab tokens: viridis of 1 − ln(rank+1)/ln(d_vocab), so the
-    /// top token is yellow and the last one purple.
+    /// Colour of a rank (0 = top) among d_vocab tokens: the sequential map at 1 − ln(rank+1)/ln(d_vocab),
+    /// so the top token is yellow and the last one dark.
     static QColor rankColour(int rank, int vocabSize);
 
 private:
@@ -81,6 +81,7 @@ private:
     void refreshRow(int boundary);
     void showCell(int boundary, int position);
     void exportDialog(bool figure);
+    QString figureTitle(bool rankings) const;
 
     std::shared_ptr<const Model> model_;
     std::shared_ptr<const ActivationCache> cache_;
@@ -94,7 +95,7 @@ private:
 
     BackgroundTask task_;
     QComboBox* colourBy_ = nullptr;
-    TokenField* targetField_ = nullptr;
+    TokenPicker* targetField_ = nullptr;
     QSpinBox* kSpin_ = nullptr;
     QLabel* legend_ = nullptr;
     QTabWidget* views_ = nullptr;

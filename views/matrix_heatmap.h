@@ -1,14 +1,15 @@
 #pragma once
 // A general matrix heatmap (any [rows, cols] matrix with labelled axes): the building block of the
-// attention-steps view, the DLA head grid, the logit-lens table colouring and the model-comparison
-// matrices. Signed values use a diverging palette centred on 0; probabilities a fixed 0–1 viridis.
-// Hover shows "row label, col label: value"; NaN cells are drawn as masked.
+// attention-steps view, the DLA head grid and the model-comparison matrices. Signed values use the
+// diverging map centred on 0; probabilities a fixed 0–1 sequential map; other values the sequential map
+// over their range. Hover shows "row label, col label: value"; NaN cells are drawn as masked. Zoom,
+// the figure menu and the empty state come from HeatmapView.
 
 #include "model/core/tensor.h"
 #include "views/figure_export.h"
+#include "views/heatmap_view.h"
 
 #include <QStringList>
-#include <QWidget>
 
 class QCustomPlot;
 class QCPRange;
@@ -17,9 +18,9 @@ namespace attnscope {
 
 struct MatrixFigure {
     enum class Scale {
-        Probability, ///< fixed 0–1, viridis
-        Signed,      ///< symmetric [-max|v|, +max|v|], diverging blue–white–red, white = 0
-        Sequential   ///< [min, max] of the finite values, viridis
+        Probability, ///< fixed 0–1, sequential map
+        Signed,      ///< symmetric [-max|v|, +max|v|], diverging map, its centre = 0
+        Sequential   ///< [min, max] of the finite values, sequential map
     };
     Matrix values;              ///< [rows, cols]; NaN = masked
     QStringList rowLabels;      ///< one per row, or empty = row indices
@@ -31,47 +32,37 @@ struct MatrixFigure {
     Scale scale = Scale::Signed;
 };
 
-class MatrixHeatmap : public QWidget {
+class MatrixHeatmap : public HeatmapView {
     Q_OBJECT
 public:
     explicit MatrixHeatmap(QWidget* parent = nullptr);
-    ~MatrixHeatmap() override;
-    /// Shows the figure (an empty matrix clears). Throws InputError if label counts mismatch.
+    /// Shows the figure (an empty matrix shows the empty-state sentence). Throws InputError if label
+    /// counts mismatch.
     void setFigure(const MatrixFigure& figure);
     const MatrixFigure& figure() const { return figure_; }
-    QCustomPlot* plot();
     /// "row label, col label: value" (or ": masked"); empty when out of range.
-    QString describeCell(int row, int col) const;
-    /// Centre of cell (row, col) in plot() pixel coordinates (after a layout).
-    QPointF cellCentre(int row, int col) const;
-    /// describeCell() for a point in plot() coordinates; empty outside the cells.
-    QString tooltipAt(const QPoint& plotPos) const;
+    QString describeCell(int row, int col) const override;
     /// Colour range in use: [0, 1] (Probability), [-m, m] (Signed), [min, max] (Sequential).
     QCPRange colorRange() const;
     /// True when cells are drawn square (the matrix is at most 8 times wider than tall or vice
     /// versa); very elongated matrices (S×d_model) fill the area instead.
     bool squareCells() const;
-    /// Each cell becomes k×k colour-map samples (sharp edges in SVG/PDF). Default 1.
-    void setCellOversampling(int k);
-    /// Lays the plot out for its current viewport (square cells when squareCells()).
-    void fitCells();
 
-public slots:
-    /// Shows all cells again after zoom/pan.
-    void resetView();
-
-signals:
-    void cellClicked(int row, int col);
+    // Figure
+    QString figureTitle() const override { return figure_.title; }
+    /// The matrix exactly, with its row and column labels (NaN cells empty).
+    ValueTable figureValues() const override;
 
 protected:
-    void resizeEvent(QResizeEvent* event) override;
+    int dataRows() const override { return int(figure_.values.rows()); }
+    int dataCols() const override { return int(figure_.values.cols()); }
+    double cellValue(int row, int col) const override { return double(figure_.values(row, col)); }
+    bool wantsSquareCells() const override { return squareCells(); }
+    QCPColorGradient gradient(bool dark) const override;
 
 private:
-    void fillCells();
-
-    struct Impl;
     MatrixFigure figure_;
-    Impl* d_;
+    QCPRange range_{0, 1};
 };
 
 /// Renders what `view` shows (including its zoom) at `size`, like exportHeatmap(AttentionHeatmap&, ...).

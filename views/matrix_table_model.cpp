@@ -1,5 +1,7 @@
 #include "views/matrix_table_model.h"
 
+#include "views/value_table.h"
+
 #include <QHeaderView>
 #include <QTableView>
 #include <cmath>
@@ -52,6 +54,8 @@ QVariant MatrixTableModel::data(const QModelIndex& index, int role) const {
     case Qt::TextAlignmentRole: return int(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::ToolTipRole:
         return blank_ ? QVariant() : QVariant(QString::number(double(values_(index.row(), index.column())), 'g', 9));
+    case kExactValueRole: // Copy values and CSV: the float itself ("" when blank or masked)
+        return blank_ ? QVariant(QString()) : QVariant(values_(index.row(), index.column()));
     default: return {};
     }
 }

@@ -3,7 +3,9 @@
 #include "model/core/csv_writer.h"
 #include "model/formats/model_loader.h"
 #include "views/matrix_heatmap.h"
+#include "views/figure_actions.h"
 #include "views/score_tables.h"
+#include "views/table_figure.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -23,17 +25,6 @@
 
 namespace attnscope {
 namespace {
-
-QHBoxLayout* progressRow(BackgroundTask& task) {
-    auto* row = new QHBoxLayout;
-    auto* bar = new QProgressBar;
-    bar->setMaximumWidth(240);
-    auto* cancel = new QPushButton(QObject::tr("Cancel"));
-    task.attach(bar, cancel);
-    row->addWidget(bar);
-    row->addWidget(cancel);
-    return row;
-}
 
 QStringList layerLabels(int n) {
     QStringList l;
@@ -62,7 +53,7 @@ void ModelComparePanel::buildUi() {
     top->addWidget(otherPath_, 1);
     top->addWidget(load);
     top->addWidget(browse);
-    top->addLayout(progressRow(loadTask_));
+    top->addLayout(taskRow(loadTask_));
 
     simKind_ = new QComboBox;
     simKind_->addItems({tr("FF values (rows of W_out)"), tr("FF keys (columns of W_in)")});
@@ -71,12 +62,14 @@ void ModelComparePanel::buildUi() {
     auto* simControls = new QHBoxLayout;
     simControls->addWidget(new QLabel(tr("Compare")));
     simControls->addWidget(simKind_);
-    simControls->addLayout(progressRow(compareTask_));
+    simControls->addLayout(taskRow(compareTask_));
     simControls->addStretch();
     simControls->addWidget(csv);
     simControls->addWidget(fig);
     embedding_ = new MatrixHeatmap;
     feature_ = new MatrixHeatmap;
+    embedding_->figureActions()->setBaseName(QStringLiteral("layer_similarity_embedding"));
+    feature_->figureActions()->setBaseName(QStringLiteral("layer_similarity_feature"));
     embedding_->setMinimumSize(320, 280);
     feature_->setMinimumSize(320, 280);
     auto* maps = new QHBoxLayout;
@@ -109,13 +102,14 @@ void ModelComparePanel::buildUi() {
     diffControls->addWidget(index_);
     diffControls->addWidget(new QLabel(tr("top-k")));
     diffControls->addWidget(k_);
-    diffControls->addLayout(progressRow(diffTask_));
+    diffControls->addLayout(taskRow(diffTask_));
     diffControls->addStretch();
     diffSummary_ = new QLabel;
     diffSummary_->setWordWrap(true);
     diffSummary_->setTextFormat(Qt::PlainText);
-    diffTop_ = makeScoreTable({tr("#"), tr("token"), tr("score")});
-    diffBottom_ = makeScoreTable({tr("#"), tr("token"), tr("score")});
+    const QString noDiff = tr("Open a second checkpoint of the same architecture to see what changed.");
+    diffTop_ = makeScoreTable({tr("#"), tr("token"), tr("score")}, QStringLiteral("difference_increase"), noDiff);
+    diffBottom_ = makeScoreTable({tr("#"), tr("token"), tr("score")}, QStringLiteral("difference_decrease"), noDiff);
     auto* tables = new QHBoxLayout;
     tables->addWidget(diffTop_);
     tables->addWidget(diffBottom_);
@@ -163,8 +157,10 @@ void ModelComparePanel::buildUi() {
     });
     connect(&compareTask_, &BackgroundTask::failed, this, [this](const QString& m) {
         otherInfo_->setText(tr("Cannot compare: %1").arg(m));
-        embedding_->setFigure({});
-        feature_->setFigure({});
+        for (MatrixHeatmap* h : {embedding_, feature_}) {
+            h->setFigure({});
+            h->setEmptyText(tr("Cannot compare these two models: %1").arg(m));
+        }
     });
     connect(&diffTask_, &BackgroundTask::failed, this, [this](const QString& m) {
         diffSummary_->setText(tr("No difference to show: %1").arg(m));
@@ -172,6 +168,8 @@ void ModelComparePanel::buildUi() {
         diffBottom_->setRowCount(0);
     });
     updateControls();
+    compare(); // the empty states: what to open
+    diff();
 }
 
 void ModelComparePanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache>,
@@ -254,6 +252,11 @@ void ModelComparePanel::updateControls() {
 }
 
 void ModelComparePanel::compare() {
+    for (MatrixHeatmap* h : {embedding_, feature_})
+        h->setEmptyText(model_ && other_ ? tr("Comparing the layers of the two models…")
+                                         : tr("Open a second model to compare its layers with this one: type its folder "
+                                              "or .safetensors file above and press Load, or use Open second "
+                                              "checkpoint… (try resources/demo-variant)."));
     if (!model_ || !other_) {
         compareTask_.cancel();
         embedding_->setFigure({});
@@ -287,11 +290,16 @@ void ModelComparePanel::diff() {
     identical_ = false;
     diffTop_->setRowCount(0);
     diffBottom_->setRowCount(0);
+    const auto emptyText = [this](const QString& text) {
+        for (QTableWidget* t : {diffTop_, diffBottom_}) tableFigureOf(t)->setEmptyText(text);
+    };
     if (!model_ || !other_) {
         diffTask_.cancel();
         diffSummary_->setText(tr("Open a second checkpoint of the same architecture to see what changed."));
+        emptyText(diffSummary_->text());
         return;
     }
+    emptyText(tr("Computing…"));
     const auto p = Parameter(param_->currentIndex());
     const int layer = layer_->value(), index = index_->value(), k = k_->value();
     const QString name = p == Parameter::FFKey   ? tr("FF key %1 of layer %2").arg(index).arg(layer)
@@ -324,6 +332,8 @@ void ModelComparePanel::diff() {
         return [=, this] {
             if (a != model_ || b != other_) return;
             identical_ = identical;
+            for (QTableWidget* t : {diffTop_, diffBottom_})
+                tableFigureOf(t)->setEmptyText(identical ? tr("Identical in both checkpoints: no token to list.") : QString());
             if (identical) {
                 diffSummary_->setText(tr("Identical: %1 is exactly the same in both checkpoints (max |Δ| = 0), "
                                          "so there is nothing to project.").arg(name));

@@ -3,8 +3,9 @@
 #include <qcustomplot.h>
 
 #include <QFileInfo>
-#include <QImage>
+#include <QGuiApplication>
 #include <QPdfWriter>
+#include <QScreen>
 #include <QSvgGenerator>
 #include <cmath>
 #include <memory>
@@ -15,28 +16,15 @@ namespace {
 constexpr int kMaxSide = 20000;         // logical pixels per side
 constexpr double kMaxPixels = 268435456; // 2^28 output pixels (1 GiB of ARGB)
 
-bool renderPng(QCustomPlot* plot, const QString& path, QSize size, double scale, QString* error) {
-    const QSize px(int(std::lround(size.width() * scale)), int(std::lround(size.height() * scale)));
-    QImage image(px, QImage::Format_ARGB32_Premultiplied);
-    if (image.isNull())
-        return failWith(error, path, QObject::tr("out of memory for a %1×%2 image").arg(px.width()).arg(px.height()));
-    image.fill(Qt::white);
-    QCPPainter painter(&image);
-    painter.setMode(QCPPainter::pmNoCaching);
-    if (scale > 1.0) painter.setMode(QCPPainter::pmNonCosmetic);
-    painter.scale(scale, scale);
-    plot->toPainter(&painter, size.width(), size.height());
-    painter.end();
-    if (!image.save(path, "PNG"))
-        return failWith(error, path, QObject::tr("cannot write PNG (folder missing or not writable?)"));
-    return true;
+/// The DPI the widgets' fonts are laid out at, so that a vector page matches the screen.
+int logicalDpi() {
+    const QScreen* screen = QGuiApplication::primaryScreen();
+    return screen ? int(std::lround(screen->logicalDotsPerInchX())) : 96;
 }
 
-bool renderVector(QCustomPlot* plot, const QString& path, ImageFormat format, QSize size, const QString& title,
-                  const QString& description, QString* error) {
-    // Lay text out at the DPI the widget's fonts were measured at, so the page matches the screen.
-    const int dpi = plot->logicalDpiX();
-    QCPPainter painter;
+bool renderVector(const QString& path, ImageFormat format, QSize size, const QString& title,
+                  const QString& description, const FigurePainter& draw, QString* error) {
+    const int dpi = logicalDpi();
     std::unique_ptr<QPaintDevice> device;
     if (format == ImageFormat::Svg) {
         auto svg = std::make_unique<QSvgGenerator>();
@@ -57,6 +45,7 @@ bool renderVector(QCustomPlot* plot, const QString& path, ImageFormat format, QS
         pdf->setCreator(QStringLiteral("AttnScope"));
         device = std::move(pdf);
     }
+    QCPPainter painter;
     if (!painter.begin(device.get()))
         return failWith(error, path, QObject::tr("cannot write %1 (folder missing or not writable?)")
                                          .arg(imageFormatSuffix(format).toUpper()));
@@ -64,7 +53,7 @@ bool renderVector(QCustomPlot* plot, const QString& path, ImageFormat format, QS
     painter.setMode(QCPPainter::pmNoCaching);
     // The PDF page is a whole number of points; stretch by the rounding difference.
     painter.scale(double(device->width()) / size.width(), double(device->height()) / size.height());
-    plot->toPainter(&painter, size.width(), size.height());
+    draw(painter);
     painter.end();
     device.reset(); // flush and close the file
     if (QFileInfo(path).size() == 0) return failWith(error, path, QObject::tr("nothing was written"));
@@ -90,10 +79,34 @@ bool validateFigureArgs(const QString& path, QSize size, double scale, QString* 
     return true;
 }
 
-bool renderPlot(QCustomPlot* plot, const QString& path, ImageFormat format, QSize size, double scale,
-                const QString& title, const QString& description, QString* error) {
-    if (format == ImageFormat::Png) return renderPng(plot, path, size, scale, error);
-    return renderVector(plot, path, format, size, title, description, error);
+QImage renderFigureImage(QSize size, double scale, const FigurePainter& draw) {
+    const QSize px(int(std::lround(size.width() * scale)), int(std::lround(size.height() * scale)));
+    QImage image(px, QImage::Format_ARGB32_Premultiplied);
+    if (image.isNull()) return image;
+    image.fill(Qt::white);
+    QCPPainter painter(&image);
+    painter.setRenderHint(QPainter::TextAntialiasing);
+    painter.setMode(QCPPainter::pmNoCaching);
+    if (scale > 1.0) painter.setMode(QCPPainter::pmNonCosmetic);
+    painter.scale(scale, scale);
+    draw(painter);
+    painter.end();
+    image.setDevicePixelRatio(scale); // pasted at its logical size, crisp on high-DPI screens
+    return image;
+}
+
+bool renderFigure(const QString& path, ImageFormat format, QSize size, double scale, const QString& title,
+                  const QString& description, const FigurePainter& draw, QString* error) {
+    if (!validateFigureArgs(path, size, scale, error)) return false;
+    if (format != ImageFormat::Png) return renderVector(path, format, size, title, description, draw, error);
+    QImage image = renderFigureImage(size, scale, draw);
+    if (image.isNull())
+        return failWith(error, path, QObject::tr("out of memory for a %1×%2 image")
+                                         .arg(std::lround(size.width() * scale)).arg(std::lround(size.height() * scale)));
+    image.setDevicePixelRatio(1.0); // no DPI metadata: the file is its pixels
+    if (!image.save(path, "PNG"))
+        return failWith(error, path, QObject::tr("cannot write PNG (folder missing or not writable?)"));
+    return true;
 }
 
 } // namespace attnscope

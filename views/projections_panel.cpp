@@ -2,7 +2,7 @@
 
 #include "views/score_tables.h"
 #include "views/table_figure.h"
-#include "views/token_field.h"
+#include "views/token_picker.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -28,20 +28,6 @@ PairProjectionKind pairKind(ProjectionsPanel::Kind k) {
 }
 NeuronVectorKind neuronKind(ProjectionsPanel::Kind k) {
     return k == ProjectionsPanel::Kind::FFKey ? NeuronVectorKind::FFKey : NeuronVectorKind::FFValue;
-}
-
-/// A progress bar and a Cancel button wired to `task`, in one row with `lead` widgets before them.
-QHBoxLayout* taskRow(BackgroundTask& task, std::initializer_list<QWidget*> lead) {
-    auto* row = new QHBoxLayout;
-    for (QWidget* w : lead) row->addWidget(w);
-    auto* bar = new QProgressBar;
-    bar->setMaximumWidth(240);
-    auto* cancel = new QPushButton(QObject::tr("Cancel"));
-    task.attach(bar, cancel);
-    row->addWidget(bar);
-    row->addWidget(cancel);
-    row->addStretch();
-    return row;
 }
 
 } // namespace
@@ -74,12 +60,17 @@ void ProjectionsPanel::buildUi() {
     auto* note = new QLabel(methodNote());
     note->setWordWrap(true);
     note->setObjectName(QStringLiteral("methodNote"));
-    note->setStyleSheet(QStringLiteral("QLabel { background: #fff8e1; border: 1px solid #e0c97f; padding: 4px; }"));
+    note->setFrameShape(QFrame::StyledPanel); // a framed note on the theme's alternate base, readable in both themes
+    note->setBackgroundRole(QPalette::AlternateBase);
+    note->setAutoFillBackground(true);
+    note->setMargin(4);
 
     caption_ = new QLabel;
     caption_->setWordWrap(true);
-    top_ = makeScoreTable({tr("#"), tr("source token"), tr("output token"), tr("score")});
-    bottom_ = makeScoreTable({tr("#"), tr("bottom token"), tr("score")});
+    const QString computing = tr("Choose a head or neuron above; its tokens appear here once computed.");
+    top_ = makeScoreTable({tr("#"), tr("source token"), tr("output token"), tr("score")}, QStringLiteral("projection_top"),
+                          computing);
+    bottom_ = makeScoreTable({tr("#"), tr("bottom token"), tr("score")}, QStringLiteral("projection_bottom"), computing);
     auto* lists = new QHBoxLayout;
     lists->addWidget(top_);
     lists->addWidget(bottom_);
@@ -88,11 +79,12 @@ void ProjectionsPanel::buildUi() {
     topLayout->addWidget(caption_);
     topLayout->addLayout(lists, 1);
 
-    rowField_ = new TokenField;
+    rowField_ = new TokenPicker;
     auto* rowGo = new QPushButton(tr("Show"));
     rowCaption_ = new QLabel(tr("Type a source (OV) or query (QK) token."));
     rowCaption_->setWordWrap(true);
-    rowTable_ = makeScoreTable({tr("#"), tr("token"), tr("score")});
+    rowTable_ = makeScoreTable({tr("#"), tr("token"), tr("score")}, QStringLiteral("projection_row"),
+                               tr("Type a token above and press Enter or Show."));
     auto* rowBox = new QGroupBox(tr("One token of the selected head"));
     auto* rowLayout = taskRow(rowTask_, {rowField_, rowGo});
     auto* rowV = new QVBoxLayout(rowBox);
@@ -100,10 +92,13 @@ void ProjectionsPanel::buildUi() {
     rowV->addWidget(rowCaption_);
     rowV->addWidget(rowTable_, 1);
 
-    revField_ = new TokenField;
+    revField_ = new TokenPicker;
     auto* revGo = new QPushButton(tr("Find"));
-    revHeads_ = makeScoreTable({tr("#"), tr("head"), tr("score"), tr("via source token")});
-    revNeurons_ = makeScoreTable({tr("#"), tr("neuron (FF value)"), tr("score")});
+    const QString typeToken = tr("Type a token above and press Enter or Find.");
+    revHeads_ = makeScoreTable({tr("#"), tr("head"), tr("score"), tr("via source token")}, QStringLiteral("reverse_heads"),
+                               typeToken);
+    revNeurons_ = makeScoreTable({tr("#"), tr("neuron (FF value)"), tr("score")}, QStringLiteral("reverse_neurons"),
+                                 typeToken);
     auto* revBox = new QGroupBox(tr("Reverse search: which heads and neurons write a token? (double-click to open)"));
     auto* revV = new QVBoxLayout(revBox);
     revV->addLayout(taskRow(reverseTask_, {revField_, revGo}));
@@ -131,11 +126,11 @@ void ProjectionsPanel::buildUi() {
         recompute();
     });
     for (QSpinBox* s : {layer_, head_, neuron_, k_}) connect(s, &QSpinBox::valueChanged, this, [this] { recompute(); });
-    connect(rowField_, &TokenField::tokenChosen, this, &ProjectionsPanel::queryRowToken);
+    connect(rowField_, &TokenPicker::tokenChosen, this, &ProjectionsPanel::queryRowToken);
     connect(rowGo, &QPushButton::clicked, this, [this] {
         if (auto id = rowField_->tokenId()) queryRowToken(*id);
     });
-    connect(revField_, &TokenField::tokenChosen, this, &ProjectionsPanel::reverseSearchFor);
+    connect(revField_, &TokenPicker::tokenChosen, this, &ProjectionsPanel::reverseSearchFor);
     connect(revGo, &QPushButton::clicked, this, [this] {
         if (auto id = revField_->tokenId()) reverseSearchFor(*id);
     });
@@ -321,10 +316,7 @@ void ProjectionsPanel::reverseSearchFor(int tokenId) {
             for (int i = 0; i < int(r.heads.size()); ++i) {
                 const HeadForToken& h = r.heads[size_t(i)];
                 revHeads_->setItem(i, 0, rankCell(i + 1));
-                auto* name = new QTableWidgetItem(QStringLiteral("L%1H%2").arg(h.layer).arg(h.head));
-                name->setData(Qt::UserRole, h.layer);
-                name->setData(Qt::UserRole + 1, h.head);
-                revHeads_->setItem(i, 1, name);
+                revHeads_->setItem(i, 1, componentCell(QStringLiteral("L%1H%2").arg(h.layer).arg(h.head), h.layer, h.head));
                 revHeads_->setItem(i, 2, scoreCell(h.score));
                 revHeads_->setItem(i, 3, tokenCell(tok, h.sourceToken));
             }
@@ -332,10 +324,8 @@ void ProjectionsPanel::reverseSearchFor(int tokenId) {
             for (int i = 0; i < int(r.neurons.size()); ++i) {
                 const NeuronForToken& n = r.neurons[size_t(i)];
                 revNeurons_->setItem(i, 0, rankCell(i + 1));
-                auto* name = new QTableWidgetItem(QStringLiteral("L%1N%2").arg(n.layer).arg(n.neuron));
-                name->setData(Qt::UserRole, n.layer);
-                name->setData(Qt::UserRole + 1, n.neuron);
-                revNeurons_->setItem(i, 1, name);
+                revNeurons_->setItem(i, 1,
+                                     componentCell(QStringLiteral("L%1N%2").arg(n.layer).arg(n.neuron), n.layer, n.neuron));
                 revNeurons_->setItem(i, 2, scoreCell(n.score));
             }
             emit statusMessage(tr("Reverse search for %1 done.").arg(tok.displayToken(r.token)));

@@ -22,7 +22,7 @@ class QTableWidget;
 
 namespace attnscope {
 
-class TokenField;
+class TokenPicker;
 
 class ProjectionsPanel : public AnalysisPanel {
     Q_OBJECT
@@ -54,13 +54,13 @@ public:
     /// QK: keys of a query token).
     void queryRowToken(int tokenId);
     QTableWidget* rowTable() const { return rowTable_; }
-    TokenField* rowField() const { return rowField_; }
+    TokenPicker* rowField() const { return rowField_; }
 
     /// Heads and neurons that write `tokenId` most (background, with progress).
     void reverseSearchFor(int tokenId);
     QTableWidget* reverseHeadsTable() const { return revHeads_; }
     QTableWidget* reverseNeuronsTable() const { return revNeurons_; }
-    TokenField* reverseField() const { return revField_; }
+    TokenPicker* reverseField() const { return revField_; }
 
     void waitForIdle();
     /// Writes the top table (and for FF the bottom table as "<name>_bottom.csv") as CSV; error or "".
@@ -98,10 +98,10 @@ private:
     QLabel* caption_ = nullptr;
     QTableWidget* top_ = nullptr;
     QTableWidget* bottom_ = nullptr;
-    TokenField* rowField_ = nullptr;
+    TokenPicker* rowField_ = nullptr;
     QLabel* rowCaption_ = nullptr;
     QTableWidget* rowTable_ = nullptr;
-    TokenField* revField_ = nullptr;
+    TokenPicker* revField_ = nullptr;
     QTableWidget* revHeads_ = nullptr;
     QTableWidget* revNeurons_ = nullptr;
 };

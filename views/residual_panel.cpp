@@ -3,8 +3,12 @@
 #include "model/core/csv_writer.h"
 #include "model/core/errors.h"
 #include "views/ablation_panel.h"
+#include "views/chart_figure.h"
+#include "views/figure_actions.h"
+#include "views/figure_export.h"
 #include "views/head_detectors_panel.h"
 #include "views/head_grid.h"
+#include "views/table_figure.h"
 #include "views/token_picker.h"
 
 #include <qcustomplot.h>
@@ -81,14 +85,20 @@ void ResidualPanel::buildUi() {
     auto* pageLayout = new QVBoxLayout(page);
     heatmap_ = new MatrixHeatmap;
     heatmap_->setToolTip(dlaConvention());
+    heatmap_->setEmptyText(tr("Run a prompt to see what every head and MLP contributes at a position."));
+    heatmap_->figureActions()->setBaseName(QStringLiteral("logit_attribution"));
     cumulative_ = new QCustomPlot;
     cumulative_->setMinimumHeight(220);
     cumulative_->plotLayout()->insertRow(0);
     chartTitle_ = new QCPTextElement(cumulative_, QString(), QFont(font().family(), 10, QFont::Bold));
     cumulative_->plotLayout()->addElement(0, 0, chartTitle_);
-    cumulative_->setToolTip(tr("Bars: each component's direct contribution. Line: the target logit (difference) after "
-                               "adding the components in forward order, starting from the bias term; the last point "
-                               "is the model's logit (difference).\n\n") + dlaConvention());
+    chart_ = new ChartFigure(cumulative_, QStringLiteral("cumulative_logit"),
+                             tr("Run a prompt to see the logit build up component by component."));
+    chart_->setValues([this] { return chartValues(); });
+    chart_->setTooltip([this](const QPoint& pos) { return chartTooltip(pos); });
+    cumulative_->setWhatsThis(tr("Bars: each component's direct contribution. Line: the target logit (difference) after "
+                                 "adding the components in forward order, starting from the bias term; the last point "
+                                 "is the model's logit (difference).\n\n") + dlaConvention());
     table_ = new QTableWidget(0, ColumnCount);
     table_->setHorizontalHeaderLabels({tr("#"), tr("component"), tr("L2 norm"), tr("DLA"), tr("cumulative")});
     table_->horizontalHeaderItem(DlaColumn)->setToolTip(dlaConvention());
@@ -98,6 +108,7 @@ void ResidualPanel::buildUi() {
     table_->horizontalHeader()->setSectionResizeMode(OrderColumn, QHeaderView::ResizeToContents);
     table_->sortByColumn(OrderColumn, Qt::AscendingOrder);
     table_->setSortingEnabled(true);
+    installTableFigure(table_, QStringLiteral("components"), tr("Run a prompt to list the components."));
     auto* rightSplit = new QSplitter(Qt::Vertical);
     rightSplit->addWidget(cumulative_);
     rightSplit->addWidget(table_);
@@ -231,6 +242,7 @@ void ResidualPanel::refresh() {
     if (!model_ || !cache_ || position() < 0) {
         heatmap_->setFigure({});
         cumulative_->clearPlottables();
+        chart_->setHasData(false);
         cumulative_->replot();
         table_->setRowCount(0);
         check_->clear();
@@ -314,7 +326,6 @@ void ResidualPanel::fillCumulative() {
     small.setPointSizeF(d.components.size() > 60 ? 6.5 : 8);
     cumulative_->xAxis->setTickLabelFont(small);
     cumulative_->xAxis->setSubTicks(false);
-    cumulative_->xAxis->setRange(-0.7, double(d.components.size()) + 0.7);
     cumulative_->xAxis->setLabel(tr("component (forward order)"));
     cumulative_->yAxis->setLabel(targetDescription());
     bool found = false;
@@ -322,12 +333,13 @@ void ResidualPanel::fillCumulative() {
     yr.expand(line->getValueRange(found));
     yr.expand(0.0);
     const double pad = 0.05 * std::max(yr.size(), 1e-6);
-    cumulative_->yAxis->setRange(yr.lower - pad, yr.upper + pad);
     cumulative_->legend->setVisible(true);
     cumulative_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
     chartTitle_->setText(
         tr("Cumulative %1 at position %2 (%3)").arg(targetDescription()).arg(d.position).arg(labels_.value(d.position)));
-    cumulative_->replot();
+    chart_->setHasData(true);
+    chart_->restyle(); // the new legend and ticker
+    chart_->setHomeRanges(QCPRange(-0.7, double(d.components.size()) + 0.7), QCPRange(yr.lower - pad, yr.upper + pad));
 }
 
 void ResidualPanel::fillTable() {
@@ -349,6 +361,34 @@ void ResidualPanel::fillTable() {
         set(CumulativeColumn, d.cumulative[size_t(i)], d.cumulative[size_t(i)]);
     }
     table_->setSortingEnabled(true);
+}
+
+ValueTable ResidualPanel::chartValues() const {
+    ValueTable t;
+    if (!dla_) return t;
+    const DirectLogitAttribution& d = *dla_;
+    t.corner = tr("component");
+    t.colLabels = QStringList{tr("DLA"), tr("cumulative %1").arg(targetDescription())};
+    t.rowLabels << tr("bias term");
+    t.cells.push_back({QString(), exactNumber(d.biasTerm)});
+    for (size_t i = 0; i < d.components.size(); ++i) {
+        t.rowLabels << d.components[i].name;
+        t.cells.push_back({exactNumber(d.components[i].value), exactNumber(d.cumulative[i])});
+    }
+    return t;
+}
+
+QString ResidualPanel::chartTooltip(const QPoint& pos) const {
+    if (!dla_ || !cumulative_->axisRect()->rect().contains(pos)) return {};
+    const DirectLogitAttribution& d = *dla_;
+    const int x = int(std::lround(cumulative_->xAxis->pixelToCoord(pos.x())));
+    if (x < 0 || x > int(d.components.size())) return {};
+    const QString legend = tr("\nBars: each component's direct contribution; line: the running total from the bias "
+                              "term, ending at the model's logit (difference).");
+    if (x == 0) return tr("bias term: %1").arg(d.biasTerm, 0, 'g', 6) + legend;
+    const DlaComponent& c = d.components[size_t(x - 1)];
+    return tr("%1: DLA %2, cumulative %3").arg(c.name).arg(c.value, 0, 'g', 6).arg(d.cumulative[size_t(x - 1)], 0, 'g', 6) +
+           legend;
 }
 
 QString ResidualPanel::checkText() const {
@@ -378,7 +418,7 @@ QString ResidualPanel::exportHeatmap(const QString& path, QSize size, double sca
 QString ResidualPanel::exportCumulative(const QString& path, QSize size, double scale) const {
     if (!dla_) return tr("Nothing to export: run a prompt first.");
     QString error;
-    exportPlot(cumulative_, path, imageFormatFromName(path).value_or(ImageFormat::Png), size, scale, &error);
+    exportFigure(*chart_, path, imageFormatFromName(path).value_or(ImageFormat::Png), size, scale, &error);
     return error;
 }
 

@@ -20,6 +20,7 @@ class QCPTextElement;
 namespace attnscope {
 
 class AblationView;
+class ChartFigure;
 class HeadDetectorsView;
 class TokenPicker;
 
@@ -58,6 +59,8 @@ public:
 
     MatrixHeatmap* heatmap() const { return heatmap_; }
     QCustomPlot* cumulativePlot() const { return cumulative_; }
+    /// The cumulative chart as a figure (zoom, hover, menu, empty state).
+    ChartFigure* cumulativeFigure() const { return chart_; }
     QTableWidget* componentsTable() const { return table_; }
     /// "Σ components = …" check line and the reconstruction-error line as shown.
     QString checkText() const;
@@ -85,6 +88,8 @@ private:
     void fillHeatmap();
     void fillCumulative();
     void fillTable();
+    ValueTable chartValues() const;
+    QString chartTooltip(const QPoint& pos) const;
     QString targetDescription() const;
     void exportDialog(bool chart);
 
@@ -103,6 +108,7 @@ private:
     MatrixHeatmap* heatmap_ = nullptr;
     QCustomPlot* cumulative_ = nullptr;
     QCPTextElement* chartTitle_ = nullptr;
+    ChartFigure* chart_ = nullptr;
     QTableWidget* table_ = nullptr;
     QLabel* check_ = nullptr;
     QLabel* reconstruction_ = nullptr;

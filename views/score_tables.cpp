@@ -1,12 +1,15 @@
 #include "views/score_tables.h"
 
+#include "views/table_figure.h"
+
 #include <QFontDatabase>
 #include <QHeaderView>
 #include <QTableWidget>
 
 namespace attnscope {
 
-QTableWidget* makeScoreTable(const QStringList& headers, QWidget* parent) {
+QTableWidget* makeScoreTable(const QStringList& headers, const QString& baseName, const QString& emptyText,
+                             QWidget* parent) {
     auto* t = new QTableWidget(0, int(headers.size()), parent);
     t->setHorizontalHeaderLabels(headers);
     t->verticalHeader()->hide();
@@ -15,6 +18,7 @@ QTableWidget* makeScoreTable(const QStringList& headers, QWidget* parent) {
     t->setAlternatingRowColors(true);
     t->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     t->horizontalHeader()->setStretchLastSection(true);
+    installTableFigure(t, baseName, emptyText);
     return t;
 }
 
@@ -38,6 +42,14 @@ QTableWidgetItem* scoreCell(double value) {
 QTableWidgetItem* rankCell(int rank) {
     auto* item = new QTableWidgetItem(QString::number(rank));
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+    return item;
+}
+
+QTableWidgetItem* componentCell(const QString& name, int layer, int index) {
+    auto* item = new QTableWidgetItem(name);
+    item->setData(Qt::UserRole, layer);
+    item->setData(Qt::UserRole + 1, index);
     item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
     return item;
 }

@@ -1,7 +1,8 @@
 #pragma once
 // Read-only tables of scored tokens and token pairs (embedding-space projections, component readouts,
 // checkpoint differences): one row per entry, rank first, the token id in each token cell's tooltip
-// and Qt::UserRole.
+// and Qt::UserRole, the exact score in the score cell's Qt::UserRole. Every score table is a table
+// figure (views/table_figure.h): copy / export menu, hover values, empty-state sentence.
 
 #include "model/analysis/topk_accumulator.h"
 #include "model/tokenizers/tokenizer.h"
@@ -15,8 +16,10 @@ class QWidget;
 
 namespace attnscope {
 
-/// A sortable-looking, non-editable table with the given column headers and no vertical header.
-QTableWidget* makeScoreTable(const QStringList& headers, QWidget* parent = nullptr);
+/// A sortable-looking, non-editable table with the given column headers and no vertical header, shown
+/// as `emptyText` while it has no rows; `baseName` names its exported files.
+QTableWidget* makeScoreTable(const QStringList& headers, const QString& baseName, const QString& emptyText,
+                             QWidget* parent = nullptr);
 
 /// Columns: #, token, score. Rank starts at 1.
 void fillTokenTable(QTableWidget* table, const std::vector<ScoredToken>& tokens, const Tokenizer& tokenizer);
@@ -30,5 +33,8 @@ QTableWidgetItem* tokenCell(const Tokenizer& tokenizer, int id);
 QTableWidgetItem* scoreCell(double value);
 /// A read-only right-aligned 1-based rank cell.
 QTableWidgetItem* rankCell(int rank);
+/// A read-only cell naming a head or neuron ("L1H3", "L0N17"): its layer in Qt::UserRole and its head or
+/// neuron index in Qt::UserRole + 1.
+QTableWidgetItem* componentCell(const QString& name, int layer, int index);
 
 } // namespace attnscope

@@ -1,6 +1,10 @@
 #include "views/table_figure.h"
 
-#include "model/core/csv_writer.h"
+#include "views/empty_state.h"
+#include "views/figure_actions.h"
+#include "views/plot_render.h"
+
+#include <qcustomplot.h>
 
 #include <QFileInfo>
 #include <QFontMetrics>
@@ -8,9 +12,9 @@
 #include <QHeaderView>
 #include <QImage>
 #include <QPainter>
-#include <QPdfWriter>
-#include <QSvgGenerator>
-#include <QTableWidget>
+#include <QHelpEvent>
+#include <QTableView>
+#include <QToolTip>
 #include <cmath>
 #include <memory>
 
@@ -44,7 +48,15 @@ std::vector<int> columnWidths(const TableFigure& fig) {
     return w;
 }
 
-void paint(QPainter& p, const TableFigure& fig) {
+} // namespace
+
+QColor contrastingTextColor(const QColor& bg) {
+    auto lin = [](double c) { return c <= 0.03928 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); };
+    const double L = 0.2126 * lin(bg.redF()) + 0.7152 * lin(bg.greenF()) + 0.0722 * lin(bg.blueF());
+    return L > 0.179 ? QColor(Qt::black) : QColor(Qt::white);
+}
+
+void paintTableFigure(QPainter& p, const TableFigure& fig) {
     const std::vector<int> w = columnWidths(fig);
     QFont f = figureFont();
     QFont bold = f;
@@ -89,35 +101,22 @@ void paint(QPainter& p, const TableFigure& fig) {
     }
 }
 
-bool fail(QString* error, const QString& path, const QString& problem) {
-    if (error) *error = path + QStringLiteral(": ") + problem;
-    return false;
-}
-
-} // namespace
-
-QColor contrastingTextColor(const QColor& bg) {
-    auto lin = [](double c) { return c <= 0.03928 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4); };
-    const double L = 0.2126 * lin(bg.redF()) + 0.7152 * lin(bg.greenF()) + 0.0722 * lin(bg.blueF());
-    return L > 0.179 ? QColor(Qt::black) : QColor(Qt::white);
-}
-
-TableFigure tableFigureFrom(const QTableWidget& table, const QString& title) {
+TableFigure tableFigureFrom(const QTableView& table, const QString& title) {
     TableFigure fig;
     fig.title = title;
-    for (int c = 0; c < table.columnCount(); ++c) {
-        const QTableWidgetItem* h = table.horizontalHeaderItem(c);
-        fig.colLabels << (h ? h->text() : QString::number(c + 1));
-    }
-    for (int r = 0; r < table.rowCount(); ++r) {
-        const QTableWidgetItem* h = table.verticalHeaderItem(r);
-        fig.rowLabels << (!table.verticalHeader()->isHidden() ? (h ? h->text() : QString::number(r + 1)) : QString());
+    const QAbstractItemModel* m = table.model();
+    if (!m) return fig;
+    const bool rowHeaders = !table.verticalHeader()->isHidden();
+    for (int c = 0; c < m->columnCount(); ++c) fig.colLabels << m->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString();
+    for (int r = 0; r < m->rowCount(); ++r) {
+        fig.rowLabels << (rowHeaders ? m->headerData(r, Qt::Vertical, Qt::DisplayRole).toString() : QString());
         QStringList text;
         std::vector<QColor> fill;
-        for (int c = 0; c < table.columnCount(); ++c) {
-            const QTableWidgetItem* it = table.item(r, c);
-            text << (it ? it->text() : QString());
-            const QBrush b = it ? it->background() : QBrush();
+        for (int c = 0; c < m->columnCount(); ++c) {
+            const QModelIndex i = m->index(r, c);
+            text << m->data(i, Qt::DisplayRole).toString();
+            const QVariant bg = m->data(i, Qt::BackgroundRole);
+            const QBrush b = bg.canConvert<QBrush>() ? bg.value<QBrush>() : QBrush();
             fill.push_back(b.style() == Qt::NoBrush ? QColor() : b.color());
         }
         fig.text.push_back(text);
@@ -133,63 +132,107 @@ QSize tableFigureSize(const TableFigure& fig) {
 }
 
 bool exportTableFigure(const TableFigure& fig, const QString& path, ImageFormat format, double scale, QString* error) {
-    const QSize size = tableFigureSize(fig);
-    if (!(scale > 0.0 && scale <= 16.0)) return fail(error, path, QObject::tr("scale %1 must be in (0, 16]").arg(scale));
-    if (format == ImageFormat::Png) {
-        QImage image(size * scale, QImage::Format_ARGB32_Premultiplied);
-        if (image.isNull()) return fail(error, path, QObject::tr("out of memory for the image"));
-        QPainter p(&image);
-        p.setRenderHint(QPainter::TextAntialiasing);
-        p.scale(scale, scale);
-        paint(p, fig);
-        p.end();
-        if (!image.save(path, "PNG")) return fail(error, path, QObject::tr("cannot write PNG (folder missing or not writable?)"));
-        return true;
-    }
-    std::unique_ptr<QPaintDevice> device;
-    const int dpi = 96;
-    if (format == ImageFormat::Svg) {
-        auto svg = std::make_unique<QSvgGenerator>();
-        svg->setFileName(path);
-        svg->setSize(size);
-        svg->setViewBox(QRect(QPoint(0, 0), size));
-        svg->setResolution(dpi);
-        svg->setTitle(fig.title);
-        device = std::move(svg);
-    } else {
-        auto pdf = std::make_unique<QPdfWriter>(path);
-        pdf->setResolution(dpi);
-        pdf->setPageSize(QPageSize(QSizeF(size) * 72.0 / dpi, QPageSize::Point, QString(), QPageSize::ExactMatch));
-        pdf->setPageMargins(QMarginsF(0, 0, 0, 0));
-        pdf->setTitle(fig.title);
-        pdf->setCreator(QStringLiteral("AttnScope"));
-        device = std::move(pdf);
-    }
-    QPainter p;
-    if (!p.begin(device.get()))
-        return fail(error, path, QObject::tr("cannot write %1 (folder missing or not writable?)").arg(imageFormatSuffix(format).toUpper()));
-    p.scale(double(device->width()) / size.width(), double(device->height()) / size.height());
-    paint(p, fig);
-    p.end();
-    device.reset();
-    if (QFileInfo(path).size() == 0) return fail(error, path, QObject::tr("nothing was written"));
-    return true;
+    return renderFigure(path, format, tableFigureSize(fig), scale, fig.title, QStringLiteral("Table exported by AttnScope"),
+                        [&](QCPPainter& p) { paintTableFigure(p, fig); }, error);
 }
 
-bool exportTableCsv(const QTableWidget& table, const QString& path, QString* error) {
-    const TableFigure fig = tableFigureFrom(table, {});
-    const bool rowLabels = !table.verticalHeader()->isHidden();
-    QStringList header;
-    if (rowLabels) header << QString();
-    header << fig.colLabels;
-    std::vector<QStringList> rows;
-    for (size_t r = 0; r < fig.text.size(); ++r) {
-        QStringList row;
-        if (rowLabels) row << fig.rowLabels[int(r)];
-        row << fig.text[r];
-        rows.push_back(row);
+bool exportTableCsv(const QTableView& table, const QString& path, QString* error) {
+    if (!table.model()) return failWith(error, path, QObject::tr("no table"));
+    return valueTableOf(*table.model(), !table.verticalHeader()->isHidden()).writeCsv(path, error);
+}
+
+TableViewFigure::TableViewFigure(QTableView* view, const QString& baseName, const QString& emptyText)
+    : QObject(view), view_(view), empty_(new EmptyState(view->viewport(), emptyText)),
+      actions_(new FigureActions(view, this, baseName)) {
+    setObjectName(QStringLiteral("TableViewFigure"));
+    view->viewport()->installEventFilter(this);
+    view->viewport()->setMouseTracking(true);
+    watchModel();
+}
+
+void TableViewFigure::watchModel() {
+    QAbstractItemModel* m = view_->model();
+    if (!m) return;
+    for (auto signal : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved,
+                        &QAbstractItemModel::columnsInserted, &QAbstractItemModel::columnsRemoved})
+        connect(m, signal, this, &TableViewFigure::updateEmptyState);
+    connect(m, &QAbstractItemModel::modelReset, this, &TableViewFigure::updateEmptyState);
+    connect(m, &QAbstractItemModel::layoutChanged, this, &TableViewFigure::updateEmptyState);
+    updateEmptyState();
+}
+
+void TableViewFigure::setEmptyText(const QString& text) {
+    if (!empty_) return;
+    empty_->setText(text);
+    updateEmptyState();
+}
+
+void TableViewFigure::updateEmptyState() {
+    if (empty_ && view_) empty_->setEmpty(!hasFigureData() && !empty_->text().isEmpty());
+}
+
+bool TableViewFigure::isShowingEmptyState() const { return empty_ && empty_->isEmpty(); }
+
+QString TableViewFigure::emptyText() const { return empty_ ? empty_->text() : QString(); }
+
+bool TableViewFigure::hasFigureData() const {
+    return view_ && view_->model() && view_->model()->rowCount() > 0 && view_->model()->columnCount() > 0;
+}
+
+QSize TableViewFigure::figureSize() const { return tableFigureSize(tableFigureFrom(*view_, title_)); }
+
+void TableViewFigure::paintFigure(QCPPainter& painter, QSize, bool) {
+    TableFigure fig = tableFigureFrom(*view_, title_);
+    if (!corner_.isEmpty()) fig.corner = corner_;
+    paintTableFigure(painter, fig);
+}
+
+ValueTable TableViewFigure::figureValues() const {
+    if (!view_ || !view_->model()) return {};
+    return valueTableOf(*view_->model(), !view_->verticalHeader()->isHidden(), corner_);
+}
+
+QString TableViewFigure::rowLabel(int row) const {
+    const QAbstractItemModel* m = view_->model();
+    if (!view_->verticalHeader()->isHidden()) return m->headerData(row, Qt::Vertical, Qt::DisplayRole).toString();
+    return tr("row %1").arg(row + 1);
+}
+
+QString TableViewFigure::describeCell(int row, int col) const {
+    const QAbstractItemModel* m = view_ ? view_->model() : nullptr;
+    if (!m || row < 0 || col < 0 || row >= m->rowCount() || col >= m->columnCount()) return {};
+    QString text = QStringLiteral("%1, %2: %3")
+                       .arg(rowLabel(row), m->headerData(col, Qt::Horizontal, Qt::DisplayRole).toString(),
+                            exactCellText(*m, row, col));
+    const QString own = m->data(m->index(row, col), Qt::ToolTipRole).toString();
+    bool number = false;
+    own.toDouble(&number); // a tooltip that only repeats the value adds nothing
+    if (!own.isEmpty() && !number) text += QLatin1Char('\n') + own;
+    return text;
+}
+
+bool TableViewFigure::eventFilter(QObject* watched, QEvent* event) {
+    if (view_ && watched == view_->viewport() && event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        const QModelIndex i = view_->indexAt(help->pos());
+        const QString text = i.isValid() ? describeCell(i.row(), i.column()) : QString();
+        if (text.isEmpty()) QToolTip::hideText();
+        else QToolTip::showText(help->globalPos(), text, view_->viewport());
+        return true;
     }
-    return writeCsv(path, header, rows, error);
+    return QObject::eventFilter(watched, event);
+}
+
+TableViewFigure* installTableFigure(QTableView* view, const QString& baseName, const QString& emptyText) {
+    if (TableViewFigure* existing = tableFigureOf(view)) {
+        existing->setEmptyText(emptyText);
+        return existing;
+    }
+    return new TableViewFigure(view, baseName, emptyText);
+}
+
+TableViewFigure* tableFigureOf(const QTableView* view) {
+    return view ? view->findChild<TableViewFigure*>(QStringLiteral("TableViewFigure"), Qt::FindDirectChildrenOnly) : nullptr;
 }
 
 } // namespace attnscope

@@ -1,5 +1,8 @@
 #include "views/top_tokens_view.h"
 
+#include "views/table_figure.h"
+#include "views/value_table.h"
+
 #include <QFontDatabase>
 #include <QHeaderView>
 #include <QPainter>
@@ -41,7 +44,10 @@ TopTokensView::TopTokensView(QWidget* parent) : QTableWidget(0, ColumnCount, par
     setSelectionBehavior(QAbstractItemView::SelectRows);
     setAlternatingRowColors(true);
     setItemDelegateForColumn(ProbabilityColumn, new ProbabilityDelegate(this));
+    installTableFigure(this, QStringLiteral("top_tokens"), tr("Run a prompt to see the next-token predictions."));
 }
+
+void TopTokensView::setEmptyText(const QString& text) { tableFigureOf(this)->setEmptyText(text); }
 
 void TopTokensView::setTokens(const QVector<TopToken>& tokens) {
     setRowCount(int(tokens.size()));
@@ -55,7 +61,9 @@ void TopTokensView::setTokens(const QVector<TopToken>& tokens) {
         tok->setData(Qt::UserRole, t.id);
         tok->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
         setItem(r, TokenColumn, tok);
-        setItem(r, LogitColumn, numberItem(QString::number(t.logit, 'f', 2)));
+        auto* logit = numberItem(QString::number(t.logit, 'f', 2));
+        logit->setData(kExactValueRole, t.logit); // Copy values / CSV: the number itself
+        setItem(r, LogitColumn, logit);
         auto* prob = numberItem(QStringLiteral("%1 %").arg(100.0 * t.probability, 0, 'f', 1));
         prob->setData(Qt::UserRole, t.probability);
         setItem(r, ProbabilityColumn, prob);

@@ -1,5 +1,6 @@
 #pragma once
-// Table of the most likely next tokens: rank, token, logit, probability (with a bar).
+// Table of the most likely next tokens: rank, token, logit, probability (with a bar), with the shared
+// table figure menu (copy values / image, export), hover values and an empty-state sentence.
 
 #include <QString>
 #include <QTableWidget>
@@ -23,6 +24,8 @@ public:
     /// Shows `tokens` in the given order (rank 1 first). The token id is in the token cell's tooltip
     /// and in its Qt::UserRole data.
     void setTokens(const QVector<TopToken>& tokens);
+    /// The sentence shown while the table is empty (default: "Run a prompt to see the next-token predictions.").
+    void setEmptyText(const QString& text);
 };
 
 } // namespace attnscope
