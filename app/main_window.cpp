@@ -1,6 +1,7 @@
 #include "app/main_window.h"
 
 #include "app/about_text.h"
+#include "views/appearance.h"
 
 #include "model/analysis/top_tokens.h"
 #include "views/logit_lens_panel.h"
@@ -62,6 +63,7 @@ ImageFormat formatForSuffix(const QString& path) {
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(tr("AttnScope"));
     Appearance::instance().install(); // the stored theme (light / dark / following the desktop)
+    Appearance::instance().install(); // the saved theme (or the desktop's) before any widget is shown
     buildUi();
     buildMenus();
     // analysis tabs, one line each: addPanel(new SomePanel);
@@ -222,6 +224,7 @@ void MainWindow::buildMenus() {
         tabs_->addAction(a);
         connect(a, &QAction::triggered, this, [this, m] { moveHead(m.dl, m.dh); });
     }
+    menuBar()->addMenu(tr("&View"))->addMenu(Appearance::instance().createMenu(this));
     menuBar()->addMenu(tr("&View"))->addMenu(Appearance::instance().createMenu(this));
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About AttnScope"), this, [this] {
