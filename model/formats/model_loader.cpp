@@ -1,6 +1,7 @@
 #include "model/formats/model_loader.h"
 
 #include "model/core/errors.h"
+#include "model/discovery/hf_cache.h"
 #include "model/formats/gpt2_weight_resolver.h"
 #include "model/formats/hf_config.h"
 #include "model/formats/sharded_index.h"
@@ -104,7 +105,8 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
     TensorSet tensors = openWeights(loc, progress, done, total);
 
     ModelInfo info;
-    info.name = dir.dirName();
+    const QString repoId = hfRepoIdForPath(loc.folder); // a Hugging Face cache snapshot: "ORG/NAME", not the commit
+    info.name = repoId.isEmpty() ? dir.dirName() : repoId;
     info.path = path;
     for (const auto& f : tensors.files()) {
         info.weightFiles << f->label();
