@@ -4,6 +4,7 @@
 #include "model/core/errors.h"
 #include "views/block_diagram.h"
 #include "views/matrix_table_model.h"
+#include "views/panel_state.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
@@ -291,6 +292,21 @@ void AttentionStepsPanel::exportDialog() {
     if (path.isEmpty()) return;
     const QString error = exportCurrentStep(path);
     emit statusMessage(error.isEmpty() ? tr("Wrote %1").arg(path) : error);
+}
+
+QJsonObject AttentionStepsPanel::saveState() const {
+    if (current_ >= int(steps_.size())) return {};
+    return {{QStringLiteral("step"), steps_[size_t(current_)].name}};
+}
+
+void AttentionStepsPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    const auto name = r.string(QStringLiteral("step"));
+    if (!name) return;
+    for (int i = 0; i < int(steps_.size()); ++i)
+        if (steps_[size_t(i)].name == *name) return setCurrentIndex(i);
+    r.problem(steps_.empty() ? tr("step \"%1\" not shown: no steps to show yet").arg(*name)
+                             : tr("this head has no step \"%1\"").arg(*name));
 }
 
 } // namespace attnscope
