@@ -6,7 +6,9 @@
 #include "model/analysis/steps_json.h"
 #include "model/analysis/embedding_space_json.h"
 #include "model/core/errors.h"
+#include "model/discovery/model_name.h"
 #include "model/formats/model_loader.h"
+#include "model/formats/open_support.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
 #include "views/figure_export.h"
@@ -28,7 +30,10 @@ QString refuseOverwrite(const QString& path, bool force) {
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     try {
-        const auto model = loadModel(resolveModelPath(cmd.modelPath));
+        const ResolvedModel resolved = resolveModelName(cmd.modelPath);
+        if (!resolved.ok()) throw InputError(resolved.error);
+        requireOpenable(resolved.path);
+        const auto model = loadModel(resolved.path);
         const ModelConfig& cfg = model->config();
         if (!cmd.project.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
