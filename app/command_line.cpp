@@ -1,6 +1,7 @@
 #include "app/command_line.h"
 
 #include "app/about_text.h"
+#include "app/screenshot.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -11,27 +12,36 @@ namespace attnscope {
 bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
-        for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project",
-                                 "-export", "-dump-json", "-dump-steps", "--help", "-h", "--version", "--tokenize"})
+        for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
+                                 "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
     return false;
 }
 
-QString resolveModelPath(const QString& path) {
-    if (path.isEmpty() || (path == QLatin1String("demo") && !QFileInfo::exists(path))) return QStringLiteral(":/demo");
-    return path;
-}
-
 bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error, QString* helpText) {
     QCommandLineParser p;
     p.setApplicationDescription(QStringLiteral(
-        "AttnScope: see what a transformer computes, head by head.\n"
-        "Without --export, --dump-json or --dump-steps, opens the window (on PATH, or the bundled demo model)."));
+        "AttnScope: see what a transformer computes, head by head.\n\n"
+        "Modes, each with an example (only the window needs a display):\n"
+        "  window           attnscope [MODEL | SESSION.attnscope]\n"
+        "                   attnscope gpt2\n"
+        "  heatmaps         attnscope --model demo --prompt \"In the beginning\" --export heatmaps/ [--layer 1 --head 1]\n"
+        "  JSON dump        attnscope --model demo --prompt \"In the beginning\" --dump-json out.json [--layer 1 --head 1]\n"
+        "    + attribution  attnscope --model demo --prompt \"In the beginning God\" --dump-json out.json --dla \" created\"\n"
+        "    + logit lens   attnscope --model demo --prompt \"In the beginning\" --dump-json out.json --logit-lens --top 5\n"
+        "  attention steps  attnscope --model demo --prompt \"In the beginning\" --layer 0 --head 0 --dump-steps steps.json\n"
+        "  projection       attnscope --model demo --project ov --layer 1 --head 1 --dump-json ov.json\n"
+        "  screenshot       attnscope --screenshot logit-lens --out lens.png [--model demo --prompt … --layer 1 --head 1]\n"
+        "                   attnscope --screenshot compare-models --out compare.png --session-file compare.attnscope\n"
+        "  version          attnscope --version\n\n"
+        "MODEL is a model folder or file (.safetensors), or a name: demo (the bundled model), NAME or ORG/NAME "
+        "(the newest snapshot in the Hugging Face cache, offline), ollama:NAME[:TAG] (Ollama's store).\n"
+        "Screenshot views: %1.").arg(screenshotViews().join(QStringLiteral(", "))));
     const QCommandLineOption help = p.addHelpOption();
     const QCommandLineOption version = p.addVersionOption();
-    const QCommandLineOption model({"m", "model"}, "Model folder (Hugging Face layout) or .safetensors file.", "PATH");
+    const QCommandLineOption model({"m", "model"}, "Model folder or file, or a model name (see above).", "MODEL");
     const QCommandLineOption prompt({"p", "prompt"}, "Prompt text.", "TEXT");
     const QCommandLineOption noBos("no-bos", "Do not prepend the BOS token (<|endoftext|> for GPT-2, <s> for Llama 2).");
     const QCommandLineOption bos("bos", "Prepend the BOS token even if the model does not by default.");
@@ -61,9 +71,15 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption neuron("neuron", "FF neuron (0-based) for --project ffkey/ffvalue.", "N");
     const QCommandLineOption top("top", "Entries per projection / tokens per logit-lens cell (default 10).", "K", "10");
     const QCommandLineOption logitLens("logit-lens", "Add the logit lens (top --top tokens per layer boundary and position) to --dump-json.");
+    const QCommandLineOption screenshot("screenshot", "Render VIEW of the window offscreen into --out (PNG); "
+                                                      "--width/--height set the window size (default 1600×1000).", "VIEW");
+    const QCommandLineOption outFile("out", "Output file of --screenshot (.png).", "FILE");
+    // not "--session": QGuiApplication takes -session/--session for X11 session management
+    const QCommandLineOption session("session-file", "With --screenshot: restore this session first (.attnscope).", "FILE");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
-                  width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens});
-    p.addPositionalArgument("PATH", "Model to open in the window.", "[PATH]");
+                  width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
+                  screenshot, outFile, session});
+    p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     if (!p.parse(args)) {
         *error = p.errorText();
@@ -135,6 +151,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         !parseInt(top, &c.top, 1))
         return false;
     c.size = QSize(w, h);
+    c.sizeGiven = p.isSet(width) || p.isSet(height);
     bool ok = false;
     c.scale = p.value(scale).toDouble(&ok);
     if (!ok || c.scale <= 0 || c.scale > 8) {
@@ -161,6 +178,33 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     if (p.isSet(position) && !p.isSet(dla)) {
         *error = QStringLiteral("--position goes with --dla");
+        return false;
+    }
+    c.screenshot = p.value(screenshot);
+    c.out = p.value(outFile);
+    c.session = p.value(session);
+    if (p.isSet(screenshot)) {
+        if (!screenshotViews().contains(c.screenshot)) {
+            *error = QStringLiteral("--screenshot must be one of %1, got '%2'").arg(screenshotViews().join(QStringLiteral(", ")), c.screenshot);
+            return false;
+        }
+        if (!c.out.endsWith(QLatin1String(".png"), Qt::CaseInsensitive)) {
+            *error = QStringLiteral("--screenshot needs --out FILE.png");
+            return false;
+        }
+        if (!c.exportDir.isEmpty() || !c.dumpJson.isEmpty() || !c.dumpSteps.isEmpty() || p.isSet(project)) {
+            *error = QStringLiteral("--screenshot goes alone: not with --export, --dump-json, --dump-steps or --project");
+            return false;
+        }
+        if ((c.layer >= 0) != (c.head >= 0)) {
+            *error = QStringLiteral("--layer and --head go together");
+            return false;
+        }
+        *out = c;
+        return true;
+    }
+    if (p.isSet(outFile) || p.isSet(session)) {
+        *error = QStringLiteral("--out and --session-file go with --screenshot");
         return false;
     }
     c.project = p.value(project).toLower();

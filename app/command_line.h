@@ -9,6 +9,9 @@
 //             [--logit-lens [--top K]]
 //   attnscope --model PATH --project ov|qk|ffkey|ffvalue --layer L (--head H | --neuron N) [--top K]
 //             --dump-json FILE [--force]                  (embedding-space projection, no prompt)
+//   attnscope --screenshot VIEW --out FILE.png [--model M --prompt T --layer L --head H --session-file S
+//             --width W --height H --force]               (a view of the window, rendered offscreen)
+// PATH may be a model name (model/discovery/model_name.h): demo, gpt2, ORG/NAME, ollama:NAME[:TAG].
 //   attnscope --model PATH --prompt TEXT --tokenize [--dump-json FILE]   (ids only; no weights needed)
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… instead of --prompt,
 // --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
@@ -22,7 +25,8 @@
 namespace attnscope {
 
 struct CommandLine {
-    QString modelPath;      ///< --model or the positional PATH; empty or "demo" = the bundled demo model
+    QString modelPath;      ///< --model or the positional PATH (a path, a model name, or a .attnscope session for
+                            ///< the window); empty or "demo" = the bundled demo model
     QString prompt;
     std::optional<bool> prependBos; ///< --bos / --no-bos; unset: the model's own default (Tokenizer::addsBos)
     QString tokenizerPath;  ///< --tokenizer FILE: for models without one inside (llama2.c .bin)
@@ -44,9 +48,15 @@ struct CommandLine {
     int neuron = -1;        ///< --neuron for ffkey/ffvalue
     int top = 10;           ///< --top K: pairs/tokens per projection, tokens per logit-lens cell
     bool logitLens = false; ///< --logit-lens: add "logit_lens" to the prompt dump
+    QString screenshot;     ///< --screenshot VIEW: render that view (app/screenshot.h) into --out
+    QString out;            ///< --out FILE.png for --screenshot
+    QString session;        ///< --session-file FILE.attnscope: restored before --screenshot (overridden by the other options)
+    bool sizeGiven = false; ///< --width or --height was given
 
     /// True when the invocation asks for headless work (no window is opened).
-    bool isHeadless() const { return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || tokenize; }
+    bool isHeadless() const {
+        return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize;
+    }
 };
 
 /// Parses argv (args[0] = program). Returns false with a usage error in *error; sets *helpText
@@ -55,8 +65,5 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
 
 /// Cheap pre-check on raw argv, before any QApplication exists: does it ask for headless work?
 bool argvIsHeadless(int argc, char** argv);
-
-/// The path the loader should open: the embedded demo model (":/demo") for "" or "demo".
-QString resolveModelPath(const QString& path);
 
 } // namespace attnscope

@@ -6,7 +6,9 @@
 #include "model/analysis/steps_json.h"
 #include "model/analysis/embedding_space_json.h"
 #include "model/core/errors.h"
+#include "model/discovery/model_name.h"
 #include "model/formats/model_loader.h"
+#include "model/formats/open_support.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/generate.h"
 #include "model/transformer/prompt.h"
@@ -42,10 +44,12 @@ QJsonObject tokenizeDump(const Tokenizer& tok, const CommandLine& cmd) {
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     try {
+        const ResolvedModel resolved = resolveModelName(cmd.modelPath);
+        if (!resolved.ok()) throw InputError(resolved.error);
         LoadOptions options;
         options.tokenizerPath = cmd.tokenizerPath;
         if (cmd.tokenize) {
-            const std::unique_ptr<Tokenizer> tok = loadTokenizerOnly(resolveModelPath(cmd.modelPath), options);
+            const std::unique_ptr<Tokenizer> tok = loadTokenizerOnly(resolved.path, options);
             const QJsonObject json = tokenizeDump(*tok, cmd);
             if (cmd.dumpJson.isEmpty()) {
                 out << QJsonDocument(json).toJson(QJsonDocument::Compact) << "\n";
@@ -57,7 +61,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             out << "wrote " << cmd.dumpJson << "\n";
             return 0;
         }
-        const auto model = loadModel(resolveModelPath(cmd.modelPath), {}, options);
+        requireOpenable(resolved.path);
+        const auto model = loadModel(resolved.path, {}, options);
         const ModelConfig& cfg = model->config();
         if (!cmd.project.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);

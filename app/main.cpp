@@ -4,11 +4,14 @@
 #include "app/command_line.h"
 #include "app/headless.h"
 #include "app/main_window.h"
+#include "app/screenshot.h"
+#include "app/session_controller.h"
 #include "model/core/heap_reuse.h"
 #include "model/core/kernels/kernel_choice.h"
 #include "app/startup_model.h"
 
 #include <QApplication>
+#include <QIcon>
 #include <QTextStream>
 #include <cstdio>
 
@@ -20,6 +23,8 @@ int main(int argc, char** argv) {
     QApplication::setApplicationName(QStringLiteral("AttnScope"));
     QApplication::setOrganizationName(QStringLiteral("AttnScope"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/attnscope.svg")));
+    QGuiApplication::setDesktopFileName(QStringLiteral("attnscope")); // packaging/attnscope.desktop
 
     QTextStream out(stdout), err(stderr);
     // the compute kernel is chosen before any work: a forced one the CPU cannot run is a clear error
@@ -37,10 +42,17 @@ int main(int argc, char** argv) {
         err << "attnscope: " << error << "\nTry 'attnscope --help'.\n";
         return 2;
     }
+    if (!cmd.screenshot.isEmpty()) return attnscope::runScreenshot(cmd, out, err);
     if (cmd.isHeadless()) return attnscope::runHeadless(cmd, out, err);
 
     attnscope::MainWindow window;
     window.show();
-    window.openModel(attnscope::startupModelPath(cmd.modelPath), cmd.prompt); // last model if none given
+    const attnscope::StartupPlan plan = attnscope::planStartup(cmd.modelPath); // the last session if none given
+    switch (plan.action) {
+    case attnscope::StartupPlan::Action::OpenSessionFile: window.openPath(plan.sessionFile); break;
+    case attnscope::StartupPlan::Action::RestoreLastSession: window.sessions().restore(plan.lastSession); break;
+    case attnscope::StartupPlan::Action::OpenModel: window.openModel(plan.model, cmd.prompt); break;
+    }
+    if (plan.showPicker) window.showModelPicker(); // first start: the demo opens behind the installed models
     return app.exec();
 }

@@ -2,6 +2,17 @@
 
 #include "app/about_text.h"
 #include "views/appearance.h"
+#include "app/help_browser.h"
+#include "app/keyboard_shortcuts.h"
+#include "app/model_drop.h"
+#include "app/model_file_watcher.h"
+#include "app/model_open_dialog.h"
+#include "app/model_picker_dialog.h"
+#include "app/recent_models.h"
+#include "app/session_controller.h"
+#include "app/view_ids.h"
+#include "app/window_layout.h"
+#include "model/discovery/model_name.h"
 
 #include "model/analysis/top_tokens.h"
 #include "views/logit_lens_panel.h"
@@ -25,6 +36,13 @@
 #include <QCloseEvent>
 #include <QDialog>
 #include <QDialogButtonBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QJsonDocument>
+#include <QMimeData>
+#include <QTabBar>
+#include <QThread>
+#include <QToolButton>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
@@ -60,12 +78,13 @@ ImageFormat formatForSuffix(const QString& path) {
 }
 } // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), desktop_(mode == Mode::Desktop) {
     setWindowTitle(tr("AttnScope"));
-    Appearance::instance().install(); // the stored theme (light / dark / following the desktop)
     Appearance::instance().install(); // the saved theme (or the desktop's) before any widget is shown
+    setAcceptDrops(true);
     buildUi();
     buildMenus();
+    addHelpButton(0); // the Attention tab; addPanel adds the others
     // analysis tabs, one line each: addPanel(new SomePanel);
     {
         auto* dla = new ResidualPanel;
@@ -102,12 +121,23 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         statusLabel_->setText(what);
     });
 
+    sessions_ = new SessionController(this); // after the connections above: it acts once the window has updated
+    connect(sessions_, &SessionController::restored, this, &MainWindow::onSessionRestored);
+    watcher_ = new ModelFileWatcher(this);
+    connect(watcher_, &ModelFileWatcher::changed, this, &MainWindow::askReload);
+    help_ = new HelpBrowser(this);
+    connect(tabs_, &QTabWidget::currentChanged, this, [this] { saveSettings(); }); // the tab belongs to the last session
+
+    prompt_->setText(QString::fromUtf8(kDefaultPrompt));
+    prependBos_->setChecked(true);
+    resize(1500, 920);
+    if (!desktop_) return;
     QSettings s;
     prompt_->setText(s.value("prompt", QString::fromUtf8(kDefaultPrompt)).toString());
     prependBos_->setChecked(s.value("prependBos", true).toBool());
     layerSpin_->setValue(s.value("layer", 0).toInt());
     headSpin_->setValue(s.value("head", 0).toInt());
-    resize(1500, 920);
+    restoreWindowLayout(this);
 }
 
 MainWindow::~MainWindow() = default;
@@ -115,6 +145,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::buildUi() {
     // prompt bar
     auto* bar = addToolBar(tr("Prompt"));
+    bar->setObjectName(QStringLiteral("promptToolBar")); // QMainWindow::saveState needs it
     bar->setMovable(false);
     bar->addWidget(new QLabel(tr(" Prompt: ")));
     prompt_ = new QLineEdit;
@@ -169,6 +200,7 @@ void MainWindow::buildUi() {
     headGrid_ = new HeadGrid;
     connect(headGrid_, &HeadGrid::headClicked, this, [this](int l, int h) { selectHead(l, h); });
     auto* attnSplit = new QSplitter(Qt::Horizontal);
+    attnSplit->setObjectName(QStringLiteral("attentionSplitter"));
     attnSplit->addWidget(heatmap_);
     attnSplit->addWidget(headGrid_);
     attnSplit->setStretchFactor(0, 3);
@@ -197,9 +229,20 @@ void MainWindow::buildUi() {
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("Open Model &Folder…"), QKeySequence::Open, this, &MainWindow::openFolderDialog);
-    file->addAction(tr("Open &Safetensors File…"), this, &MainWindow::openFileDialog);
-    file->addAction(tr("Open &Demo Model"), this, [this] { openModel(QStringLiteral(":/demo")); });
+    file->addAction(tr("&Open…"), QKeySequence::Open, this, &MainWindow::openDialog)
+        ->setToolTip(tr("A .safetensors, .gguf or llama2.c .bin file, a model folder or a session"));
+    file->addAction(tr("Open Recent/&Installed…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::showModelPicker);
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::rebuildRecentMenu);
+    rebuildRecentMenu();
+    file->addAction(tr("Open &Demo Model"), this, [this] { openModel(QStringLiteral("demo")); });
+    QAction* reload = file->addAction(tr("Re&load Model"), QKeySequence(tr("Ctrl+R")), this, [this] {
+        if (session_.model()) sessions_->restore(sessions_->capture(), {}, true);
+    });
+    file->addSeparator();
+    file->addAction(tr("Open Sess&ion…"), QKeySequence(tr("Ctrl+Alt+O")), this, &MainWindow::openSessionDialog);
+    QAction* saveSession = file->addAction(tr("&Save Session…"), QKeySequence::Save, this, &MainWindow::saveSessionDialog);
+    needsCache_ << reload << saveSession;
     file->addSeparator();
     QAction* exp = file->addAction(tr("&Export Heatmap…"), QKeySequence(tr("Ctrl+E")), this, &MainWindow::exportHeatmapDialog);
     QAction* expAll = file->addAction(tr("Export &All Heads…"), QKeySequence(tr("Ctrl+Shift+E")), this,
@@ -224,9 +267,13 @@ void MainWindow::buildMenus() {
         tabs_->addAction(a);
         connect(a, &QAction::triggered, this, [this, m] { moveHead(m.dl, m.dh); });
     }
-    menuBar()->addMenu(tr("&View"))->addMenu(Appearance::instance().createMenu(this));
-    menuBar()->addMenu(tr("&View"))->addMenu(Appearance::instance().createMenu(this));
+    viewMenu_ = menuBar()->addMenu(tr("&View")); // filled by buildViewMenu once the tabs exist
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("About This &View"), QKeySequence::HelpContents, this, [this] { showHelp(currentViewId()); });
+    help->addAction(tr("&Guides to All Views"), this, [this] { showHelp(QStringLiteral("index")); });
+    help->addAction(tr("&Keyboard Shortcuts"), QKeySequence(tr("Ctrl+/")), this,
+                    [this] { showShortcutsDialog(this, windowShortcuts(this)); });
+    help->addSeparator();
     help->addAction(tr("&About AttnScope"), this, [this] {
         QMessageBox::about(this, tr("About AttnScope"),
                            tr("<b>AttnScope</b>: see what a transformer computes, head by head.<br><br>%1")
@@ -239,6 +286,8 @@ void MainWindow::buildMenus() {
 void MainWindow::addPanel(AnalysisPanel* panel) {
     panels_ << panel;
     tabs_->addTab(panel, panel->title());
+    addHelpButton(tabs_->count() - 1);
+    buildViewMenu(); // Ctrl+N for the new tab
     connect(panel, &AnalysisPanel::headRequested, this, [this](int l, int h) {
         selectHead(l, h);
         tabs_->setCurrentIndex(0);
@@ -252,11 +301,35 @@ void MainWindow::updatePanels() {
     for (AnalysisPanel* p : panels_) p->setContext(session_.model(), session_.cache(), session_.tokenLabels());
 }
 
-void MainWindow::openModel(const QString& path, const QString& prompt) {
+void MainWindow::openModel(const QString& nameOrPath, const QString& prompt) {
     if (!prompt.isEmpty()) prompt_->setText(prompt);
-    statusLabel_->setText(tr("Opening %1…").arg(path));
-    session_.openModel(path);
+    const ResolvedModel resolved = resolveModelName(nameOrPath);
+    if (!resolved.ok()) {
+        showError(tr("Cannot open model"), resolved.error);
+        return;
+    }
+    openedAs_ = nameOrPath.isEmpty() ? QStringLiteral("demo") : nameOrPath;
+    statusLabel_->setText(tr("Opening %1…").arg(resolved.path));
+    session_.openModel(resolved.path);
 }
+
+void MainWindow::openPath(const QString& nameOrPath) {
+    if (nameOrPath.endsWith(QLatin1Char('.') + kSessionSuffix)) {
+        if (const QString e = sessions_->openFile(nameOrPath); !e.isEmpty()) showError(tr("Cannot open session"), e);
+        else if (desktop_) addRecentModel(nameOrPath);
+        return;
+    }
+    openModel(nameOrPath);
+}
+
+QString MainWindow::prompt() const { return prompt_->text(); }
+
+void MainWindow::setPrependBos(bool on) {
+    const QSignalBlocker block(prependBos_);
+    prependBos_->setChecked(on);
+}
+
+bool MainWindow::prependBos() const { return prependBos_->isChecked(); }
 
 void MainWindow::setPrompt(const QString& text) { prompt_->setText(text); }
 
@@ -266,8 +339,8 @@ void MainWindow::runPrompt() {
     const auto model = session_.model();
     const int nCtx = model->config().n_ctx;
     const size_t n = tokenizePrompt(model->tokenizer(), prompt_->text(), prependBos_->isChecked()).size();
-    bool keepLast = false;
-    if (n > size_t(nCtx)) {
+    bool keepLast = !desktop_ && n > size_t(nCtx);
+    if (n > size_t(nCtx) && desktop_) {
         QMessageBox box(QMessageBox::Warning, tr("Prompt too long"),
                         tr("The prompt has %1 tokens but the model's context (n_ctx) is %2 tokens.").arg(n).arg(nCtx),
                         QMessageBox::Cancel, this);
@@ -317,6 +390,8 @@ void MainWindow::onModelLoaded() {
     topTokens_->setRowCount(0);
     updatePanels();
     statusLabel_->setText(tr("Opened %1.").arg(model->info().path));
+    watcher_->watch(modelFilesOnDisk(model->info()));
+    if (desktop_) addRecentModel(openedAs_.isEmpty() ? model->info().path : openedAs_);
     if (model->info().hasNonFiniteWeights)
         statusLabel_->setText(tr("Warning: %1 has NaN or Inf weights; results may be NaN.").arg(model->info().path));
     runPrompt();
@@ -353,7 +428,7 @@ void MainWindow::onBusyChanged(bool busy) {
 
 void MainWindow::showError(const QString& title, const QString& message) {
     statusLabel_->setText(message);
-    QMessageBox::critical(this, title, message);
+    if (desktop_) QMessageBox::critical(this, title, message);
 }
 
 void MainWindow::updateModelInfo() {
@@ -556,19 +631,159 @@ void MainWindow::exportAllHeadsDialog() {
     else statusLabel_->setText(tr("Exported %1 heads to %2").arg(cfg.n_layers * cfg.n_heads).arg(dir));
 }
 
-void MainWindow::openFolderDialog() {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open model folder (Hugging Face layout)"));
-    if (!dir.isEmpty()) openModel(dir);
+void MainWindow::openDialog() {
+    const QString path = ModelOpenDialog::getPath(this);
+    if (!path.isEmpty()) openPath(path);
 }
 
-void MainWindow::openFileDialog() {
-    const QString file = QFileDialog::getOpenFileName(this, tr("Open safetensors file"), QString(),
-                                                      tr("Safetensors (*.safetensors)"));
-    if (!file.isEmpty()) openModel(file);
+void MainWindow::openSessionDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open session"), QDir::homePath(),
+                                                      tr("AttnScope sessions (*.%1)").arg(kSessionSuffix));
+    if (!path.isEmpty()) openPath(path);
+}
+
+void MainWindow::saveSessionDialog() {
+    const QString suggested = QDir::home().filePath(
+        (session_.model() ? QString(session_.model()->info().name).replace(QLatin1Char('/'), QLatin1Char('_')) : QStringLiteral("session")) +
+        QLatin1Char('.') + kSessionSuffix);
+    QString path = QFileDialog::getSaveFileName(this, tr("Save session"), suggested,
+                                                tr("AttnScope sessions (*.%1)").arg(kSessionSuffix));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(QLatin1Char('.') + kSessionSuffix)) path += QLatin1Char('.') + kSessionSuffix;
+    if (const QString e = sessions_->saveFile(path); !e.isEmpty()) return showError(tr("Cannot save session"), e);
+    statusLabel_->setText(tr("Saved the session to %1").arg(path));
+    if (desktop_) addRecentModel(path);
+}
+
+void MainWindow::onSessionRestored(const QStringList& problems) {
+    if (problems.isEmpty()) {
+        statusLabel_->setText(tr("Session restored."));
+        return;
+    }
+    statusLabel_->setText(tr("Session restored, except: %1").arg(problems.join(QStringLiteral("; "))));
+    if (!desktop_) return;
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Session restored in part"),
+                                tr("The session was restored except for:"), QMessageBox::Ok, this);
+    box->setInformativeText(QStringLiteral("• ") + problems.join(QStringLiteral("\n• ")));
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open(); // not exec(): the restore is done and the window stays usable
+}
+
+void MainWindow::rebuildRecentMenu() {
+    recentMenu_->clear();
+    const QStringList recent = desktop_ ? recentModels() : QStringList();
+    for (int i = 0; i < recent.size(); ++i) {
+        const QString& entry = recent[i];
+        const bool stale = isStaleRecentModel(entry);
+        QString label = QStringLiteral("&%1  %2").arg((i + 1) % 10).arg(entry);
+        if (stale) label += tr("  (missing)");
+        QAction* a = recentMenu_->addAction(label, this, [this, entry] { openPath(entry); });
+        a->setEnabled(!stale);
+        a->setToolTip(stale ? tr("%1 no longer exists").arg(entry) : entry);
+    }
+    if (recent.isEmpty()) recentMenu_->addAction(tr("No recent models"))->setEnabled(false);
+    recentMenu_->addSeparator();
+    recentMenu_->addAction(tr("&Clear Recent"), this, [this] {
+        clearRecentModels();
+        rebuildRecentMenu();
+    })->setEnabled(!recent.isEmpty());
+}
+
+ModelPickerDialog* MainWindow::showModelPicker() {
+    if (!picker_) {
+        picker_ = new ModelPickerDialog(this);
+        connect(picker_, &ModelPickerDialog::modelChosen, this, &MainWindow::openPath);
+    } else {
+        picker_->refresh();
+    }
+    picker_->show();
+    picker_->raise();
+    return picker_;
+}
+
+void MainWindow::buildViewMenu() {
+    viewMenu_->clear();
+    for (int i = 0; i < tabs_->count(); ++i) {
+        QAction* a = viewMenu_->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
+        if (i < 9) a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+    }
+    viewMenu_->addSeparator();
+    viewMenu_->addMenu(Appearance::instance().createMenu(this)); // Theme and colour maps
+}
+
+void MainWindow::addHelpButton(int tab) {
+    auto* b = new QToolButton;
+    b->setText(QStringLiteral("?"));
+    b->setAutoRaise(true);
+    b->setObjectName(QStringLiteral("helpButton_%1").arg(viewIdAt(tab)));
+    b->setToolTip(tr("What %1 shows and how it is computed").arg(tabs_->tabText(tab)));
+    connect(b, &QToolButton::clicked, this, [this, tab] { showHelp(viewIdAt(tab)); });
+    tabs_->tabBar()->setTabButton(tab, QTabBar::RightSide, b);
+}
+
+void MainWindow::showHelp(const QString& viewId) { help_->showTopic(viewId); }
+
+QString MainWindow::viewIdAt(int index) const {
+    if (index == 0) return kAttentionViewId;
+    auto* p = qobject_cast<AnalysisPanel*>(tabs_->widget(index));
+    return p ? viewIdOf(p) : QString();
+}
+
+QString MainWindow::currentViewId() const { return viewIdAt(tabs_->currentIndex()); }
+
+bool MainWindow::showView(const QString& id) {
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (viewIdAt(i) == id) {
+            tabs_->setCurrentIndex(i);
+            return true;
+        }
+    return false;
+}
+
+AnalysisPanel* MainWindow::panel(const QString& id) const {
+    for (AnalysisPanel* p : panels_)
+        if (viewIdOf(p) == id) return p;
+    return nullptr;
+}
+
+void MainWindow::waitForIdle() {
+    session_.waitForIdle();
+    waitForLayers();
+    for (AnalysisPanel* p : panels_) p->waitForIdle();
+    QCoreApplication::processEvents();
+}
+
+void MainWindow::askReload(const QString& file) {
+    if (askingReload_ || !session_.model() || !desktop_) return;
+    askingReload_ = true;
+    QMessageBox box(QMessageBox::Question, tr("Model changed on disk"),
+                    tr("%1 changed on disk.").arg(QDir::toNativeSeparators(file)), QMessageBox::NoButton, this);
+    box.setInformativeText(tr("Reload the model? The prompt, the selected head and every view's settings are kept."));
+    QPushButton* reload = box.addButton(tr("Reload"), QMessageBox::AcceptRole);
+    box.addButton(tr("Keep the Loaded Model"), QMessageBox::RejectRole);
+    box.setDefaultButton(reload);
+    box.exec();
+    askingReload_ = false;
+    if (box.clickedButton() == reload) sessions_->restore(sessions_->capture(), {}, true);
+    else statusLabel_->setText(tr("%1 changed on disk; the loaded model was kept (File → Reload Model reloads it).").arg(file));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (!droppedModelPath(event->mimeData()).isEmpty()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QString path = droppedModelPath(event->mimeData());
+    if (path.isEmpty()) return;
+    event->acceptProposedAction();
+    openPath(path);
 }
 
 void MainWindow::saveSettings() const {
+    if (!desktop_) return;
     QSettings s;
+    if (!sessions_->isRestoring() && session_.model()) // the whole session, restored at the next start (startup_model.h)
+        s.setValue("lastSession", QString::fromUtf8(QJsonDocument(sessionToJson(sessions_->capture())).toJson(QJsonDocument::Compact)));
     s.setValue("prompt", prompt_->text());
     s.setValue("prependBos", prependBos_->isChecked());
     s.setValue("layer", layer());
@@ -578,6 +793,7 @@ void MainWindow::saveSettings() const {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
+    if (desktop_) saveWindowLayout(this);
     session_.cancel();
     layerTask_.cancel();
     gridTask_.cancel();

@@ -4,6 +4,9 @@
 // off the GUI thread and the views are handed the results. With a residuals-only cache (big model or
 // long prompt) the selected layer is recomputed in the background ("computing layer N…"; a newer
 // selection cancels an older request) and the head grid fills in layer by layer behind it.
+// Models open from File → Open… (files and folders), the model picker (recent and installed models),
+// File → Open Recent, a drop onto the window or by name; sessions save and restore everything shown
+// (app/session_controller.h); a change of the open model's files on disk offers a reload.
 
 #include "app/model_session.h"
 #include "views/background_task.h"
@@ -18,29 +21,51 @@ class QLabel;
 class QProgressBar;
 class QTabWidget;
 class QAction;
+class QMenu;
 
 namespace attnscope {
 
 class AnalysisPanel;
 class AttentionHeatmap;
 class HeadGrid;
+class HelpBrowser;
+class ModelFileWatcher;
+class ModelPickerDialog;
+class SessionController;
 class TopTokensView;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    explicit MainWindow(QWidget* parent = nullptr);
+    /// Desktop: the user's window. Offscreen: a window for --screenshot that neither reads nor writes
+    /// QSettings (prompt, head, last session, recent models, layout) and opens no dialogs (errors go to
+    /// the status bar and ModelSession's signals; a prompt longer than n_ctx runs its last n_ctx tokens).
+    enum class Mode { Desktop, Offscreen };
+    explicit MainWindow(QWidget* parent = nullptr, Mode mode = Mode::Desktop);
     ~MainWindow() override;
 
     /// Opens a model in the background and runs `prompt` on it (the saved prompt if empty).
-    void openModel(const QString& path, const QString& prompt = {});
+    /// `nameOrPath` is a path or a model name (model/discovery/model_name.h: "gpt2", "ollama:…", "demo");
+    /// a name that resolves to nothing is an error dialog.
+    void openModel(const QString& nameOrPath, const QString& prompt = {});
+    /// Opens a session file (.attnscope) or else a model (openModel): drops, Open Recent, File → Open….
+    void openPath(const QString& nameOrPath);
+    /// What the open model was opened by (a name or path as given to openModel).
+    QString openedAs() const { return openedAs_; }
     ModelSession& session() { return session_; }
+    SessionController& sessions() { return *sessions_; }
 
     int layer() const;
     int head() const;
     /// Selects a head (clamped to the model's range) and redraws the heatmap.
     void selectHead(int layer, int head);
     void setPrompt(const QString& text);
+    /// The prompt box's text.
+    QString prompt() const;
+    /// Sets the BOS switch without running the prompt.
+    void setPrependBos(bool on);
+    /// The BOS switch.
+    bool prependBos() const;
     void runPrompt();
     /// Adds an analysis tab; it is kept up to date with the model, the cache and the selected head.
     void addPanel(AnalysisPanel* panel);
@@ -57,9 +82,31 @@ public:
     bool isComputingLayers() const { return layerTask_.isRunning() || gridTask_.isRunning(); }
     /// Blocks (processing events) until the selected layer is shown and the head grid is complete (tests).
     void waitForLayers();
+    /// Blocks until the session, the layers and every panel's background work are done (screenshots).
+    void waitForIdle();
+
+    /// The view id of tab `index` / of the current tab (app/view_ids.h).
+    QString viewIdAt(int index) const;
+    QString currentViewId() const;
+    /// Selects the tab with view id `id`; false when there is none.
+    bool showView(const QString& id);
+    /// The panel with view id `id`, or null.
+    AnalysisPanel* panel(const QString& id) const;
+    /// Shows the guide of a view (Help → About This View, the tabs' "?" buttons).
+    void showHelp(const QString& viewId);
+    HelpBrowser* helpBrowser() const { return help_; }
+    /// File → Open Recent/Installed…: the model picker (created on first use).
+    ModelPickerDialog* showModelPicker();
+    /// The Open Recent submenu (rebuilt whenever it is shown).
+    QMenu* recentMenu() const { return recentMenu_; }
+    ModelFileWatcher* fileWatcher() const { return watcher_; }
+    /// Asks whether to reload the model after `file` changed on disk; reloads when the user agrees.
+    void askReload(const QString& file);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
 
 private:
     void buildUi();
@@ -78,12 +125,19 @@ private:
     void updatePanels();
     void exportHeatmapDialog();
     void exportAllHeadsDialog();
-    void openFolderDialog();
-    void openFileDialog();
+    void openDialog();
+    void saveSessionDialog();
+    void openSessionDialog();
+    void rebuildRecentMenu();
+    void buildViewMenu();
+    void addHelpButton(int tab);
+    void onSessionRestored(const QStringList& problems);
     void moveHead(int dLayer, int dHead);
     void saveSettings() const;
 
     ModelSession session_;
+    bool desktop_ = true; ///< Mode::Desktop
+    QString openedAs_;
     QString pendingPrompt_;
     QLineEdit* prompt_ = nullptr;
     QCheckBox* prependBos_ = nullptr;
@@ -103,6 +157,13 @@ private:
     BackgroundTask layerTask_; ///< recomputes the selected layer (residuals-only caches)
     BackgroundTask gridTask_;  ///< fills the head grid layer by layer, paused while layerTask_ runs
     std::shared_ptr<const LayerCache> shownLayer_; ///< the heatmap's layer, held so panels find it ready
+    SessionController* sessions_ = nullptr;
+    ModelFileWatcher* watcher_ = nullptr;
+    HelpBrowser* help_ = nullptr;
+    ModelPickerDialog* picker_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QMenu* viewMenu_ = nullptr;
+    bool askingReload_ = false;
 };
 
 } // namespace attnscope

@@ -2,6 +2,7 @@
 
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
+#include "model/formats/open_support.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
 #include "model/transformer/prompt_truncation.h"
@@ -58,6 +59,7 @@ void ModelSession::startJob(Work work, bool isLoad) {
 
 void ModelSession::openModel(const QString& path) {
     startJob([path](const Progress& p) -> JobResult {
+        requireOpenable(path); // a GGUF or another family that is not supported yet: the reason, not a parser error
         auto model = loadModel(path, p);
         (void)model->tokenizer().vocabSize(); // waits for the background tokenizer; its errors fail the open
         return LoadResult{model};

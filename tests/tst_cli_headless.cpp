@@ -4,6 +4,7 @@
 
 #include "support/reference_json.h"
 #include "support/cli_process.h"
+#include "support/image_checks.h"
 #include "support/test_paths.h"
 
 #include <QImage>
@@ -20,12 +21,6 @@ using Run = CliRun;
 
 Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
 
-int distinctColours(const QImage& img) {
-    QSet<QRgb> colours;
-    for (int y = 0; y < img.height(); y += 3)
-        for (int x = 0; x < img.width(); x += 3) colours.insert(img.pixel(x, y));
-    return int(colours.size());
-}
 } // namespace
 
 class TestCliHeadless : public QObject {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs missing packages, builds AttnScope and opens it (on the bundled demo model unless a
-# model path is given). Extra arguments go to attnscope, e.g. tools/run.sh ~/models/gpt2
+# Installs missing packages, builds AttnScope and opens it: on the bundled demo model the first time
+# (with the model picker over it), later on the last session, unless a model path or name is given.
+# Extra arguments go to attnscope, e.g. tools/run.sh ~/models/gpt2, tools/run.sh gpt2, tools/run.sh demo
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install_deps.sh

@@ -163,6 +163,9 @@ void AblationView::run() {
     auto cache = cache_;
     watcher_.setFuture(QtConcurrent::run([model, cache, opt]() -> Outcome {
         try {
+            // the app's cache keeps only the last position's logits: for another position the clean run is redone
+            const int p = opt.position < 0 ? cache->nPositions() - 1 : opt.position;
+            if (cache->logitRow(p) < 0) return {previewAblation(*model, cache->tokens, opt), {}};
             return {previewAblation(*model, *cache, opt), {}};
         } catch (const InputError& e) {
             return {std::nullopt, e.message()};

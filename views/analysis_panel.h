@@ -3,10 +3,15 @@
 // projections, ...). A panel is handed the open model and the last forward pass and redraws;
 // it owns no model state and never runs long model math on the GUI thread (use QtConcurrent with
 // progress and cancel for anything slower than a frame).
+// Sessions (File → Save Session) store each panel's settings through saveState()/restoreState():
+// what the user chose (tokens, k, modes, sub-tab), never results; read values with PanelStateReader
+// (views/panel_state.h), which reports what it cannot use.
 
 #include "model/transformer/activation_cache.h"
 #include "model/transformer/model.h"
 
+#include <QJsonObject>
+#include <QStringList>
 #include <QWidget>
 #include <memory>
 
@@ -24,6 +29,17 @@ public:
                             const QStringList& tokenLabels) = 0;
     /// The selected layer/head changed (from the selectors, the keyboard or the head grid).
     virtual void setSelectedHead(int layer, int head) { Q_UNUSED(layer); Q_UNUSED(head); }
+
+    /// The panel's settings as JSON, for a session file (restoreState() reads it back). Panels
+    /// without settings keep the default (an empty object).
+    virtual QJsonObject saveState() const { return {}; }
+    /// Applies settings written by saveState() — possibly by another version or for another model —
+    /// after setContext() got the session's model and forward pass: every valid value is applied; for
+    /// each one that cannot be, a line naming the panel and the value is appended to *problems (may
+    /// be null). Absent keys keep the current setting.
+    virtual void restoreState(const QJsonObject& state, QStringList* problems) { Q_UNUSED(state); Q_UNUSED(problems); }
+    /// Blocks (processing events) until the panel's background work is done (screenshots, tests).
+    virtual void waitForIdle() {}
 
 signals:
     /// Ask the window to select (layer, head) and show its attention heatmap.

@@ -1,9 +1,11 @@
 #include "views/attention_sandbox_panel.h"
 
+#include "model/analysis/steps_json.h"
 #include "model/core/errors.h"
 #include "views/appearance.h"
 #include "views/matrix_table_model.h"
 #include "views/table_figure.h"
+#include "views/panel_state.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -398,6 +400,47 @@ void AttentionSandboxPanel::exportDialog(bool blank) {
     if (path.isEmpty()) return;
     const QString error = exportWorksheet(path, blank);
     emit statusMessage(error.isEmpty() ? tr("Wrote %1").arg(path) : error);
+}
+
+namespace {
+const QStringList kConventionNames{QStringLiteral("columns"), QStringLiteral("rows")}; // session files
+} // namespace
+
+QJsonObject AttentionSandboxPanel::saveState() const {
+    return {{QStringLiteral("convention"), kConventionNames.value(convention_ == SandboxConvention::Columns ? 0 : 1)},
+            {QStringLiteral("worksheetArithmetic"), worksheetArithmetic_},
+            {QStringLiteral("causal"), inputs_.causal},
+            {QStringLiteral("X"), matrixToJson(inputs_.X)},
+            {QStringLiteral("W_Q"), matrixToJson(inputs_.W_Q)},
+            {QStringLiteral("W_K"), matrixToJson(inputs_.W_K)},
+            {QStringLiteral("W_V"), matrixToJson(inputs_.W_V)}};
+}
+
+void AttentionSandboxPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    SandboxInputs in = inputs_;
+    bool changed = false;
+    for (auto [key, m] : {std::pair{QStringLiteral("X"), &in.X}, std::pair{QStringLiteral("W_Q"), &in.W_Q},
+                          std::pair{QStringLiteral("W_K"), &in.W_K}, std::pair{QStringLiteral("W_V"), &in.W_V}})
+        if (auto v = r.matrix(key, 16, 16)) {
+            *m = *v;
+            changed = true;
+        }
+    if (auto c = r.boolean(QStringLiteral("causal"))) {
+        in.causal = *c;
+        changed = true;
+    }
+    if (changed) {
+        try {
+            runSandbox(in); // the sizes must fit together
+            setInputs(in);
+        } catch (const InputError& e) {
+            r.problem(tr("the saved matrices do not fit together (%1); kept the current ones").arg(e.message()));
+        }
+    }
+    if (auto c = r.choice(QStringLiteral("convention"), kConventionNames))
+        setConvention(*c == 0 ? SandboxConvention::Columns : SandboxConvention::Rows);
+    if (auto w = r.boolean(QStringLiteral("worksheetArithmetic"))) setWorksheetArithmetic(*w);
 }
 
 } // namespace attnscope

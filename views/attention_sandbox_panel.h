@@ -30,6 +30,9 @@ public:
     QString title() const override { return tr("Attention by hand"); }
     /// The sandbox does not use the model; the call is ignored.
     void setContext(std::shared_ptr<const Model>, std::shared_ptr<const ActivationCache>, const QStringList&) override {}
+    /// Saved settings: convention, worksheet arithmetic, causal mask and the four given matrices.
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject& state, QStringList* problems) override;
 
     /// Matrix names shown: "X", "W_Q", "W_K", "W_V", "Q", "K", "V", "scores", "scaled", "A", "Z".
     static QStringList matrixNames();

@@ -6,6 +6,7 @@
 #include "views/matrix_table_model.h"
 #include "views/figure_actions.h"
 #include "views/table_figure.h"
+#include "views/panel_state.h"
 
 #include <QFileDialog>
 #include <QFileInfo>
@@ -299,6 +300,21 @@ void AttentionStepsPanel::exportDialog() {
     if (path.isEmpty()) return;
     const QString error = exportCurrentStep(path);
     emit statusMessage(error.isEmpty() ? tr("Wrote %1").arg(path) : error);
+}
+
+QJsonObject AttentionStepsPanel::saveState() const {
+    if (current_ >= int(steps_.size())) return {};
+    return {{QStringLiteral("step"), steps_[size_t(current_)].name}};
+}
+
+void AttentionStepsPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    const auto name = r.string(QStringLiteral("step"));
+    if (!name) return;
+    for (int i = 0; i < int(steps_.size()); ++i)
+        if (steps_[size_t(i)].name == *name) return setCurrentIndex(i);
+    r.problem(steps_.empty() ? tr("step \"%1\" not shown: no steps to show yet").arg(*name)
+                             : tr("this head has no step \"%1\"").arg(*name));
 }
 
 } // namespace attnscope

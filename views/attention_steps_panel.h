@@ -30,6 +30,9 @@ public:
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                     const QStringList& tokenLabels) override;
     void setSelectedHead(int layer, int head) override;
+    /// Saved settings: the step shown (by name).
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject& state, QStringList* problems) override;
 
     /// The steps of the selected head (empty without a forward pass).
     const std::vector<AttentionStep>& steps() const { return steps_; }

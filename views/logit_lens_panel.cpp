@@ -3,6 +3,7 @@
 #include "views/component_readout_view.h"
 #include "views/appearance.h"
 #include "views/palettes.h"
+#include "views/panel_state.h"
 #include "views/table_figure.h"
 #include "views/token_picker.h"
 #include "views/top_tokens_view.h"
@@ -14,6 +15,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonArray>
 #include <QLabel>
 #include <QMessageBox>
 #include <QProgressBar>
@@ -26,6 +28,12 @@
 #include <cmath>
 
 namespace attnscope {
+
+namespace {
+// saved names of the colourings and of the two tables (session files)
+const QStringList kColouringNames{QStringLiteral("top-probability"), QStringLiteral("target-rank")};
+const QStringList kViewNames{QStringLiteral("top-token"), QStringLiteral("rankings")};
+} // namespace
 
 LogitLensPanel::LogitLensPanel(QWidget* parent) : AnalysisPanel(parent) { buildUi(); }
 
@@ -366,6 +374,35 @@ void LogitLensPanel::exportDialog(bool figure) {
     const QString error = figure ? exportFigure(path, rankings) : exportCsv(path, rankings);
     if (!error.isEmpty()) QMessageBox::warning(this, tr("Export failed"), error);
     else emit statusMessage(tr("Wrote %1.").arg(path));
+}
+
+QJsonObject LogitLensPanel::saveState() const {
+    QJsonObject o{{QStringLiteral("topK"), k_},
+                  {QStringLiteral("colouring"), kColouringNames.value(colouring_ == Colouring::TopProbability ? 0 : 1)},
+                  {QStringLiteral("target"), target_ >= 0 ? targetField_->text() : QString()},
+                  {QStringLiteral("view"), kViewNames.value(views_->currentIndex())}};
+    if (selectedBoundary_ >= 0) o.insert(QStringLiteral("cell"), QJsonArray{selectedBoundary_, selectedPosition_});
+    return o;
+}
+
+void LogitLensPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    if (auto k = r.integer(QStringLiteral("topK"), kSpin_->minimum(), kSpin_->maximum())) setTopK(*k);
+    if (auto t = r.string(QStringLiteral("target"))) {
+        targetField_->setText(*t);
+        if (t->isEmpty()) setTargetToken(-1);
+        else if (auto id = targetField_->tokenId()) setTargetToken(*id);
+        else r.problem(tr("target token \"%1\" is not a token of this model").arg(*t));
+    }
+    if (auto c = r.choice(QStringLiteral("colouring"), kColouringNames))
+        setColouring(*c == 0 ? Colouring::TopProbability : Colouring::TargetRank);
+    if (auto v = r.choice(QStringLiteral("view"), kViewNames)) views_->setCurrentIndex(*v);
+    if (auto cell = r.array(QStringLiteral("cell"))) {
+        const int b = cell->size() == 2 ? cell->at(0).toInt(-1) : -1, p = cell->size() == 2 ? cell->at(1).toInt(-1) : -1;
+        if (b >= 0 && b < int(top_.size()) && p >= 0 && p < table_->columnCount()) selectCell(b, p);
+        else r.problem(tr("cell %1, %2 is outside the table (%3 boundaries × %4 positions)")
+                           .arg(b).arg(p).arg(top_.size()).arg(table_->columnCount()));
+    }
 }
 
 } // namespace attnscope

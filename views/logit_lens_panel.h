@@ -39,6 +39,9 @@ public:
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                     const QStringList& tokenLabels) override;
     void setSelectedHead(int layer, int head) override;
+    /// Saved settings: top-k, colouring, target token, sub-view and selected cell.
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject& state, QStringList* problems) override;
 
     /// Tokens listed per cell (and kept per cell): recomputes the table.
     void setTopK(int k);

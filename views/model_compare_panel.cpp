@@ -1,9 +1,11 @@
 #include "views/model_compare_panel.h"
 
 #include "model/core/csv_writer.h"
+#include "model/discovery/model_name.h"
 #include "model/formats/model_loader.h"
 #include "views/matrix_heatmap.h"
 #include "views/figure_actions.h"
+#include "views/panel_state.h"
 #include "views/score_tables.h"
 #include "views/table_figure.h"
 
@@ -25,6 +27,10 @@
 
 namespace attnscope {
 namespace {
+
+// saved names of the similarity kinds and the parameters (session files), in combo-box order
+const QStringList kSimilarityNames{QStringLiteral("ffvalue"), QStringLiteral("ffkey")};
+const QStringList kParameterNames{QStringLiteral("ffkey"), QStringLiteral("ffvalue"), QStringLiteral("ov"), QStringLiteral("qk")};
 
 QStringList layerLabels(int n) {
     QStringList l;
@@ -193,8 +199,13 @@ void ModelComparePanel::setSelectedHead(int layer, int head) {
 void ModelComparePanel::openSecondModel(const QString& path) {
     if (path.isEmpty()) return;
     otherPath_->setText(path);
+    const ResolvedModel resolved = resolveModelName(path); // a path, or a name such as "gpt2" or "ollama:…"
+    if (!resolved.ok()) {
+        otherInfo_->setText(tr("Cannot open the second model: %1").arg(resolved.error));
+        return;
+    }
     otherInfo_->setText(tr("Opening %1…").arg(path));
-    loadTask_.start([this, path](const BackgroundTask::Context& ctx) {
+    loadTask_.start([this, path = resolved.path](const BackgroundTask::Context& ctx) {
         std::shared_ptr<const Model> m = loadModel(path, ctx.progress);
         return [this, m] { setSecondModel(m); };
     });
@@ -384,6 +395,37 @@ QString ModelComparePanel::exportFigures(const QString& path) const {
         if (!exportMatrixFigure(f, p, *fmt, QSize(700, 600), 2.0, &error)) return error;
     }
     return {};
+}
+
+QJsonObject ModelComparePanel::saveState() const {
+    return {{QStringLiteral("secondModel"), other_ ? other_->info().path : QString()},
+            {QStringLiteral("similarity"), kSimilarityNames.value(simKind_->currentIndex())},
+            {QStringLiteral("parameter"), kParameterNames.value(param_->currentIndex())},
+            {QStringLiteral("layer"), layer_->value()},
+            {QStringLiteral("index"), index_->value()},
+            {QStringLiteral("topK"), k_->value()}};
+}
+
+void ModelComparePanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    {
+        const QSignalBlocker b0(simKind_), b1(param_), b2(layer_), b3(index_), b4(k_);
+        r.comboBox(QStringLiteral("similarity"), kSimilarityNames, simKind_);
+        r.comboBox(QStringLiteral("parameter"), kParameterNames, param_);
+        updateControls(); // the ranges of this model and parameter
+        r.spinBox(QStringLiteral("layer"), layer_);
+        r.spinBox(QStringLiteral("index"), index_);
+        r.spinBox(QStringLiteral("topK"), k_);
+    }
+    const auto second = r.string(QStringLiteral("secondModel"));
+    const bool same = second && other_ && other_->info().path == *second;
+    if (second && !second->isEmpty() && !same) {
+        if (const ResolvedModel m = resolveModelName(*second); m.ok()) openSecondModel(*second); // compares when loaded
+        else r.problem(tr("second model: %1").arg(m.error));
+    } else {
+        compare();
+        diff();
+    }
 }
 
 } // namespace attnscope

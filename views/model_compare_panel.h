@@ -32,6 +32,9 @@ public:
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                     const QStringList& tokenLabels) override;
     void setSelectedHead(int layer, int head) override;
+    /// Saved settings: second checkpoint, similarity kind, parameter, layer, index, top-k.
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject& state, QStringList* problems) override;
 
     /// Loads the second checkpoint in the background, then compares.
     void openSecondModel(const QString& path);

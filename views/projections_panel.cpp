@@ -1,5 +1,6 @@
 #include "views/projections_panel.h"
 
+#include "views/panel_state.h"
 #include "views/score_tables.h"
 #include "views/table_figure.h"
 #include "views/token_picker.h"
@@ -21,6 +22,9 @@
 
 namespace attnscope {
 namespace {
+
+// saved names of the kinds (session files), in Kind order
+const QStringList kKindNames{QStringLiteral("ov"), QStringLiteral("qk"), QStringLiteral("ffkey"), QStringLiteral("ffvalue")};
 
 bool isPairKind(ProjectionsPanel::Kind k) { return k == ProjectionsPanel::Kind::OV || k == ProjectionsPanel::Kind::QK; }
 PairProjectionKind pairKind(ProjectionsPanel::Kind k) {
@@ -346,6 +350,40 @@ QString ProjectionsPanel::exportCsv(const QString& path) const {
         if (!exportTableCsv(*bottom_, bottomPath, &error)) return error;
     }
     return {};
+}
+
+QJsonObject ProjectionsPanel::saveState() const {
+    return {{QStringLiteral("kind"), kKindNames.value(int(kind()))},
+            {QStringLiteral("layer"), layer_->value()},
+            {QStringLiteral("head"), head_->value()},
+            {QStringLiteral("neuron"), neuron_->value()},
+            {QStringLiteral("topK"), k_->value()},
+            {QStringLiteral("rowToken"), rowField_->text()},
+            {QStringLiteral("reverseToken"), revField_->text()}};
+}
+
+void ProjectionsPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    {
+        const QSignalBlocker b0(kind_), b1(layer_), b2(head_), b3(neuron_), b4(k_);
+        r.comboBox(QStringLiteral("kind"), kKindNames, kind_);
+        updateControls(); // the ranges of this model
+        r.spinBox(QStringLiteral("layer"), layer_);
+        r.spinBox(QStringLiteral("head"), head_);
+        r.spinBox(QStringLiteral("neuron"), neuron_);
+        r.spinBox(QStringLiteral("topK"), k_);
+    }
+    recompute(); // now if shown, else when the tab is shown
+    for (auto [key, field] : {std::pair{QStringLiteral("rowToken"), rowField_}, std::pair{QStringLiteral("reverseToken"), revField_}}) {
+        const auto text = r.string(key);
+        if (!text) continue;
+        field->setText(*text);
+        if (text->isEmpty()) continue;
+        const auto id = field->tokenId();
+        if (!id) r.problem(tr("%1 \"%2\" is not a token of this model").arg(key, *text));
+        else if (field == rowField_) queryRowToken(*id);
+        else reverseSearchFor(*id);
+    }
 }
 
 } // namespace attnscope

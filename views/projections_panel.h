@@ -34,6 +34,9 @@ public:
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                     const QStringList& tokenLabels) override;
     void setSelectedHead(int layer, int head) override;
+    /// Saved settings: kind, layer, head, neuron, top-k and the two token fields.
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject& state, QStringList* problems) override;
 
     /// Selects what to project (index = head for OV/QK, neuron for FF key/value) and computes it in the
     /// background (or shows the cached result at once).

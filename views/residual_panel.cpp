@@ -9,11 +9,16 @@
 #include "views/head_detectors_panel.h"
 #include "views/head_grid.h"
 #include "views/table_figure.h"
+#include "views/panel_state.h"
 #include "views/token_picker.h"
 
 #include <qcustomplot.h>
 
 #include <QComboBox>
+#include <QCoreApplication>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QThread>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -28,6 +33,15 @@ namespace attnscope {
 
 namespace {
 QString num(double v, int precision = 4) { return QString::number(v, 'f', precision); }
+// saved names of Measure values, the sub-tabs and the ablation kinds (session files)
+const QStringList kMeasureNames{QStringLiteral("norm"), QStringLiteral("dla-token"), QStringLiteral("dla-difference")};
+const QStringList kSubTabNames{QStringLiteral("contributions"), QStringLiteral("head-detectors"), QStringLiteral("ablation")};
+const QStringList kAblationNames{QStringLiteral("zero"), QStringLiteral("mean")};
+QStringList overlayNames() {
+    QStringList names{QStringLiteral("none")};
+    for (HeadDetector d : HeadDetectorsView::allDetectors()) names << headDetectorName(d);
+    return names;
+}
 } // namespace
 
 QString ResidualPanel::dlaConvention() {
@@ -450,6 +464,66 @@ void ResidualPanel::exportDialog(bool chart) {
     if (path.isEmpty()) return;
     const QString e = chart ? exportCumulative(path) : exportHeatmap(path);
     emit statusMessage(e.isEmpty() ? tr("Exported %1").arg(path) : e);
+}
+
+QJsonObject ResidualPanel::saveState() const {
+    QJsonObject o;
+    const bool last = position() < 0 || position() == positionCombo_->count() - 1;
+    o.insert(QStringLiteral("position"), last ? -1 : position()); // -1 follows the prompt's last position
+    o.insert(QStringLiteral("measure"), kMeasureNames.value(int(measure())));
+    o.insert(QStringLiteral("target"), target_->text());
+    o.insert(QStringLiteral("counter"), counter_->text());
+    o.insert(QStringLiteral("subTab"), kSubTabNames.value(subTabs_->currentIndex()));
+    const auto overlay = detectors_->overlay();
+    o.insert(QStringLiteral("overlay"), overlay ? headDetectorName(*overlay) : QStringLiteral("none"));
+    QJsonArray heads;
+    for (auto [l, h] : ablation_->ablatedHeads()) heads.append(QJsonArray{l, h});
+    o.insert(QStringLiteral("ablatedHeads"), heads);
+    o.insert(QStringLiteral("ablation"), kAblationNames.value(int(ablation_->kind())));
+    return o;
+}
+
+void ResidualPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    const PanelStateReader r(state, title(), problems);
+    if (auto m = r.choice(QStringLiteral("measure"), kMeasureNames)) setMeasure(Measure(*m));
+    for (auto [key, picker] : {std::pair{QStringLiteral("target"), target_}, std::pair{QStringLiteral("counter"), counter_}}) {
+        const auto text = r.string(key);
+        if (!text) continue;
+        picker->setText(*text);
+        if (!text->isEmpty() && !picker->tokenId())
+            r.problem(tr("%1 token \"%2\" is not a token of this model (%3)").arg(key, *text, picker->statusText()));
+    }
+    if (auto p = r.integer(QStringLiteral("position"), -1, 1 << 30)) {
+        if (*p >= positionCombo_->count())
+            r.problem(tr("position %1 is past the prompt's last position (%2)").arg(*p).arg(positionCombo_->count() - 1));
+        else
+            setPosition(*p);
+    }
+    if (auto t = r.choice(QStringLiteral("subTab"), kSubTabNames)) subTabs_->setCurrentIndex(*t);
+    if (auto o = r.choice(QStringLiteral("overlay"), overlayNames()))
+        detectors_->setOverlay(*o == 0 ? std::nullopt : std::optional(HeadDetectorsView::allDetectors()[size_t(*o - 1)]));
+    if (auto k = r.choice(QStringLiteral("ablation"), kAblationNames)) ablation_->setKind(HeadAblation::Kind(*k));
+    if (auto heads = r.array(QStringLiteral("ablatedHeads"))) {
+        const int nl = model_ ? model_->config().n_layers : 0, nh = model_ ? model_->config().n_heads : 0;
+        std::vector<std::pair<int, int>> valid;
+        for (const QJsonValue& v : *heads) {
+            const QJsonArray a = v.toArray();
+            const int l = a.size() == 2 ? a[0].toInt(-1) : -1, h = a.size() == 2 ? a[1].toInt(-1) : -1;
+            if (l >= 0 && l < nl && h >= 0 && h < nh) valid.emplace_back(l, h);
+            else r.problem(tr("ablated head %1 is not a head of this model (%2 layers × %3 heads)")
+                               .arg(QString::fromUtf8(QJsonDocument(a).toJson(QJsonDocument::Compact))).arg(nl).arg(nh));
+        }
+        ablation_->setAblatedHeads(valid);
+    }
+}
+
+void ResidualPanel::waitForIdle() {
+    while (detectors_->inductionRunning() || (detectors_->isVisible() && detectors_->promptScoresPending()) ||
+           ablation_->isRunning()) {
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 50);
+        QThread::msleep(5);
+    }
+    QCoreApplication::processEvents();
 }
 
 } // namespace attnscope

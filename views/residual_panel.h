@@ -39,6 +39,11 @@ public:
                     const QStringList& tokenLabels) override;
     /// Outlines the head in the detector tab's head grid.
     void setSelectedHead(int layer, int head) override;
+    /// Position, measure, tokens, sub-tab, detector overlay and ablated heads.
+    QJsonObject saveState() const override;
+    void restoreState(const QJsonObject& state, QStringList* problems) override;
+    /// Waits for the detector scores (when shown) and a running ablation.
+    void waitForIdle() override;
 
     /// Position whose residual is decomposed (clamped; -1 = the last position, the default).
     void setPosition(int position);

@@ -2,6 +2,8 @@
 
 #include "model/core/errors.h"
 #include "model/formats/gguf_model.h"
+#include "model/formats/gguf_probe.h"
+#include "model/discovery/hf_cache.h"
 #include "model/formats/gpt2_weight_resolver.h"
 #include "model/formats/llama2c_model.h"
 #include "model/formats/llama_weight_resolver.h"
@@ -97,7 +99,7 @@ std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOpti
     if (!fi.exists()) throw ModelError(path, QStringLiteral("no such file or folder"));
     if (fi.isDir()) return loadTokenizerFromFolder(fi.absoluteFilePath());
     const QString name = fi.fileName().toLower();
-    if (name.endsWith(QLatin1String(".gguf"))) return ggufTokenizer(*GgufFile::open(path, fi.fileName()));
+    if (name.endsWith(QLatin1String(".gguf")) || hasGgufMagic(path)) return ggufTokenizer(*GgufFile::open(path, fi.fileName()));
     if (name.endsWith(QLatin1String(".safetensors")) || name.endsWith(QLatin1String(".index.json")))
         return loadTokenizerFromFolder(fi.absolutePath());
     if (name.endsWith(QLatin1String(".bin")) && !options.tokenizerPath.isEmpty()) return loadTokenizerFile(options.tokenizerPath);
@@ -108,7 +110,9 @@ std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOpti
 
 std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress, const LoadOptions& options) {
     const QFileInfo fi(path);
-    if (fi.isFile() && path.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive)) return loadGgufModel(path, progress);
+    // GGUF by its magic: Ollama's blobs have no extension
+    if (fi.isFile() && (path.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive) || hasGgufMagic(path)))
+        return loadGgufModel(path, progress);
     if (fi.isFile() && path.endsWith(QLatin1String(".bin"), Qt::CaseInsensitive))
         return loadLlama2cModel(path, options.tokenizerPath, progress);
     const ModelLocation loc = locate(path);
@@ -127,7 +131,8 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
     TensorSet tensors = openWeights(loc, progress, done, total);
 
     ModelInfo info;
-    info.name = dir.dirName();
+    const QString repoId = hfRepoIdForPath(loc.folder); // a Hugging Face cache snapshot: "ORG/NAME", not the commit
+    info.name = repoId.isEmpty() ? dir.dirName() : repoId;
     info.path = path;
     for (const auto& f : tensors.files()) {
         info.weightFiles << f->label();

@@ -1,0 +1,95 @@
+#include "app/screenshot.h"
+
+#include "app/main_window.h"
+#include "app/session_controller.h"
+#include "model/discovery/model_name.h"
+#include "views/ablation_panel.h"
+#include "views/residual_panel.h"
+
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QImage>
+#include <QTabWidget>
+#include <QTimer>
+
+namespace attnscope {
+
+namespace {
+const QString kDetectors = QStringLiteral("head-detectors"), kAblation = QStringLiteral("ablation");
+const QStringList kTabs{QStringLiteral("attention"),  QStringLiteral("logit-attribution"), QStringLiteral("attention-steps"),
+                        QStringLiteral("attention-by-hand"), QStringLiteral("logit-lens"), QStringLiteral("embedding-space"),
+                        QStringLiteral("compare-models")};
+} // namespace
+
+QStringList screenshotViews() { return kTabs + QStringList{kDetectors, kAblation}; }
+
+int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
+    if (!cmd.force && QFileInfo::exists(cmd.out)) {
+        err << "attnscope: " << cmd.out << ": already exists (use --force to overwrite)\n";
+        return 1;
+    }
+    SessionState state;
+    QStringList problems;
+    if (!cmd.session.isEmpty()) {
+        QString error;
+        if (!readSessionFile(cmd.session, &state, &problems, &error)) {
+            err << "attnscope: " << error << "\n";
+            return 1;
+        }
+    } else {
+        state.prompt = QString(); // the window's default prompt unless --prompt
+    }
+    if (!cmd.modelPath.isEmpty() || cmd.session.isEmpty()) {
+        const ResolvedModel m = resolveModelName(cmd.modelPath);
+        if (!m.ok()) {
+            err << "attnscope: " << m.error << "\n";
+            return 1;
+        }
+        state.model = m.path;
+        state.modelName = cmd.modelPath;
+    }
+    if (!cmd.prompt.isEmpty()) state.prompt = cmd.prompt;
+    if (!cmd.prependBos) state.prependBos = false;
+    if (cmd.layer >= 0) {
+        state.layer = cmd.layer;
+        state.head = cmd.head;
+    }
+    const bool subTab = cmd.screenshot == kDetectors || cmd.screenshot == kAblation;
+    state.tab = subTab ? QStringLiteral("logit-attribution") : cmd.screenshot;
+
+    MainWindow window(nullptr, MainWindow::Mode::Offscreen);
+    if (state.prompt.isEmpty()) state.prompt = window.prompt(); // the default prompt
+    window.resize(cmd.sizeGiven ? cmd.size : QSize(1600, 1000)); // at least the window's minimum size
+    window.show();
+    QString failure;
+    QEventLoop loop;
+    QObject::connect(&window.sessions(), &SessionController::restored, &loop, [&](const QStringList& p) {
+        problems = p;
+        loop.quit();
+    });
+    QObject::connect(&window.session(), &ModelSession::modelLoadFailed, &loop, [&](const QString& m) { failure = m; });
+    QObject::connect(&window.session(), &ModelSession::forwardFailed, &loop, [&](const QString& m) { failure = m; });
+    QTimer::singleShot(0, &window, [&] { window.sessions().restore(state, problems); });
+    loop.exec();
+    if (!failure.isEmpty()) {
+        err << "attnscope: " << failure << "\n";
+        return 1;
+    }
+    for (const QString& p : problems) err << "attnscope: warning: " << p << "\n";
+    if (auto* residual = qobject_cast<ResidualPanel*>(window.panel(QStringLiteral("logit-attribution"))); residual && subTab) {
+        residual->subTabs()->setCurrentIndex(cmd.screenshot == kDetectors ? 1 : 2);
+        if (cmd.screenshot == kAblation && !residual->ablation()->ablatedHeads().empty()) residual->ablation()->run();
+    }
+    window.waitForIdle();
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents(); // layouts and deferred repaints
+    const QImage image = window.grab().toImage();
+    if (!image.save(cmd.out, "PNG")) {
+        err << "attnscope: " << cmd.out << ": cannot write the PNG\n";
+        return 1;
+    }
+    out << "wrote " << cmd.out << " (" << image.width() << "×" << image.height() << ", " << cmd.screenshot << ")\n";
+    return 0;
+}
+
+} // namespace attnscope

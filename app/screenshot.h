@@ -1,0 +1,22 @@
+#pragma once
+// attnscope --screenshot VIEW --out FILE.png: the window rendered offscreen (QWidget::grab on a window
+// of a fixed size under the offscreen platform, so no display is needed) after the model is open, the
+// prompt has run and every view's background work is done. The README's and docs/guide.md's pictures
+// are made this way (tools/screenshots.sh).
+
+#include "app/command_line.h"
+
+#include <QStringList>
+#include <QTextStream>
+
+namespace attnscope {
+
+/// The views --screenshot accepts: the tabs' view ids (app/view_ids.h) and two sub-tabs of
+/// logit-attribution, "head-detectors" and "ablation" (which runs the session's ablation).
+QStringList screenshotViews();
+
+/// Opens the model (or restores --session-file), selects the view and writes the PNG. Returns the exit
+/// code: 0, 1 on an error (message on `err`), as runHeadless.
+int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err);
+
+} // namespace attnscope
