@@ -129,7 +129,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             const ImageFormat fmt = imageFormatFromName(cmd.format).value_or(ImageFormat::Png);
             auto dataFor = [&](int l, int h) {
                 return AttentionHeatmapData{cache.layer(l)->pattern[size_t(h)], labels,
-                                            heatmapTitle(model->info().name, l, h)};
+                                            heatmapTitle(model->info().name, l, h, cfg.groupSize() > 1 ? cfg.kvHeadOf(h) : -1)};
             };
             std::vector<std::pair<int, int>> heads;
             if (cmd.layer >= 0) heads.push_back({cmd.layer, cmd.head});
