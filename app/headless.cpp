@@ -73,6 +73,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             else
                 json = toJson(projectNeuron(*model, cmd.project == QLatin1String("ffkey") ? NeuronVectorKind::FFKey : NeuronVectorKind::FFValue,
                                             cmd.layer, cmd.neuron, cmd.top));
+            // which matrix read each side (embedding_projection.h): "tied" (W_E both) or "untied" (W_E in, W_U out)
+            json["unembedding"] = unembeddingTied(*model) ? QStringLiteral("tied") : QStringLiteral("untied");
             QString error;
             if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
