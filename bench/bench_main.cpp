@@ -404,23 +404,10 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     for (int S : seqs) {
         if (S > cfg.n_ctx) continue;
         const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
-        // (b) forward with the full activation cache (every hook point, per-head results, all logits)
         ActivationCache cache;
-        const Timing full = timeIt(runs, [&] {
-            // the previous pass's cache is recycled: its buffers are written in place (no fresh pages)
-            cache = runForward(*model, tokens, {}, {}, std::move(cache));
-        });
-        const double gf = forwardGflop(cfg, S, S, true);
-        printRow(QStringLiteral("forward + full cache, S=%1").arg(S), full,
-                 QStringLiteral("%1 GFLOP, %2 GFLOP/s (FMA peak %3)").arg(gf, 0, 'f', 1)
-                     .arg(gf / full.median_ms * 1e3, 0, 'f', 0).arg(peakGflops, 0, 'f', 0));
-        QJsonObject f = toJson(full);
-        f["gflop"] = gf;
-        f["gflops"] = gf / full.median_ms * 1e3;
-        fwdFull[QString::number(S)] = f;
-
         // (b') the cache as the app keeps it (ModelSession): every hook point but the per-head results, which
-        // the views compute for what they show, and the logits of the last position only
+        // the views compute for what they show, and the logits of the last position only. First, into a fresh
+        // cache, so its peak RSS is the app's at this S (weights touched + one cache), not the full cache's.
         ForwardOptions appOpt; // as ModelSession runs it: last logits, per-head results computed by the views
         appOpt.allLogits = false;
         appOpt.cacheHeadResults = false;
@@ -436,6 +423,20 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         fa["gflop"] = gfa;
         fa["gflops"] = gfa / app.median_ms * 1e3;
         fwdApp[QString::number(S)] = fa;
+
+        // (b) forward with the full activation cache (every hook point, per-head results, all logits)
+        const Timing full = timeIt(runs, [&] {
+            // the previous pass's cache is recycled: its buffers are written in place (no fresh pages)
+            cache = runForward(*model, tokens, {}, {}, std::move(cache));
+        });
+        const double gf = forwardGflop(cfg, S, S, true);
+        printRow(QStringLiteral("forward + full cache, S=%1").arg(S), full,
+                 QStringLiteral("%1 GFLOP, %2 GFLOP/s (FMA peak %3)").arg(gf, 0, 'f', 1)
+                     .arg(gf / full.median_ms * 1e3, 0, 'f', 0).arg(peakGflops, 0, 'f', 0));
+        QJsonObject f = toJson(full);
+        f["gflop"] = gf;
+        f["gflops"] = gf / full.median_ms * 1e3;
+        fwdFull[QString::number(S)] = f;
 
         // (c) logits only: last position, no per-head results, no layer cache kept
         ForwardOptions lo;

@@ -55,6 +55,8 @@ def main():
             a = o.get("forward_app_cache", {}).get(S)
             if a:
                 row(f"forward + app cache (last logits), S={S}", a, t["forward_full_cache"].get(S), bound(a["gflop"]))
+                if "peak_rss_over_file" in a:
+                    print(f"{name:12} {f'  peak RSS of that forward / file size':44} {a['peak_rss_over_file']:9.2f}")
             lo = o["forward_logits_only"].get(S)
             row(f"forward, logits only, S={S}", lo, t["forward_logits_only"].get(S), bound(lo["gflop"]) if lo else None)
         for S in o.get("logit_lens", {}):
