@@ -39,6 +39,16 @@ InductionPair inductionPair(const ModelConfig& cfg, int T) {
     return p;
 }
 
+/// A sweep of `hook` measuring logit[answer] − logit[corrupted answer].
+PatchingOptions answerSweep(PatchHook hook, const InductionPair& p) {
+    PatchingOptions o;
+    o.hook = hook;
+    o.metric.kind = PatchingMetricKind::LogitDiff;
+    o.metric.token = p.answer;
+    o.metric.counterToken = p.corruptAnswer;
+    return o;
+}
+
 double logitAt(const Model& model, const std::vector<int>& tokens, int token, const ForwardOptions& o = {}) {
     ForwardOptions last = o;
     last.allLogits = false;
@@ -115,11 +125,7 @@ private slots:
         const ModelConfig& cfg = model->config();
         const InductionPair p = inductionPair(cfg, 10);
         const PatchingRuns runs = preparePatchingRuns(*model, p.clean, p.corrupt);
-        PatchingOptions o;
-        o.hook = PatchHook::ResidPre;
-        o.metric.kind = PatchingMetricKind::LogitDiff;
-        o.metric.token = p.answer;
-        o.metric.counterToken = p.corruptAnswer;
+        const PatchingOptions o = answerSweep(PatchHook::ResidPre, p);
         int reported = 0;
         const PatchingSweep s = runPatchingSweep(*model, runs, o, {}, [&](const PatchingSweep&, size_t first, size_t count) {
             QCOMPARE(int(first), reported);
@@ -216,11 +222,7 @@ private slots:
         const ModelConfig& cfg = model->config();
         const InductionPair p = inductionPair(cfg, 20);
         const PatchingRuns runs = preparePatchingRuns(*model, p.clean, p.corrupt);
-        PatchingOptions o;
-        o.hook = PatchHook::Z;
-        o.metric.kind = PatchingMetricKind::LogitDiff;
-        o.metric.token = p.answer;
-        o.metric.counterToken = p.corruptAnswer;
+        const PatchingOptions o = answerSweep(PatchHook::Z, p);
         const PatchingSweep s = runPatchingSweep(*model, runs, o);
         const Matrix grid = patchingGrid(cfg, int(p.clean.size()), s, true);
         QString text;
