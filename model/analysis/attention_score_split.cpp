@@ -7,7 +7,6 @@
 #include "model/transformer/rotary_embedding.h"
 
 #include <QCoreApplication>
-#include <QJsonArray>
 
 namespace attnscope {
 
@@ -81,38 +80,6 @@ AttentionScoreSplit splitAttentionScore(const Model& model, const ActivationCach
     out.pattern = double(lc->pattern[size_t(head)](query, key));
     out.checkError = std::abs(out.sum - out.score);
     return out;
-}
-
-QJsonObject attentionScoreSplitToJson(const AttentionScoreSplit& s) {
-    QJsonArray terms;
-    for (Eigen::Index r = 0; r < s.terms.rows(); ++r)
-        for (Eigen::Index c = 0; c < s.terms.cols(); ++c)
-            terms.append(QJsonObject{{QStringLiteral("query_component"), s.queryComponents[size_t(r)].name},
-                                     {QStringLiteral("key_component"), s.keyComponents[size_t(c)].name},
-                                     {QStringLiteral("value"), s.terms(r, c)}});
-    return QJsonObject{
-        {QStringLiteral("layer"), s.layer},
-        {QStringLiteral("head"), s.head},
-        {QStringLiteral("query"), s.query},
-        {QStringLiteral("key"), s.key},
-        {QStringLiteral("score"), s.score},
-        {QStringLiteral("sum"), s.sum},
-        {QStringLiteral("check_error"), s.checkError},
-        {QStringLiteral("pattern"), s.pattern},
-        {QStringLiteral("terms"), terms},
-        {QStringLiteral("conventions"),
-         QJsonObject{{QStringLiteral("score"), QStringLiteral("the scaled pre-softmax score of hook_attn_scores: q_i·k_j times "
-                                                              "the layer's attention scale (1/sqrt(d_head) for most models)")},
-                     {QStringLiteral("value"), QStringLiteral("scale · (R_i q_c)·(R_j k_c'): component c of resid_pre at the "
-                                                              "query position and c' at the key position, each centred (LayerNorm) "
-                                                              "and divided by its position's cached ln_1 scale, times ln_1.w and the "
-                                                              "head's W_Q / W_K; R = the rotary rotation at the position (identity "
-                                                              "for learned positions). The terms sum to score")},
-                     {QStringLiteral("components"), QStringLiteral("embed, pos_embed, L{l}H{h} (head result), L{l}b_O, L{l}MLP "
-                                                                   "(mlp_out) of the layers before, and bias = ln_1.b·W + b_Q "
-                                                                   "(query side) or b_K (key side)")},
-                     {QStringLiteral("positions"), QStringLiteral("0-based token positions, BOS included")},
-                     {QStringLiteral("check_error"), QStringLiteral("|Σ terms − score|, float32 rounding")}}}};
 }
 
 } // namespace attnscope

@@ -16,8 +16,6 @@
 
 #include "model/analysis/residual_decomposition.h"
 
-#include <QJsonObject>
-
 namespace attnscope {
 
 struct AttentionScoreSplit {
@@ -35,10 +33,5 @@ struct AttentionScoreSplit {
 /// out of range, and for a key after the query or outside a sliding window (masked: no score to split).
 AttentionScoreSplit splitAttentionScore(const Model& model, const ActivationCache& cache, int layer, int head, int query,
                                         int key);
-
-/// The CLI's "attend" object: {"layer", "head", "query", "key", "score", "terms": [{"query_component",
-/// "key_component", "value"}, …] (every pair, in row-major order), "check_error", "sum", "pattern",
-/// "conventions"}.
-QJsonObject attentionScoreSplitToJson(const AttentionScoreSplit& split);
 
 } // namespace attnscope
