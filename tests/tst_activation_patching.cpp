@@ -10,6 +10,7 @@
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
+#include "support/induction_pair.h"
 #include "support/test_paths.h"
 
 #include <QtTest>
@@ -21,23 +22,6 @@ using namespace attnscope::test;
 namespace {
 
 std::shared_ptr<const Model> demo() { return loadModel(demoDir()); }
-
-/// [BOS] + R + R[0..T−2] (clean) and [BOS] + R' + R[0..T−2] (corrupted in the first half): the clean run's
-/// induction heads predict R[T−1] at the last position; the corrupted run has nothing to copy.
-struct InductionPair {
-    std::vector<int> clean, corrupt;
-    int answer = 0, corruptAnswer = 0;
-};
-InductionPair inductionPair(const ModelConfig& cfg, int T) {
-    const RepeatedSequence a = repeatedRandomSequence(cfg, -1, T, 11), b = repeatedRandomSequence(cfg, -1, T, 12);
-    InductionPair p;
-    p.clean.assign(a.tokens.begin(), a.tokens.end() - 1);
-    p.corrupt = p.clean;
-    for (int i = 0; i < T; ++i) p.corrupt[size_t(a.offset + i)] = b.tokens[size_t(b.offset + i)];
-    p.answer = a.tokens.back();
-    p.corruptAnswer = b.tokens[size_t(b.offset + T - 1)];
-    return p;
-}
 
 /// A sweep of `hook` measuring logit[answer] − logit[corrupted answer].
 PatchingOptions answerSweep(PatchHook hook, const InductionPair& p) {
