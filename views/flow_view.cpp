@@ -144,6 +144,7 @@ void FlowView::showEdge(int index) {
     if (!graph_ || index < 0 || index >= int(graph_->edges.size())) return;
     const FlowEdge& e = graph_->edges[size_t(index)];
     detailsTitle_->setText(plot_->describeEdge(index));
+    details_->setHorizontalHeaderLabels({tr("#"), tr("head"), tr("proximity")});
     details_->setRowCount(0);
     const int layer = (e.toBoundary - 1) / 2;
     for (size_t h = 0; h < e.heads.size(); ++h) {
@@ -169,6 +170,7 @@ void FlowView::showNode(int boundary, int position) {
                                .arg(lensBoundaryName(model_->config(), boundary))
                                .arg(position)
                                .arg(labels_.value(position)));
+    details_->setHorizontalHeaderLabels({tr("#"), tr("token"), tr("probability")});
     details_->setRowCount(int(top.size()));
     for (int r = 0; r < int(top.size()); ++r) {
         details_->setItem(r, 0, rankCell(r + 1));
