@@ -84,10 +84,14 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  flow routes      attnscope --model demo --prompt \"In the beginning God\" --flow --threshold 0.04 --dump-json flow.json\n"
         "  attention split  attnscope --model demo --prompt \"In the beginning God\" --attend --layer 1 --head 1 --query 4 --key 2 --dump-json why.json\n"
         "  composition      attnscope --model demo --composition k --dump-json comp.json\n"
+        "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
+        "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
+        "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
         "  screenshot       attnscope --screenshot logit-lens --out lens.png [--model demo --prompt … --layer 1 --head 1]\n"
         "                   attnscope --screenshot compare-models --out compare.png --session-file compare.attnscope\n"
         "  version          attnscope --version\n\n"
-        "MODEL is a model folder or file (.safetensors), or a name: demo (the bundled model), NAME or ORG/NAME "
+        "MODEL is a model folder (Hugging Face layout), a file (.safetensors, .gguf, llama2.c .bin), or a name: demo "
+        "(the bundled model), NAME or ORG/NAME "
         "(the newest snapshot in the Hugging Face cache, offline), ollama:NAME[:TAG] (Ollama's store).\n"
         "Screenshot views: %1.").arg(screenshotViews().join(QStringLiteral(", "))));
     const QCommandLineOption help = p.addHelpOption();

@@ -12,6 +12,7 @@
 #include "views/background_task.h"
 
 #include <QMainWindow>
+#include <optional>
 
 class QLineEdit;
 class QCheckBox;
@@ -141,6 +142,7 @@ private:
     QString pendingPrompt_;
     QLineEdit* prompt_ = nullptr;
     QCheckBox* prependBos_ = nullptr;
+    std::optional<bool> bosChosen_; ///< set by setPrependBos (sessions): wins over the model default once
     QPushButton* runButton_ = nullptr;
     QPushButton* cancelButton_ = nullptr;
     QSpinBox* layerSpin_ = nullptr;
