@@ -24,6 +24,7 @@ AttendView::AttendView(QWidget* parent) : QWidget(parent) {
     runButton_ = new QPushButton(tr("Split the score"));
     layout->addLayout(taskRow(task_, {layer_, head_, query_, key_, runButton_}));
     check_ = new QLabel(tr("Pick a head, a query and a key position."));
+    check_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     check_->setWordWrap(true);
     check_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(check_);

@@ -27,6 +27,7 @@ CircuitInputs::CircuitInputs(QWidget* parent) : QWidget(parent) {
     form->addRow(tr("Clean prompt:"), cleanEdit_);
     form->addRow(tr("Corrupted prompt:"), corruptEdit_);
     tokenization_ = new QLabel;
+    tokenization_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     tokenization_->setWordWrap(true);
     tokenization_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     form->addRow(tr("Tokens:"), tokenization_);

@@ -28,6 +28,7 @@ CompositionView::CompositionView(QWidget* parent) : QWidget(parent) {
     runButton_ = new QPushButton(tr("Compute scores"));
     layout->addLayout(taskRow(task_, {kind_, runButton_}));
     baseline_ = new QLabel(tr("Scores from the weights alone; no prompt needed."));
+    baseline_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     baseline_->setWordWrap(true);
     baseline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(baseline_);
@@ -46,6 +47,7 @@ CompositionView::CompositionView(QWidget* parent) : QWidget(parent) {
     k_->setValue(20);
     k_->setPrefix(tr("top "));
     ovTitle_ = new QLabel(tr("Virtual OV circuit: select a pair."));
+    ovTitle_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     ovTitle_->setWordWrap(true);
     sideLayout->addLayout(taskRow(ovTask_, {ovTitle_, k_}));
     ov_ = makeScoreTable({tr("#"), tr("source token"), tr("output token"), tr("score")}, QStringLiteral("virtual_ov"),

@@ -46,6 +46,7 @@ FlowView::FlowView(QWidget* parent) : QWidget(parent) {
     jsonButton_ = new QPushButton(tr("Export JSON…"));
     layout->addLayout(taskRow(task_, {norm_, threshold_, renormalise_, position_, buildButton_, jsonButton_}));
     status_ = new QLabel(tr("Run a prompt, then Build graph."));
+    status_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     status_->setWordWrap(true);
     layout->addWidget(status_);
     auto* split = new QSplitter;
@@ -55,6 +56,7 @@ FlowView::FlowView(QWidget* parent) : QWidget(parent) {
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
     detailsTitle_ = new QLabel(tr("Click an edge for its per-head split, a node for its logit lens."));
+    detailsTitle_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     detailsTitle_->setWordWrap(true);
     detailsTitle_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     sideLayout->addWidget(detailsTitle_);

@@ -62,10 +62,12 @@ PatchingView::PatchingView(CircuitInputs* inputs, QWidget* parent) : QWidget(par
     runButton_ = new QPushButton(tr("Run sweep"));
     layout->addLayout(taskRow(task_, {hookCombo_, byPosition_, ablationCombo_, references_, normalised_, runButton_}));
     endpoints_ = new QLabel;
+    endpoints_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     endpoints_->setWordWrap(true);
     endpoints_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(endpoints_);
     status_ = new QLabel(tr("Enter a corrupted prompt and a metric, then Run sweep."));
+    status_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     status_->setWordWrap(true);
     layout->addWidget(status_);
     heatmap_ = new MatrixHeatmap;

@@ -21,6 +21,7 @@ PathPatchingView::PathPatchingView(CircuitInputs* inputs, QWidget* parent) : QWi
     runButton_ = new QPushButton(tr("Run path patching"));
     layout->addLayout(taskRow(task_, {senders_, receivers_, runButton_}));
     status_ = new QLabel(tr("Senders × receivers: the normalised metric when only that path carries the sender's change."));
+    status_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
     status_->setWordWrap(true);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(status_);
