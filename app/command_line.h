@@ -13,6 +13,14 @@
 //             --width W --height H --force]               (a view of the window, rendered offscreen)
 // PATH may be a model name (model/discovery/model_name.h): demo, gpt2, ORG/NAME, ollama:NAME[:TAG].
 //   attnscope --model PATH --prompt TEXT --tokenize [--dump-json FILE]   (ids only; no weights needed)
+// Circuits (each adds its object to the --dump-json file; README "Circuits on the command line"):
+//   attnscope --model M --prompt CLEAN --dump-json F --patch resid|attn_out|mlp_out|z|q|k|v|pattern
+//             --corrupt-prompt TEXT --metric "logit_diff: Mary, John" [--direction denoise|noise] [--by-position]
+//             [--ablate zero|mean|reference-mean|resample [--reference-prompt TEXT]…] [--position P]
+//   attnscope … --path-patch --senders L.H,… --receivers L.H.q,…|logits --corrupt-prompt TEXT --metric …
+//   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
+//   attnscope … --attend --layer L --head H --query I --key J
+//   attnscope --model M --dump-json F --composition q|k|v        (weights only; a prompt is optional)
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… instead of --prompt,
 // --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -52,6 +60,28 @@ struct CommandLine {
     QString out;            ///< --out FILE.png for --screenshot
     QString session;        ///< --session-file FILE.attnscope: restored before --screenshot (overridden by the other options)
     bool sizeGiven = false; ///< --width or --height was given
+    // circuits
+    QString patch;          ///< --patch HOOK (as given: resid, resid_pre, attn_out, …)
+    QString corruptPrompt;  ///< --corrupt-prompt TEXT
+    std::vector<int> corruptTokenIds; ///< --corrupt-token-ids 1,2,…
+    bool useCorruptTokenIds = false;
+    QString metric;         ///< --metric "logit_diff: Mary, John" | "logit: X" | "prob: X" | "kl"
+    QString direction = QStringLiteral("denoise");
+    bool byPosition = false;
+    QString ablate;         ///< --ablate zero|mean|reference-mean|resample (empty = patching)
+    QStringList referencePrompts; ///< --reference-prompt TEXT (repeatable) for --ablate reference-mean
+    bool pathPatch = false;
+    QString senders, receivers; ///< --senders L.H,… (default every head), --receivers L.H.q,…|logits
+    bool flow = false;
+    double threshold = 0.04; ///< --threshold τ for --flow
+    QString norm = QStringLiteral("l1");
+    bool renormalise = true; ///< --no-renormalise turns it off
+    bool attend = false;
+    int query = -1, key = -1; ///< --query I --key J for --attend
+    QString composition;     ///< --composition q|k|v
+
+    /// Whether any circuit mode that runs the prompt is asked for.
+    bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend; }
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {

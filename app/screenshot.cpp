@@ -19,7 +19,7 @@ namespace {
 const QString kDetectors = QStringLiteral("head-detectors"), kAblation = QStringLiteral("ablation");
 const QStringList kTabs{QStringLiteral("attention"),  QStringLiteral("logit-attribution"), QStringLiteral("attention-steps"),
                         QStringLiteral("attention-by-hand"), QStringLiteral("logit-lens"), QStringLiteral("embedding-space"),
-                        QStringLiteral("compare-models")};
+                        QStringLiteral("compare-models"), QStringLiteral("circuits")};
 } // namespace
 
 QStringList screenshotViews() { return kTabs + QStringList{kDetectors, kAblation}; }
