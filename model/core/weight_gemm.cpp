@@ -1,6 +1,7 @@
 #include "model/core/weight_gemm.h"
 
 #include "model/core/kernels/compute_kernels.h"
+#include "model/core/parallel_threshold.h"
 
 #include <algorithm>
 #include <vector>
@@ -95,7 +96,9 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     const Index nPanels = packNeeded ? (rows + K.mr - 1) / K.mr : 0, kRows = nPanels ? (rows + nPanels - 1) / nPanels : 1;
 #ifdef _OPENMP
     const Index threads = parallel ? omp_get_max_threads() : 1;
-    const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1;
+    double macs = 0;
+    for (const GemmTarget& t : targets) macs += double(rows) * double(inner) * double(t.W.cols);
+    const bool team = parallel && !omp_in_parallel() && omp_get_max_threads() > 1 && worthThreads(macs);
 #else
     const Index threads = 1;
     const bool team = false;

@@ -1,6 +1,7 @@
 #include "model/transformer/forward.h"
 
 #include "model/core/kernels/compute_kernels.h"
+#include "model/core/parallel_threshold.h"
 #include "model/core/weight_gemm.h"
 #include "model/transformer/cache_budget.h"
 #include "model/transformer/layer_recompute.h"
@@ -182,7 +183,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     }
     c.z.resize(S, Eigen::Index(H) * L);
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (worthThreads(double(H) * double(S) * double(S) * double(L)))
     for (int h = 0; h < H; ++h)
         headAttention(queries.data(), queries.cols(), keys, c.v, h, L, scale, cfg.sliding_window, 0, c.attn_scores[size_t(h)],
                       c.pattern[size_t(h)], c.z.data(), c.z.cols());
@@ -213,7 +214,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
         c.result.resize(size_t(H));
         for (Matrix& r : c.result) r.resize(S, cfg.d_model); // allocated by this thread: one malloc arena
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) if (worthThreads(double(H) * double(S) * double(L) * double(cfg.d_model)))
         for (int h = 0; h < H; ++h) {
             Matrix& r = c.result[size_t(h)];
             weightGemm(c.z.data() + h * L, S, L, c.z.cols(), w.W_O_head(h, L), r.data(), r.cols(), false);
