@@ -31,11 +31,17 @@ Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int h
 }
 
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E) {
+    return pairFactors(model, kind, layer, head, E, E);
+}
+
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& rowE,
+                          const Weight& colE) {
     const ModelConfig& cfg = model.config();
     checkHead(cfg, layer, head);
-    if (E.cols != cfg.d_model)
-        throw InputError(QCoreApplication::translate("analysis", "The embedding has %1 columns but the model's d_model is %2.")
-                             .arg(E.cols).arg(cfg.d_model));
+    for (const Weight* E : {&rowE, &colE})
+        if (E->cols != cfg.d_model)
+            throw InputError(QCoreApplication::translate("analysis", "The embedding has %1 columns but the model's d_model is %2.")
+                                 .arg(E->cols).arg(cfg.d_model));
     const LayerWeights& w = model.layer(layer);
     const int L = cfg.d_head, kv = kvHead(cfg, head);
     LowRankScores f;
@@ -49,11 +55,16 @@ LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer
         left = w.W_Q_head(head, L);
         right = w.W_K_head(kv, L);
     }
-    // both factors in one pass over E: [d_vocab, d_model]·[d_model, d_head], by the forward's kernel
-    f.A.resize(E.rows, L);
-    f.B.resize(E.rows, L);
+    // [d_vocab, d_model]·[d_model, d_head] by the forward's kernel; both factors in one pass when the sides share E
+    f.A.resize(rowE.rows, L);
+    f.B.resize(colE.rows, L);
     const GemmTarget targets[] = {{left, f.A.data(), f.A.cols(), {}}, {right, f.B.data(), f.B.cols(), {}}};
-    weightGemmTall(E, targets);
+    if (rowE.ptr == colE.ptr && rowE.type == colE.type && rowE.transposed == colE.transposed) {
+        weightGemmTall(rowE, targets);
+    } else {
+        weightGemmTall(rowE, std::span(targets, 1));
+        weightGemmTall(colE, std::span(targets + 1, 1));
+    }
     return f;
 }
 

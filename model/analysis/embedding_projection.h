@@ -35,6 +35,10 @@ struct LowRankScores {
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head);
 /// The same with a given embedding E [d_vocab, d_model] (e.g. another checkpoint's W_E).
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E);
+/// The same with one embedding per side: A from rowE (OV: source tokens; QK: query tokens), B from colE (OV:
+/// output tokens, e.g. the unembedding W_U_T of an untied model; QK: key tokens), both [d_vocab, d_model].
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& rowE,
+                          const Weight& colE);
 /// The head's d_model × d_model matrix: W_OV^h = W_V^h·W_O^h or W_QK^h = W_Q^h·W_K^hᵀ.
 Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int head);
 

@@ -1,6 +1,7 @@
 #include "model/analysis/model_comparison.h"
 
 #include "model/analysis/index_checks.h"
+#include "model/analysis/shared_vocabulary.h"
 #include "model/core/weight_gemm.h"
 
 #include <QCoreApplication>
@@ -80,9 +81,7 @@ QString fieldMismatch(const char* field, int a, int b) {
 
 LayerSimilarity compareLayers(const Model& a, const Model& b, NeuronVectorKind kind, const Progress& progress) {
     const ModelConfig &ca = a.config(), &cb = b.config();
-    if (ca.d_vocab != cb.d_vocab)
-        throw InputError(QCoreApplication::translate("analysis",
-                             "The models do not share a tokenizer: d_vocab is %1 vs %2.").arg(ca.d_vocab).arg(cb.d_vocab));
+    requireSharedVocabulary(a, b);
     const Weight &Ea = a.globals().W_E, &Eb = b.globals().W_E; // [d_vocab, d_model_*]
     const qint64 total = qint64(ca.n_layers) * cb.n_layers;
     progress.step(0, total, QStringLiteral("Gram matrices"));
@@ -122,6 +121,11 @@ void checkSameArchitecture(const Model& a, const Model& b) {
 }
 
 NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k) {
+    return diffNeuron(before, after, kind, layer, neuron, k, before.globals().W_E);
+}
+
+NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k,
+                      const Weight& E) {
     checkSameArchitecture(before, after);
     const RowVector delta = neuronVector(after, kind, layer, neuron) - neuronVector(before, kind, layer, neuron);
     NeuronDiff d;
@@ -129,7 +133,7 @@ NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind 
     d.identical = d.maxAbsDiff == 0.0f;
     if (d.identical) return d; // a zero difference is reported as such, never as a ranking of zeros
     Matrix scores; // (E·Δx)ᵀ [1, d_vocab]
-    weightGemmTransposed(Matrix(delta), before.globals().W_E, scores);
+    weightGemmTransposed(Matrix(delta), E, scores);
     d.top = topEntries(scores.row(0), k, true);
     d.bottom = topEntries(scores.row(0), k, false);
     return d;
@@ -137,13 +141,19 @@ NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind 
 
 PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
                    const Progress& progress, int blockRows) {
+    const Weight& E = before.globals().W_E;
+    return diffPairs(before, after, kind, layer, head, k, E, E, progress, blockRows);
+}
+
+PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
+                   const Weight& rowE, const Weight& colE, const Progress& progress, int blockRows) {
     checkSameArchitecture(before, after);
     PairDiff d;
     d.maxAbsDiff = (headCircuit(after, kind, layer, head) - headCircuit(before, kind, layer, head)).cwiseAbs().maxCoeff();
     d.identical = d.maxAbsDiff == 0.0f;
     if (d.identical) return d;
-    const Weight& E = before.globals().W_E;
-    const LowRankScores fa = pairFactors(after, kind, layer, head, E), fb = pairFactors(before, kind, layer, head, E);
+    const LowRankScores fa = pairFactors(after, kind, layer, head, rowE, colE),
+                        fb = pairFactors(before, kind, layer, head, rowE, colE);
     const Eigen::Index V = fa.A.rows(), L = fa.A.cols();
     // E·(W_after − W_before)·Eᵀ = [A_after | −A_before]·[B_after | B_before]ᵀ
     Matrix A(V, 2 * L), B(V, 2 * L);

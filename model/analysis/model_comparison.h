@@ -24,7 +24,7 @@ struct LayerSimilarity {
 };
 
 /// Compares every layer of A with every layer of B. Throws InputError when the vocabularies differ
-/// (d_vocab A ≠ d_vocab B: "the models do not share a tokenizer"). The embedding-space cosines use the
+/// (requireSharedVocabulary: sizes, or the first token that differs). The embedding-space cosines use the
 /// Gram matrices E_Aᵀ·E_B, E_Aᵀ·E_A, E_Bᵀ·E_B ([d_model, d_model]), since
 /// (E_A·x)·(E_B·y) = xᵀ·(E_Aᵀ·E_B)·y — exact, and no [d_mlp, d_vocab] projection is formed.
 /// Cost ≈ n_layers_A·n_layers_B·d_mlp_A·d_mlp_B·d_model. Progress units: layer pairs; throws Cancelled.
@@ -46,6 +46,10 @@ struct NeuronDiff {
 /// W_E (so embedding drift does not mix in), top-k and bottom-k tokens. Throws InputError for
 /// different architectures or bad indices.
 NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k);
+/// The same projected with a given E [d_vocab, d_model] (e.g. the before model's unembedding W_U_T for the
+/// tokens an FF value writes in an untied model).
+NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k,
+                      const Weight& E);
 
 /// Difference of a head's W_OV (or W_QK) between two checkpoints, in embedding space.
 struct PairDiff {
@@ -61,5 +65,9 @@ struct PairDiff {
 /// Throws InputError for different architectures or bad indices.
 PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
                    const Progress& progress = {}, int blockRows = 1024);
+/// The same with one embedding per side: rowE·ΔW·colEᵀ (pairFactors with two embeddings; e.g. W_E for the
+/// source tokens and W_U_T for the output tokens of an untied model's OV circuit).
+PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
+                   const Weight& rowE, const Weight& colE, const Progress& progress = {}, int blockRows = 1024);
 
 } // namespace attnscope
