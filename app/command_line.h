@@ -13,8 +13,13 @@
 //             --width W --height H --force]               (a view of the window, rendered offscreen)
 // PATH may be a model name (model/discovery/model_name.h): demo, gpt2, ORG/NAME, ollama:NAME[:TAG].
 //   attnscope --model PATH --prompt TEXT --tokenize [--dump-json FILE]   (ids only; no weights needed)
-// Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… instead of --prompt,
-// --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
+//   attnscope --model A --stitch MODEL_B --layer K|all (--prompt TEXT | --text FILE) --dump-json FILE
+//             [--inverse pinv|transpose] [--stitch-final-norm] [--stitch-embedding W_E|W_U] [--rcond R] [--force]
+//                                                        (zero-shot stitching of A's first K blocks onto B)
+//   attnscope --model A --finetune-diff MODEL_B --dump-json FILE [--top K] [--force]
+//                                                        (heads and neurons ranked by ‖Δθ‖/‖θ‖)
+// Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
+// --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
 #include <QSize>
 #include <QString>
@@ -52,6 +57,15 @@ struct CommandLine {
     QString out;            ///< --out FILE.png for --screenshot
     QString session;        ///< --session-file FILE.attnscope: restored before --screenshot (overridden by the other options)
     bool sizeGiven = false; ///< --width or --height was given
+    QString textFile;       ///< --text FILE: the prompt is FILE's text (UTF-8)
+    QString stitch;         ///< --stitch MODEL_B: add "stitch" (model/analysis/stitch_json.h) to the dump
+    bool stitchAllLayers = false; ///< --layer all with --stitch: every k = 0 … n_layers_A (else k = layer)
+    bool stitchTranspose = false; ///< --inverse transpose (default pinv)
+    bool stitchFinalNorm = false; ///< --stitch-final-norm: A's ln_final before projecting
+    bool stitchUnembedding = false; ///< --stitch-embedding W_U (default W_E)
+    double rcond = 1e-5;    ///< --rcond R for the pseudo-inverse
+    QString finetuneDiff;   ///< --finetune-diff MODEL_B: write {"finetune_diff": …} (model/analysis/finetune_json.h)
+    bool topGiven = false;  ///< --top was given (--finetune-diff: limit the heads and neurons written)
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {
