@@ -34,12 +34,16 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "    + logit lens   attnscope --model demo --prompt \"In the beginning\" --dump-json out.json --logit-lens --top 5\n"
         "  attention steps  attnscope --model demo --prompt \"In the beginning\" --layer 0 --head 0 --dump-steps steps.json\n"
         "  projection       attnscope --model demo --project ov --layer 1 --head 1 --dump-json ov.json\n"
+        "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
+        "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
+        "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
         "  stitching        attnscope --model demo --stitch resources/demo-variant --layer all --text genesis.txt --dump-json stitch.json\n"
         "  fine-tuning      attnscope --model demo --finetune-diff resources/demo-variant --dump-json ranking.json\n"
         "  screenshot       attnscope --screenshot logit-lens --out lens.png [--model demo --prompt … --layer 1 --head 1]\n"
         "                   attnscope --screenshot compare-models --out compare.png --session-file compare.attnscope\n"
         "  version          attnscope --version\n\n"
-        "MODEL is a model folder or file (.safetensors), or a name: demo (the bundled model), NAME or ORG/NAME "
+        "MODEL is a model folder (Hugging Face layout), a file (.safetensors, .gguf, llama2.c .bin), or a name: demo "
+        "(the bundled model), NAME or ORG/NAME "
         "(the newest snapshot in the Hugging Face cache, offline), ollama:NAME[:TAG] (Ollama's store).\n"
         "Screenshot views: %1.").arg(screenshotViews().join(QStringLiteral(", "))));
     const QCommandLineOption help = p.addHelpOption();

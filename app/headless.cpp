@@ -126,6 +126,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             else
                 json = toJson(projectNeuron(*model, cmd.project == QLatin1String("ffkey") ? NeuronVectorKind::FFKey : NeuronVectorKind::FFValue,
                                             cmd.layer, cmd.neuron, cmd.top));
+            // which matrix read each side (embedding_projection.h): "tied" (W_E both) or "untied" (W_E in, W_U out)
+            json["unembedding"] = unembeddingTied(*model) ? QStringLiteral("tied") : QStringLiteral("untied");
             QString error;
             if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
@@ -182,7 +184,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             const ImageFormat fmt = imageFormatFromName(cmd.format).value_or(ImageFormat::Png);
             auto dataFor = [&](int l, int h) {
                 return AttentionHeatmapData{cache.layer(l)->pattern[size_t(h)], labels,
-                                            heatmapTitle(model->info().name, l, h)};
+                                            heatmapTitle(model->info().name, l, h, cfg.groupSize() > 1 ? cfg.kvHeadOf(h) : -1)};
             };
             std::vector<std::pair<int, int>> heads;
             if (cmd.layer >= 0) heads.push_back({cmd.layer, cmd.head});

@@ -78,6 +78,9 @@ ImageFormat formatForSuffix(const QString& path) {
 }
 } // namespace
 
+/// The K/V head query head h reads, for titles: −1 without grouped-query attention.
+static int kvHeadLabel(const Model& model, int h) { return model.config().groupSize() > 1 ? model.config().kvHeadOf(h) : -1; }
+
 MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), desktop_(mode == Mode::Desktop) {
     setWindowTitle(tr("AttnScope"));
     Appearance::instance().install(); // the saved theme (or the desktop's) before any widget is shown
@@ -169,8 +172,8 @@ void MainWindow::buildUi() {
     prompt_->setMaxLength(16 * 1024 * 1024); // the default (32767) would silently cut a long paste
     bar->addWidget(prompt_);
     prependBos_ = new QCheckBox(tr("Prepend BOS"));
-    prependBos_->setToolTip(tr("Put the beginning-of-sequence token (<|endoftext|> for GPT-2) at position 0, "
-                               "as the model saw in training and as TransformerLens does by default."));
+    prependBos_->setToolTip(tr("Put the beginning-of-sequence token (<|endoftext|> for GPT-2, <s> for Llama 2) at "
+                               "position 0. Checked by default when the model's tokenizer adds it (add_bos_token)."));
     bar->addWidget(prependBos_);
     runButton_ = new QPushButton(tr("Run"));
     runButton_->setDefault(true);
@@ -348,6 +351,7 @@ QString MainWindow::prompt() const { return prompt_->text(); }
 void MainWindow::setPrependBos(bool on) {
     const QSignalBlocker block(prependBos_);
     prependBos_->setChecked(on);
+    bosChosen_ = on; // a session's choice outlives the model default applied when its model opens
 }
 
 bool MainWindow::prependBos() const { return prependBos_->isChecked(); }
@@ -409,6 +413,11 @@ void MainWindow::onModelLoaded() {
     heatmap_->setData({});
     headGrid_->clear();
     topTokens_->setRowCount(0);
+    {   // the model's own default (Llama 2 and GPT-2 put BOS first, Qwen2 does not), unless a session chose
+        const QSignalBlocker quiet(prependBos_);
+        prependBos_->setChecked(bosChosen_.value_or(model->tokenizer().addsBos()));
+        bosChosen_.reset();
+    }
     updatePanels();
     statusLabel_->setText(tr("Opened %1.").arg(model->info().path));
     watcher_->watch(modelFilesOnDisk(model->info()));
@@ -419,6 +428,7 @@ void MainWindow::onModelLoaded() {
 }
 
 void MainWindow::onForwardFinished() {
+    bosChosen_.reset();
     layerTask_.cancel(); // requests for the previous cache
     shownLayer_.reset();
     for (QAction* a : needsCache_) a->setEnabled(true);
@@ -482,7 +492,7 @@ void MainWindow::showHead(const std::shared_ptr<const LayerCache>& layerCache) {
     shownLayer_ = layerCache;
     if (headGrid_->isLayerPending(l)) headGrid_->setLayerPatterns(l, layerCache->pattern); // computed anyway
     heatmap_->setData({layerCache->pattern[size_t(h)], session_.tokenLabels(),
-                       heatmapTitle(session_.model()->info().name, l, h)});
+                       heatmapTitle(session_.model()->info().name, l, h, kvHeadLabel(*session_.model(), h))});
     for (AnalysisPanel* p : panels_) p->setSelectedHead(l, h);
     saveSettings();
 }
@@ -560,7 +570,7 @@ QString MainWindow::exportCurrentHeatmap(const QString& path, QSize size, double
     if (!cache->isLayerReady(layer())) return tr("Layer %1 is still being computed; try again in a moment.").arg(layer());
     QString error;
     const AttentionHeatmapData data{cache->layer(layer())->pattern[size_t(head())], session_.tokenLabels(),
-                                    heatmapTitle(model->info().name, layer(), head())};
+                                    heatmapTitle(model->info().name, layer(), head(), kvHeadLabel(*model, head()))};
     exportHeatmap(data, path, formatForSuffix(path), size, scale, &error);
     return error;
 }
@@ -575,7 +585,7 @@ QString MainWindow::exportAllHeads(const QString& dir, const QString& ext, QSize
     try {
         attnscope::exportAllHeads(model->config().n_layers, model->config().n_heads, [&](int l, int h) {
             // a residuals-only cache recomputes each layer once here (LRU), on this thread
-            return AttentionHeatmapData{cache->layer(l)->pattern[size_t(h)], labels, heatmapTitle(name, l, h)};
+            return AttentionHeatmapData{cache->layer(l)->pattern[size_t(h)], labels, heatmapTitle(name, l, h, kvHeadLabel(*model, h))};
         }, dir, fmt, size, scale);
     } catch (const InputError& e) {
         return e.message();

@@ -13,6 +13,7 @@
 
 #include <QMainWindow>
 #include <QPointer>
+#include <optional>
 
 class QLineEdit;
 class QCheckBox;
@@ -142,6 +143,7 @@ private:
     QString pendingPrompt_;
     QLineEdit* prompt_ = nullptr;
     QCheckBox* prependBos_ = nullptr;
+    std::optional<bool> bosChosen_; ///< set by setPrependBos (sessions): wins over the model default once
     QPushButton* runButton_ = nullptr;
     QPushButton* cancelButton_ = nullptr;
     QSpinBox* layerSpin_ = nullptr;

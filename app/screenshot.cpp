@@ -52,7 +52,7 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         state.modelName = cmd.modelPath;
     }
     if (!cmd.prompt.isEmpty()) state.prompt = cmd.prompt;
-    if (!cmd.prependBos) state.prependBos = false;
+    if (cmd.prependBos) state.prependBos = cmd.prependBos; // --bos / --no-bos; else the session's, else the model's
     if (cmd.layer >= 0) {
         state.layer = cmd.layer;
         state.head = cmd.head;

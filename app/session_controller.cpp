@@ -55,7 +55,7 @@ void SessionController::restore(const SessionState& state, QStringList problems,
         session.waitForIdle();
     }
     w_->setPrompt(state.prompt);
-    w_->setPrependBos(state.prependBos);
+    if (state.prependBos) w_->setPrependBos(*state.prependBos);
     pending_ = state;
     problems_ = problems;
 

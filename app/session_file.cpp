@@ -19,12 +19,12 @@ QJsonObject sessionToJson(const SessionState& s) {
                   {QStringLiteral("version"), kSessionVersion},
                   {QStringLiteral("model"), s.model},
                   {QStringLiteral("prompt"), s.prompt},
-                  {QStringLiteral("prependBos"), s.prependBos},
                   {QStringLiteral("layer"), s.layer},
                   {QStringLiteral("head"), s.head},
                   {QStringLiteral("tab"), s.tab},
                   {QStringLiteral("panels"), s.panels}};
     if (!s.modelName.isEmpty()) o.insert(QStringLiteral("modelName"), s.modelName);
+    if (s.prependBos) o.insert(QStringLiteral("prependBos"), *s.prependBos);
     return o;
 }
 
@@ -44,7 +44,7 @@ bool sessionFromJson(const QJsonObject& o, SessionState* out, QStringList* probl
     else r.problem(QStringLiteral("no model is named"));
     s.modelName = r.string(QStringLiteral("modelName")).value_or(QString());
     s.prompt = r.string(QStringLiteral("prompt")).value_or(QString());
-    s.prependBos = r.boolean(QStringLiteral("prependBos")).value_or(true);
+    s.prependBos = r.boolean(QStringLiteral("prependBos"));
     s.layer = r.integer(QStringLiteral("layer"), 0, 1 << 20).value_or(0);
     s.head = r.integer(QStringLiteral("head"), 0, 1 << 20).value_or(0);
     s.tab = r.string(QStringLiteral("tab")).value_or(QString());

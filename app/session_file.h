@@ -10,6 +10,7 @@
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
+#include <optional>
 
 namespace attnscope {
 
@@ -21,7 +22,7 @@ struct SessionState {
     QString model;           ///< what the loader opens (":/demo" for the demo)
     QString modelName;       ///< the name it was opened by ("gpt2", "ollama:…"), "" when opened by path
     QString prompt;
-    bool prependBos = true;
+    std::optional<bool> prependBos; ///< absent: the model's default (Tokenizer::addsBos)
     int layer = 0, head = 0;
     QString tab;             ///< view id of the selected tab
     QJsonObject panels;      ///< view id → the panel's saved settings

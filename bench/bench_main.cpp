@@ -88,12 +88,16 @@ double kernelGemmGflops(int n, int runs) {
     return 2.0 * n * n * double(n) / (t.median_ms * 1e6);
 }
 
-/// Forward FLOPs as counted in BASELINE.md: 2·S·(matrix params) + 4·S²·d_model·n_layers (full square),
-/// plus what our cache adds (per-head result z_h·W_O^h) and the unembedding rows actually computed.
+/// Forward FLOPs as counted in BASELINE.md: 2·S·(matrix params) + 4·S²·(n_heads·d_head)·n_layers (full
+/// square), plus what our cache adds (per-head result z_h·W_O^h) and the unembedding rows actually computed.
+/// Matrix params per layer: W_Q and W_O (d_model × n_heads·d_head), W_K and W_V (d_model × n_kv_heads·d_head),
+/// and the MLP's 2 (GPT-2) or 3 (SwiGLU) d_model × d_mlp matrices: 12·d_model² for GPT-2.
 double forwardGflop(const ModelConfig& c, int S, int logitRows, bool headResults) {
     const double D = c.d_model, L = c.n_layers, V = c.d_vocab;
-    double f = 2.0 * S * (12.0 * D * D) * L + 4.0 * S * double(S) * D * L + 2.0 * logitRows * D * V;
-    if (headResults) f += 2.0 * S * D * D * L;
+    const double Q = double(c.n_heads) * c.d_head, KV = double(c.n_kv_heads > 0 ? c.n_kv_heads : c.n_heads) * c.d_head;
+    const double perLayer = 2 * D * Q + 2 * D * KV + (c.gatedMlp ? 3.0 : 2.0) * D * c.d_mlp;
+    double f = 2.0 * S * perLayer * L + 4.0 * S * double(S) * Q * L + 2.0 * logitRows * D * V;
+    if (headResults) f += 2.0 * S * Q * D * L;
     return f / 1e9;
 }
 
@@ -374,17 +378,20 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     out["first_open_ms"] = firstOpenMs;
     out["rss_after_open_mib"] = rssAfterOpen;
     out["file_mib"] = fileMiB;
-    out["config"] = QJsonObject{{"n_layers", cfg.n_layers}, {"n_heads", cfg.n_heads}, {"d_model", cfg.d_model},
-                                {"d_vocab", cfg.d_vocab}, {"n_ctx", cfg.n_ctx}};
+    out["config"] = QJsonObject{{"architecture", cfg.architecture}, {"n_layers", cfg.n_layers}, {"n_heads", cfg.n_heads},
+                                {"n_kv_heads", cfg.n_kv_heads}, {"d_model", cfg.d_model}, {"d_head", cfg.d_head},
+                                {"d_mlp", cfg.d_mlp}, {"d_vocab", cfg.d_vocab}, {"n_ctx", cfg.n_ctx}};
     (void)model->tokenizer().vocabSize();
 
-    // a model whose full cache does not fit at its longest prompt (gpt2-xl): the residuals-only layout only
+    // a model whose full cache does not fit at the longest prompt asked for (gpt2-xl at 1024): the
+    // residuals-only layout only
     {
-        const int S = std::min(1024, cfg.n_ctx);
+        int S = 0;
+        for (int s : seqs) S = std::max(S, std::min(s, cfg.n_ctx));
         ForwardOptions appOpt; // as ModelSession runs it: last logits, per-head results computed by the views
         appOpt.allLogits = false;
         appOpt.cacheHeadResults = false;
-        if (planCache(cfg, S, appOpt, cacheBudgetBytes()).residualsOnly) {
+        if (S > 0 && planCache(cfg, S, appOpt, cacheBudgetBytes()).residualsOnly) {
             std::printf("  (the full cache at S=%d does not fit the memory budget: residuals-only benchmarks)\n", S);
             out["big_model"] = benchBigModel(model, S);
             out["peak_rss_mib_process"] = bench::maxRssMiB();
@@ -397,8 +404,27 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     for (int S : seqs) {
         if (S > cfg.n_ctx) continue;
         const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
-        // (b) forward with the full activation cache (every hook point, per-head results, all logits)
         ActivationCache cache;
+        // (b') the cache as the app keeps it (ModelSession): every hook point but the per-head results, which
+        // the views compute for what they show, and the logits of the last position only. First, into a fresh
+        // cache, so its peak RSS is the app's at this S (weights touched + one cache), not the full cache's.
+        ForwardOptions appOpt; // as ModelSession runs it: last logits, per-head results computed by the views
+        appOpt.allLogits = false;
+        appOpt.cacheHeadResults = false;
+        const Timing app = timeIt(runs, [&] {
+            cache = runForward(*model, tokens, appOpt, {}, std::move(cache));
+        });
+        const double gfa = forwardGflop(cfg, S, 1, false);
+        printRow(QStringLiteral("forward + app cache (last logits), S=%1").arg(S), app,
+                 QStringLiteral("%1 GFLOP/s; peak RSS %2× the file").arg(gfa / app.median_ms * 1e3, 0, 'f', 0)
+                     .arg(app.peak_rss_mib / fileMiB, 0, 'f', 2));
+        QJsonObject fa = toJson(app);
+        fa["peak_rss_over_file"] = app.peak_rss_mib / fileMiB;
+        fa["gflop"] = gfa;
+        fa["gflops"] = gfa / app.median_ms * 1e3;
+        fwdApp[QString::number(S)] = fa;
+
+        // (b) forward with the full activation cache (every hook point, per-head results, all logits)
         const Timing full = timeIt(runs, [&] {
             // the previous pass's cache is recycled: its buffers are written in place (no fresh pages)
             cache = runForward(*model, tokens, {}, {}, std::move(cache));
@@ -411,22 +437,6 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         f["gflop"] = gf;
         f["gflops"] = gf / full.median_ms * 1e3;
         fwdFull[QString::number(S)] = f;
-
-        // (b') the cache as the app keeps it (ModelSession): every hook point but the per-head results, which
-        // the views compute for what they show, and the logits of the last position only
-        ForwardOptions appOpt; // as ModelSession runs it: last logits, per-head results computed by the views
-        appOpt.allLogits = false;
-        appOpt.cacheHeadResults = false;
-        const Timing app = timeIt(runs, [&] {
-            cache = runForward(*model, tokens, appOpt, {}, std::move(cache));
-        });
-        const double gfa = forwardGflop(cfg, S, 1, false);
-        printRow(QStringLiteral("forward + app cache (last logits), S=%1").arg(S), app,
-                 QStringLiteral("%1 GFLOP/s").arg(gfa / app.median_ms * 1e3, 0, 'f', 0));
-        QJsonObject fa = toJson(app);
-        fa["gflop"] = gfa;
-        fa["gflops"] = gfa / app.median_ms * 1e3;
-        fwdApp[QString::number(S)] = fa;
 
         // (c) logits only: last position, no per-head results, no layer cache kept
         ForwardOptions lo;
@@ -495,6 +505,21 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     return out;
 }
 
+/// Writes the random checkpoint of size name `size` (GPT-2 "small"… or "llama-1b"…) into parent/<its name>;
+/// returns that folder. Throws InputError for an unknown size.
+QString writeRandomModel(const QString& size, const QString& parent, const QString& tokenizerDir) {
+    if (bench::isLlamaShapeName(size)) {
+        const bench::LlamaShape shape = bench::llamaShape(size);
+        const QString dir = QDir(parent).filePath(shape.name);
+        bench::writeRandomLlama(shape, dir, tokenizerDir);
+        return dir;
+    }
+    const bench::Gpt2Shape shape = bench::gpt2Shape(size);
+    const QString dir = QDir(parent).filePath(shape.name);
+    bench::writeRandomGpt2(shape, dir, tokenizerDir);
+    return dir;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -509,9 +534,11 @@ int main(int argc, char** argv) {
     const auto withDefault = [&p](const QString& name, const QString& help, const QString& value, const QString& def) {
         p.addOption({name, QStringLiteral("%1 Default: %2.").arg(help, def), value, def});
     };
-    withDefault(QStringLiteral("sizes"), QStringLiteral("Random GPT-2 sizes to write and run (small,medium,xl)."),
+    withDefault(QStringLiteral("sizes"),
+                QStringLiteral("Random-weight shapes to write and run: GPT-2 small, medium, xl (F32) and llama-1b, llama-3b "
+                               "(Llama-3.2-1B/3B shapes, BF16)."),
                 QStringLiteral("list"), QStringLiteral("small"));
-    p.addOption({QStringLiteral("write-models"), QStringLiteral("Only write the random checkpoints into DIR/<gpt2-size> and exit."), QStringLiteral("dir")});
+    p.addOption({QStringLiteral("write-models"), QStringLiteral("Only write the random checkpoints into DIR/<name> (gpt2-small, …, llama-1b) and exit."), QStringLiteral("dir")});
     withDefault(QStringLiteral("tokenizer"), QStringLiteral("Folder with GPT-2 encoder.json and vocab.bpe."), QStringLiteral("dir"),
                 QDir::cleanPath(QStringLiteral(ATTNSCOPE_GPT2_TOKENIZER_DIR)));
     withDefault(QStringLiteral("seq"), QStringLiteral("Sequence lengths."), QStringLiteral("list"), QStringLiteral("20,128,512,1024"));
@@ -536,11 +563,9 @@ int main(int argc, char** argv) {
         const QStringList sizes = p.value(QStringLiteral("sizes")).split(',', Qt::SkipEmptyParts);
         if (p.isSet(QStringLiteral("write-models"))) {
             for (const QString& s : sizes) {
-                const auto shape = bench::gpt2Shape(s);
-                const QString dir = QDir(p.value(QStringLiteral("write-models"))).filePath(shape.name);
                 QElapsedTimer t;
                 t.start();
-                bench::writeRandomGpt2(shape, dir, p.value(QStringLiteral("tokenizer")));
+                const QString dir = writeRandomModel(s, p.value(QStringLiteral("write-models")), p.value(QStringLiteral("tokenizer")));
                 std::printf("wrote %s in %.1f s\n", qPrintable(dir), t.elapsed() / 1e3);
             }
             return 0;
@@ -576,12 +601,7 @@ int main(int argc, char** argv) {
         if (p.isSet(QStringLiteral("model"))) {
             dirs << p.value(QStringLiteral("model"));
         } else {
-            for (const QString& s : sizes) {
-                const auto shape = bench::gpt2Shape(s);
-                const QString dir = tmp.filePath(shape.name);
-                bench::writeRandomGpt2(shape, dir, p.value(QStringLiteral("tokenizer")));
-                dirs << dir;
-            }
+            for (const QString& s : sizes) dirs << writeRandomModel(s, tmp.path(), p.value(QStringLiteral("tokenizer")));
         }
         for (const QString& dir : dirs)
             models[QDir(dir).dirName()] = benchModel(dir, seqs, lensSeqs, runs, !p.isSet(QStringLiteral("no-wov")), fma);

@@ -7,6 +7,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -66,6 +67,76 @@ void fill(const TensorSpec& t, float* out, unsigned seed) {
     }
 }
 
+std::vector<TensorSpec> llamaTensors(const LlamaShape& s) {
+    const qint64 D = s.d_model, Q = qint64(s.n_heads) * s.d_head, KV = qint64(s.n_kv_heads) * s.d_head, M = s.d_mlp;
+    std::vector<TensorSpec> t;
+    t.push_back({QStringLiteral("model.embed_tokens.weight"), {s.d_vocab, D}});
+    for (int l = 0; l < s.n_layers; ++l) {
+        const QString h = QStringLiteral("model.layers.%1.").arg(l);
+        t.push_back({h + QStringLiteral("input_layernorm.weight"), {D}, TensorSpec::Ones});
+        t.push_back({h + QStringLiteral("self_attn.q_proj.weight"), {Q, D}}); // nn.Linear: [out, in]
+        t.push_back({h + QStringLiteral("self_attn.k_proj.weight"), {KV, D}});
+        t.push_back({h + QStringLiteral("self_attn.v_proj.weight"), {KV, D}});
+        t.push_back({h + QStringLiteral("self_attn.o_proj.weight"), {D, Q}});
+        t.push_back({h + QStringLiteral("post_attention_layernorm.weight"), {D}, TensorSpec::Ones});
+        t.push_back({h + QStringLiteral("mlp.gate_proj.weight"), {M, D}});
+        t.push_back({h + QStringLiteral("mlp.up_proj.weight"), {M, D}});
+        t.push_back({h + QStringLiteral("mlp.down_proj.weight"), {D, M}});
+    }
+    t.push_back({QStringLiteral("model.norm.weight"), {D}, TensorSpec::Ones});
+    if (!s.tie_word_embeddings) t.push_back({QStringLiteral("lm_head.weight"), {s.d_vocab, D}});
+    return t;
+}
+
+/// float → bfloat16, round to nearest even (as torch's .to(torch.bfloat16)); the values here are finite.
+quint16 toBf16(float f) {
+    quint32 u;
+    std::memcpy(&u, &f, 4);
+    return quint16((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+/// Writes the safetensors header and then each tensor (filled by `fill`, converted by `bytesPerValue`).
+void writeSafetensors(const QString& path, const std::vector<TensorSpec>& tensors, const char* dtype, int bytesPerValue,
+                      unsigned seed) {
+    QJsonObject header{{"__metadata__", QJsonObject{{"format", "pt"}}}};
+    qint64 offset = 0;
+    for (const TensorSpec& t : tensors) {
+        QJsonArray dims;
+        for (qint64 s : t.shape) dims.append(s);
+        const qint64 bytes = t.count() * bytesPerValue;
+        header[t.name] = QJsonObject{{"dtype", dtype}, {"shape", dims}, {"data_offsets", QJsonArray{offset, offset + bytes}}};
+        offset += bytes;
+    }
+    QByteArray json = QJsonDocument(header).toJson(QJsonDocument::Compact);
+    while (json.size() % 8) json.append(' ');
+    QFile wf(path);
+    if (!wf.open(QIODevice::WriteOnly)) throw InputError(QStringLiteral("%1: cannot write").arg(wf.fileName()));
+    const quint64 n = quint64(json.size());
+    bool ok = wf.write(reinterpret_cast<const char*>(&n), 8) == 8 && wf.write(json) == json.size();
+    std::vector<float> buf;
+    std::vector<quint16> half;
+    for (const TensorSpec& t : tensors) {
+        buf.resize(size_t(t.count()));
+        fill(t, buf.data(), seed);
+        const qint64 bytes = t.count() * bytesPerValue;
+        if (bytesPerValue == 4) {
+            ok = ok && wf.write(reinterpret_cast<const char*>(buf.data()), bytes) == bytes;
+        } else {
+            half.resize(buf.size());
+#pragma omp parallel for schedule(static)
+            for (qint64 i = 0; i < qint64(buf.size()); ++i) half[size_t(i)] = toBf16(buf[size_t(i)]);
+            ok = ok && wf.write(reinterpret_cast<const char*>(half.data()), bytes) == bytes;
+        }
+    }
+    if (!ok) throw InputError(QStringLiteral("%1: write failed (%2)").arg(wf.fileName(), wf.errorString()));
+}
+
+void writeJson(const QString& path, const QJsonObject& o) {
+    QFile cf(path);
+    if (!cf.open(QIODevice::WriteOnly) || cf.write(QJsonDocument(o).toJson()) < 0)
+        throw InputError(QStringLiteral("%1: cannot write").arg(cf.fileName()));
+}
+
 void copyFile(const QString& from, const QString& to) {
     QFile::remove(to);
     if (!QFile::copy(from, to)) throw InputError(QStringLiteral("%1: cannot copy to %2").arg(from, to));
@@ -99,38 +170,61 @@ void writeRandomGpt2(const Gpt2Shape& shape, const QString& dir, const QString& 
                        {"eos_token_id", 50256},
                        {"tie_word_embeddings", true},
                        {"torch_dtype", "float32"}};
-    QFile cf(d.filePath(QStringLiteral("config.json")));
-    if (!cf.open(QIODevice::WriteOnly) || cf.write(QJsonDocument(config).toJson()) < 0)
-        throw InputError(QStringLiteral("%1: cannot write").arg(cf.fileName()));
-
+    writeJson(d.filePath(QStringLiteral("config.json")), config);
     copyFile(QDir(tokenizerDir).filePath(QStringLiteral("encoder.json")), d.filePath(QStringLiteral("vocab.json")));
     copyFile(QDir(tokenizerDir).filePath(QStringLiteral("vocab.bpe")), d.filePath(QStringLiteral("merges.txt")));
-
     // safetensors: u64 header length, JSON header {name: {dtype, shape, data_offsets}}, raw little-endian data
-    const std::vector<TensorSpec> tensors = gpt2Tensors(shape);
-    QJsonObject header{{"__metadata__", QJsonObject{{"format", "pt"}}}};
-    qint64 offset = 0;
-    for (const TensorSpec& t : tensors) {
-        QJsonArray dims;
-        for (qint64 s : t.shape) dims.append(s);
-        const qint64 bytes = t.count() * 4;
-        header[t.name] = QJsonObject{{"dtype", "F32"}, {"shape", dims}, {"data_offsets", QJsonArray{offset, offset + bytes}}};
-        offset += bytes;
-    }
-    QByteArray json = QJsonDocument(header).toJson(QJsonDocument::Compact);
-    while (json.size() % 8) json.append(' ');
-    QFile wf(d.filePath(QStringLiteral("model.safetensors")));
-    if (!wf.open(QIODevice::WriteOnly)) throw InputError(QStringLiteral("%1: cannot write").arg(wf.fileName()));
-    const quint64 n = quint64(json.size());
-    bool ok = wf.write(reinterpret_cast<const char*>(&n), 8) == 8 && wf.write(json) == json.size();
-    std::vector<float> buf;
-    for (const TensorSpec& t : tensors) {
-        buf.resize(size_t(t.count()));
-        fill(t, buf.data(), seed);
-        const qint64 bytes = t.count() * 4;
-        ok = ok && wf.write(reinterpret_cast<const char*>(buf.data()), bytes) == bytes;
-    }
-    if (!ok) throw InputError(QStringLiteral("%1: write failed (%2)").arg(wf.fileName(), wf.errorString()));
+    writeSafetensors(d.filePath(QStringLiteral("model.safetensors")), gpt2Tensors(shape), "F32", 4, seed);
+}
+
+qint64 LlamaShape::weightBytes() const {
+    qint64 n = 0;
+    for (const TensorSpec& t : llamaTensors(*this)) n += t.count();
+    return 2 * n;
+}
+
+bool isLlamaShapeName(const QString& name) {
+    return name == QLatin1String("llama-1b") || name == QLatin1String("1b") || name == QLatin1String("llama-3b") ||
+           name == QLatin1String("3b");
+}
+
+LlamaShape llamaShape(const QString& name) {
+    if (name == QLatin1String("llama-1b") || name == QLatin1String("1b")) return {QStringLiteral("llama-1b")};
+    if (name == QLatin1String("llama-3b") || name == QLatin1String("3b"))
+        return {QStringLiteral("llama-3b"), 28, 3072, 24, 8, 128, 8192};
+    throw InputError(QStringLiteral("unknown Llama size '%1' (llama-1b, llama-3b)").arg(name));
+}
+
+void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString& tokenizerDir, unsigned seed) {
+    QDir().mkpath(dir);
+    const QDir d(dir);
+    // as Llama-3.2-1B/3B's config.json (bos/eos ids of Llama 3; the bench tokenizer does not know them)
+    const QJsonObject config{{"model_type", "llama"},
+                             {"architectures", QJsonArray{"LlamaForCausalLM"}},
+                             {"hidden_act", "silu"},
+                             {"num_hidden_layers", shape.n_layers},
+                             {"hidden_size", shape.d_model},
+                             {"num_attention_heads", shape.n_heads},
+                             {"num_key_value_heads", shape.n_kv_heads},
+                             {"head_dim", shape.d_head},
+                             {"intermediate_size", shape.d_mlp},
+                             {"vocab_size", shape.d_vocab},
+                             {"max_position_embeddings", shape.n_ctx},
+                             {"rms_norm_eps", 1e-5},
+                             {"rope_theta", shape.rope_theta},
+                             {"rope_scaling", QJsonObject{{"rope_type", "llama3"}, {"factor", 32.0},
+                                                          {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                                          {"original_max_position_embeddings", 8192}}},
+                             {"attention_bias", false},
+                             {"mlp_bias", false},
+                             {"tie_word_embeddings", shape.tie_word_embeddings},
+                             {"bos_token_id", 128000},
+                             {"eos_token_id", 128001},
+                             {"torch_dtype", "bfloat16"}};
+    writeJson(d.filePath(QStringLiteral("config.json")), config);
+    copyFile(QDir(tokenizerDir).filePath(QStringLiteral("encoder.json")), d.filePath(QStringLiteral("vocab.json")));
+    copyFile(QDir(tokenizerDir).filePath(QStringLiteral("vocab.bpe")), d.filePath(QStringLiteral("merges.txt")));
+    writeSafetensors(d.filePath(QStringLiteral("model.safetensors")), llamaTensors(shape), "BF16", 2, seed);
 }
 
 } // namespace attnscope::bench

@@ -1,5 +1,5 @@
 #pragma once
-// Random-weight GPT-2 checkpoints of real shapes, written in Hugging Face layout for the benchmark.
+// Random-weight GPT-2 and Llama checkpoints of real shapes, written in Hugging Face layout for the benchmark.
 
 #include <QString>
 
@@ -23,5 +23,39 @@ Gpt2Shape gpt2Shape(const QString& name);
 /// (encoder.json → vocab.json, vocab.bpe → merges.txt). Deterministic for a given seed.
 /// Throws InputError if a file cannot be written or the tokenizer files are missing.
 void writeRandomGpt2(const Gpt2Shape& shape, const QString& dir, const QString& tokenizerDir, unsigned seed = 1);
+
+/// Hyper-parameters of a Llama-architecture shape (RMSNorm, RoPE, SwiGLU, grouped-query attention).
+struct LlamaShape {
+    QString name;     ///< "llama-1b", "llama-3b"
+    int n_layers = 16;
+    int d_model = 2048;
+    int n_heads = 32;
+    int n_kv_heads = 8;
+    int d_head = 64;
+    int d_mlp = 8192;
+    int d_vocab = 128256;
+    int n_ctx = 131072;
+    double rope_theta = 500000.0;
+    bool tie_word_embeddings = true;
+    /// Bytes of model.safetensors (BF16) without its header.
+    qint64 weightBytes() const;
+};
+
+/// True for the names llamaShape accepts ("llama-1b", "llama-3b", "1b", "3b").
+bool isLlamaShapeName(const QString& name);
+
+/// llama-1b: Llama-3.2-1B's shape (16 layers, d_model 2048, 32 heads / 8 KV heads, d_head 64, d_mlp 8192,
+/// vocab 128 256, tied embeddings; 2.47 GB in BF16). llama-3b: Llama-3.2-3B's (28 layers, d_model 3072,
+/// 24 / 8 heads, d_head 128, d_mlp 8192, tied; 6.43 GB). Both with rope_theta 500 000 and Llama 3's
+/// rope_scaling (factor 32, as the HF configs). Throws InputError for other names.
+LlamaShape llamaShape(const QString& name);
+
+/// Writes `dir`/config.json (model_type llama, torch_dtype bfloat16) and model.safetensors in HF
+/// LlamaForCausalLM names, every tensor BF16: matrices N(0, 0.02) rounded to nearest even, RMSNorm weights 1.
+/// The tokenizer is GPT-2's byte-level BPE copied from `tokenizerDir` (50 257 tokens: ids from 50 257 to
+/// d_vocab − 1 are valid inputs without a text form); the benchmark runs random ids, so only its load time
+/// matters. Streams tensor by tensor (memory of one tensor). Deterministic for a given seed.
+/// Throws InputError if a file cannot be written or the tokenizer files are missing.
+void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString& tokenizerDir, unsigned seed = 1);
 
 } // namespace attnscope::bench

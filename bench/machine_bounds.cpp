@@ -14,8 +14,10 @@
 namespace attnscope::bench {
 
 double fmaPeakGflops(const ComputeKernels& kernel, int runs) {
-    // ≈ 0.1 s per run: 2e6 rounds of 12–16 chains
+    // ≈ 7 ms per run (2e6 rounds of 12–16 chains); the best of at least 30 runs, so that one descheduled
+    // thread or a neighbour's burst in a short run does not lower the bound
     constexpr long kIterations = 2'000'000;
+    runs = std::max(runs, 30);
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
@@ -46,7 +48,8 @@ double readBandwidthGBs(const ComputeKernels& kernel, int runs) {
     std::fill(buffer, buffer + kFloats, 1.0f); // faulted in and written once
     std::vector<double> rates;
     volatile float sink = 0;
-    for (int r = 0; r < std::max(1, runs); ++r) {
+    runs = std::max(runs, 10); // ≈ 20 ms per pass: the best of 10, as for the FMA peak
+    for (int r = 0; r < runs; ++r) {
         QElapsedTimer t;
         t.start();
         float s = 0;

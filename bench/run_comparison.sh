@@ -1,8 +1,10 @@
 #!/bin/sh
-# Runs attnscope_bench and the tuned PyTorch reference on the same random GPT-2 checkpoints, one after
+# Runs attnscope_bench and the tuned PyTorch reference on the same random-weight checkpoints (GPT-2 sizes
+# small, medium, xl; Llama shapes llama-1b, llama-3b in BF16, which PyTorch upcasts to float32), one after
 # the other, once for each compute kernel this CPU can run, and prints the ratios per kernel next to
 # PyTorch forced to the same instruction set (README "Benchmarks"). Usage:
 #   bench/run_comparison.sh [BUILD_DIR] [SIZES] [extra args for both, e.g. --seq 20,128 --runs 5]
+#   e.g. bench/run_comparison.sh build small,llama-1b --seq 20,128 --lens-seq 20,128 --runs 3
 # Environment: WORK_DIR (where checkpoints and JSON go; default a new temp folder), NICE (e.g. "nice -n 19"),
 # KERNELS (e.g. "avx2": only these kernels; default every one `attnscope_bench --list-kernels` prints).
 #
@@ -22,7 +24,11 @@ kernels=${KERNELS:-$("$bench" --list-kernels 2>/dev/null | sort -r | tr '\n' ' '
 
 models=""
 for s in $(echo "$sizes" | tr ',' ' '); do
-  name=gpt2-$s
+  case $s in
+    llama-*) name=$s ;;
+    *b) name=llama-$s ;;
+    *) name=gpt2-$s ;;
+  esac
   [ -f "$work/$name/model.safetensors" ] || $nice "$bench" --write-models "$work" --sizes "$s"
   models="$models $work/$name"
 done

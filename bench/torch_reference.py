@@ -62,11 +62,12 @@ def time_it(runs, fn):
 
 # ---------------------------------------------------------------- loading (hand-parsed safetensors)
 
-DTYPES = {"F32": np.float32, "F16": np.float16}
+DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.int16}  # BF16: raw bits, reinterpreted below
 
 
 def load_safetensors(path):
-    """read() the whole file into one buffer, zero-copy torch views of every tensor."""
+    """read() the whole file into one buffer, zero-copy torch views of every tensor; BF16 tensors are
+    upcast to float32 as a notebook does (model.float()), F32 and F16 stay views."""
     with open(path, "rb") as f:
         buf = bytearray(os.fstat(f.fileno()).st_size)
         f.readinto(buf)
@@ -78,9 +79,10 @@ def load_safetensors(path):
         if name == "__metadata__":
             continue
         a, b = info["data_offsets"]
-        arr = np.frombuffer(buf, dtype=DTYPES[info["dtype"]], count=(b - a) // 4 if info["dtype"] == "F32" else (b - a) // 2,
-                            offset=base + a).reshape(info["shape"])
-        tensors[name] = torch.from_numpy(arr)
+        dt = DTYPES[info["dtype"]]
+        arr = np.frombuffer(buf, dtype=dt, count=(b - a) // np.dtype(dt).itemsize, offset=base + a).reshape(info["shape"])
+        t = torch.from_numpy(arr)
+        tensors[name] = t.view(torch.bfloat16).float() if info["dtype"] == "BF16" else t
     return tensors
 
 
@@ -175,23 +177,132 @@ class HookedGPT2:
         W_V = W[:, 2 * D + head * dh: 2 * D + (head + 1) * dh]
         W_O = t[f"h.{layer}.attn.c_proj.weight"][head * dh:(head + 1) * dh]
         A, B = E @ W_V, E @ W_O.T  # [V, dh]
-        V = E.shape[0]
-        best_vals = torch.full((k,), float("-inf"))
-        best_idx = torch.zeros(k, dtype=torch.long)
-        for r0 in range(0, V, chunk):
-            s = A[r0:r0 + chunk] @ B.T  # [chunk, V]
-            thr = best_vals.min()
-            rmax = s.max(dim=1).values
-            rows = torch.nonzero(rmax > thr).flatten()
-            if rows.numel() == 0:
-                continue
-            v, i = torch.topk(s[rows], min(k, V), dim=1)
-            flat = (rows[:, None] + r0) * V + i
-            cand_v = torch.cat([best_vals, v.flatten()])
-            cand_i = torch.cat([best_idx, flat.flatten()])
-            top = torch.topk(cand_v, k)
-            best_vals, best_idx = top.values, cand_i[top.indices]
-        return best_vals, best_idx // V, best_idx % V
+        return top_pairs(A, B, k, chunk)
+
+
+# ---------------------------------------------------------------- Llama (HF LlamaForCausalLM math)
+
+class HookedLlama:
+    """Plain Llama forward (RMSNorm, rotary in HF's rotate_half layout with Llama 3 rope_scaling, SwiGLU,
+    grouped-query attention); with cache=dict, stores TransformerLens's hook points (rot_q/rot_k too).
+    Weights are [out, in] as nn.Linear stores them, so projections are x @ W.T."""
+
+    def __init__(self, cfg, t):
+        self.cfg, self.t = cfg, t
+        self.L, self.H = cfg["num_hidden_layers"], cfg["num_attention_heads"]
+        self.KV = cfg.get("num_key_value_heads", self.H)
+        self.D = cfg["hidden_size"]
+        self.dh = cfg.get("head_dim") or self.D // self.H
+        self.eps = cfg.get("rms_norm_eps", 1e-6)
+        self.W_U = t.get("lm_head.weight", t["model.embed_tokens.weight"])  # [V, D]
+        inv = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, self.dh, 2, dtype=torch.float64) / self.dh))
+        rs = cfg.get("rope_scaling") or {}
+        if rs.get("rope_type", rs.get("type")) == "llama3":  # HF _compute_llama3_parameters
+            f, lo, hi, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+            wl = 2 * math.pi / inv
+            scaled = torch.where(wl > old / lo, inv / f, inv)
+            smooth = (old / wl - lo) / (hi - lo)
+            mid = (1 - smooth) * scaled / f + smooth * scaled
+            inv = torch.where((wl >= old / hi) & (wl <= old / lo), mid, scaled)
+        self.inv_freq = inv.float()
+
+    def rms(self, x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
+
+    def rope(self, x, cos, sin):  # x [H, S, dh]
+        x1, x2 = x[..., : self.dh // 2], x[..., self.dh // 2:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    def forward(self, tokens, cache=None, last_only=False):
+        t, H, KV, dh, S, D = self.t, self.H, self.KV, self.dh, tokens.shape[0], self.D
+        hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
+        x = t["model.embed_tokens.weight"][tokens]
+        hook("hook_embed", x)
+        freqs = torch.outer(torch.arange(S, dtype=torch.float32), self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
+        for l in range(self.L):
+            p = f"model.layers.{l}."
+            hook(f"blocks.{l}.hook_resid_pre", x)
+            ln1 = self.rms(x, t[p + "input_layernorm.weight"])
+            hook(f"blocks.{l}.ln1.hook_normalized", ln1)
+            q = (ln1 @ t[p + "self_attn.q_proj.weight"].T).reshape(S, H, dh).transpose(0, 1)
+            k = (ln1 @ t[p + "self_attn.k_proj.weight"].T).reshape(S, KV, dh).transpose(0, 1)
+            v = (ln1 @ t[p + "self_attn.v_proj.weight"].T).reshape(S, KV, dh).transpose(0, 1)
+            hook(f"blocks.{l}.attn.hook_q", q)
+            hook(f"blocks.{l}.attn.hook_k", k)
+            hook(f"blocks.{l}.attn.hook_v", v)
+            q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
+            hook(f"blocks.{l}.attn.hook_rot_q", q)
+            hook(f"blocks.{l}.attn.hook_rot_k", k)
+            k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)  # HF repeat_kv
+            scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(dh)
+            scores = scores.masked_fill(mask, float("-inf"))
+            hook(f"blocks.{l}.attn.hook_attn_scores", scores)
+            pattern = torch.softmax(scores, dim=-1)
+            hook(f"blocks.{l}.attn.hook_pattern", pattern)
+            z = torch.bmm(pattern, v)
+            hook(f"blocks.{l}.attn.hook_z", z)
+            W_O = t[p + "self_attn.o_proj.weight"]  # [D, H·dh]
+            if cache is not None:  # per-head result z_h·W_O^h (hook_result)
+                hook(f"blocks.{l}.attn.hook_result", torch.bmm(z, W_O.T.reshape(H, dh, D)))
+            attn_out = z.transpose(0, 1).reshape(S, H * dh) @ W_O.T
+            hook(f"blocks.{l}.hook_attn_out", attn_out)
+            x = x + attn_out
+            hook(f"blocks.{l}.hook_resid_mid", x)
+            ln2 = self.rms(x, t[p + "post_attention_layernorm.weight"])
+            hook(f"blocks.{l}.ln2.hook_normalized", ln2)
+            gate = ln2 @ t[p + "mlp.gate_proj.weight"].T
+            up = ln2 @ t[p + "mlp.up_proj.weight"].T
+            hook(f"blocks.{l}.mlp.hook_pre", gate)
+            hook(f"blocks.{l}.mlp.hook_pre_linear", up)
+            post = torch.nn.functional.silu(gate) * up
+            hook(f"blocks.{l}.mlp.hook_post", post)
+            mlp_out = post @ t[p + "mlp.down_proj.weight"].T
+            hook(f"blocks.{l}.hook_mlp_out", mlp_out)
+            x = x + mlp_out
+            hook(f"blocks.{l}.hook_resid_post", x)
+        xf = self.rms(x[-1:] if last_only else x, t["model.norm.weight"])
+        hook("ln_final.hook_normalized", xf)
+        return xf @ self.W_U.T
+
+    def lens(self, cache, k=10):
+        out = []
+        for b in range(self.L + 1):
+            r = cache[f"blocks.{b}.hook_resid_pre"] if b < self.L else cache[f"blocks.{self.L - 1}.hook_resid_post"]
+            probs = torch.softmax(self.rms(r, self.t["model.norm.weight"]) @ self.W_U.T, dim=-1)
+            out.append(torch.topk(probs, k, dim=-1))
+        return out
+
+    def wov_top(self, layer, head, k=100, chunk=1024):
+        """Top-k of E·W_V^h·W_O^h·U (sources through W_E, outputs through W_U) over all d_vocab² pairs."""
+        t, dh = self.t, self.dh
+        kv = head // (self.H // self.KV)
+        W_V = t[f"model.layers.{layer}.self_attn.v_proj.weight"][kv * dh:(kv + 1) * dh].T  # [D, dh]
+        W_O = t[f"model.layers.{layer}.self_attn.o_proj.weight"][:, head * dh:(head + 1) * dh]  # [D, dh] = W_O^hᵀ
+        A, B = t["model.embed_tokens.weight"] @ W_V, self.W_U @ W_O  # [V, dh]
+        return top_pairs(A, B, k, chunk)
+
+
+def top_pairs(A, B, k, chunk):
+    """Top-k cells of A·Bᵀ in row chunks, skipping rows whose max is below the current k-th best."""
+    V = A.shape[0]
+    best_vals = torch.full((k,), float("-inf"))
+    best_idx = torch.zeros(k, dtype=torch.long)
+    for r0 in range(0, V, chunk):
+        s = A[r0:r0 + chunk] @ B.T
+        thr = best_vals.min()
+        rows = torch.nonzero(s.max(dim=1).values > thr).flatten()
+        if rows.numel() == 0:
+            continue
+        v, i = torch.topk(s[rows], min(k, B.shape[0]), dim=1)
+        flat = (rows[:, None] + r0) * B.shape[0] + i
+        cand_v = torch.cat([best_vals, v.flatten()])
+        cand_i = torch.cat([best_idx, flat.flatten()])
+        top = torch.topk(cand_v, k)
+        best_vals, best_idx = top.values, cand_i[top.indices]
+    return best_vals, best_idx // B.shape[0], best_idx % B.shape[0]
 
 
 def bench_model(folder, seqs, lens_seqs, runs, wov):
@@ -203,11 +314,13 @@ def bench_model(folder, seqs, lens_seqs, runs, wov):
     out["rss_after_open_mib"] = current_rss_mib() - rss0
     out["open"] = time_it(runs, lambda: load_model(folder))
     print(f"\n{folder}\n  open {out['open']['median_ms']:.1f} ms", flush=True)
-    m = HookedGPT2(cfg, t)
+    llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
+    m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
+    n_ctx = cfg["max_position_embeddings"] if llama else cfg["n_positions"]
     V = cfg["vocab_size"]
     full, logits_only, lens = {}, {}, {}
     for S in seqs:
-        if S > cfg["n_positions"]:
+        if S > n_ctx:
             continue
         tokens = torch.from_numpy(np.random.default_rng(S).integers(0, V, S))
         state = {}
@@ -230,7 +343,7 @@ def bench_model(folder, seqs, lens_seqs, runs, wov):
     out["forward_logits_only"] = logits_only
     out["logit_lens"] = lens
     if wov:
-        layer = cfg["n_layer"] // 2
+        layer = m.L // 2
         res = {}
         r = time_it(max(1, runs // 2), lambda: res.__setitem__("top", m.wov_top(layer, 0)))
         vals, rows, cols = res["top"]

@@ -45,6 +45,7 @@ private slots:
     void tinyGpt2TokenMatchesPanel();
     void tinyGpt2DifferenceAtPositionMatchesPanel();
     void demoModelSumsToLogit();
+    void llamaTokenWithSpaceMatchesRunC();
     void reportsErrors();
 
 private:
@@ -118,6 +119,34 @@ void TestCliDla::demoModelSumsToLogit() {
     // KJV: " God" and " LORD" are single tokens of the demo vocabulary
     checkAgainstPanel(demoDir(), "In the beginning God created the heaven and the earth. And the Spirit of", " God, LORD",
                       " God", " LORD", -1);
+}
+
+// stories260K.gguf (Llama architecture, SentencePiece): " there" is the piece "▁there" (a text that SPM's
+// encoder would split, since it adds its own leading space), the components are embed and per layer heads +
+// MLP (no pos_embed, no b_O), they sum to the logit, and that logit is run.c's at the last prompt position
+// (reference.json "main", ≤ 1e-4).
+void TestCliDla::llamaTokenWithSpaceMatchesRunC() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("dump.json");
+    const Run r = runExe({"--model", testdata("stories260K/stories260K.gguf"), "--prompt", "Once upon a time", "--dla", " there",
+                          "--dump-json", out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject dla = readJsonObject(out)["dla"].toObject();
+    const auto model = loadModel(testdata("stories260K/stories260K.gguf"));
+    QCOMPARE(dla["token"].toInt(), model->tokenizer().tokenId(QString::fromUtf8("▁there")).value_or(-1));
+    const QJsonArray comps = dla["components"].toArray();
+    const ModelConfig& cfg = model->config();
+    QCOMPARE(comps.size(), 1 + cfg.n_layers * (cfg.n_heads + 1));
+    QCOMPARE(comps[0].toObject()["name"].toString(), QString("embed"));
+    QCOMPARE(comps[1].toObject()["name"].toString(), QString("L0H0"));
+    QCOMPARE(comps[cfg.n_heads + 1].toObject()["name"].toString(), QString("L0MLP"));
+    double sum = 0;
+    for (const auto& c : comps) sum += c.toObject()["value"].toDouble();
+    QVERIFY(std::abs(sum - dla["logit"].toDouble() + dla["bias_term"].toDouble()) <= 1e-4);
+    const QJsonObject ref = readJsonObject(testdata("stories260K/reference.json"))["main"].toObject();
+    const QJsonArray perPosition = ref["logits_per_prompt_position"].toArray();
+    const double runC = perPosition.last().toObject()["logits"].toArray()[dla["token"].toInt()].toDouble();
+    QVERIFY2(std::abs(dla["logit"].toDouble() - runC) <= 1e-4, qPrintable(QString::number(dla["logit"].toDouble() - runC)));
 }
 
 void TestCliDla::reportsErrors() {

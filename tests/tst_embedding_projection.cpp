@@ -48,6 +48,7 @@ private slots:
     void rowQueryMatchesBruteForce();
     void neuronTopAndBottomMatchBruteForce();
     void reverseSearchMatchesBruteForce();
+    void conventionNamesTheUnembedding();
     void progressAndCancellation();
     void rejectsBadIndices();
     void json();
@@ -136,28 +137,30 @@ void TestEmbeddingProjection::neuronTopAndBottomMatchBruteForce() {
         }
 }
 
+// tiny-gpt2 (tied) and a random model with a separate unembedding: output tokens through W_U
 void TestEmbeddingProjection::reverseSearchMatchesBruteForce() {
-    const ModelConfig& c = tiny_->config();
-    const int t = 300;
+  for (const std::shared_ptr<const Model>& m : {tiny_, gqaModel()}) {
+    const ModelConfig& c = m->config();
+    const int t = std::min(300, c.d_vocab - 9);
     // heads: max over sources of column t of the dense OV matrix
     std::vector<RefCell> heads; // row = layer*n_heads + head
     for (int l = 0; l < c.n_layers; ++l)
         for (int h = 0; h < c.n_heads; ++h) {
-            const MatrixD S = denseCircuitScores(*tiny_, PairProjectionKind::OV, l, h);
+            const MatrixD S = denseCircuitScores(*m, PairProjectionKind::OV, l, h);
             Eigen::Index s;
             const double best = S.col(t).maxCoeff(&s);
             heads.push_back({l * c.n_heads + h, int(s), best});
         }
     std::stable_sort(heads.begin(), heads.end(), [](const RefCell& a, const RefCell& b) { return a.score > b.score; });
-    const MatrixD E = toDouble(tiny_->globals().W_E.view());
+    const MatrixD U_T = toDouble(m->globals().W_U_T.view());
     std::vector<RefCell> neurons;
     for (int l = 0; l < c.n_layers; ++l) {
-        const Eigen::VectorXd v = toDouble(tiny_->layer(l).W_out.view()) * E.row(t).transpose();
+        const Eigen::VectorXd v = toDouble(m->layer(l).W_out.view()) * U_T.row(t).transpose();
         for (int i = 0; i < c.d_mlp; ++i) neurons.push_back({l, i, v(i)});
     }
     std::stable_sort(neurons.begin(), neurons.end(), [](const RefCell& a, const RefCell& b) { return a.score > b.score; });
 
-    const ReverseSearch r = reverseSearch(*tiny_, t, 5, 10);
+    const ReverseSearch r = reverseSearch(*m, t, 5, 10);
     QCOMPARE(r.token, t);
     QCOMPARE(int(r.heads.size()), 5);
     QCOMPARE(int(r.neurons.size()), 10);
@@ -173,6 +176,25 @@ void TestEmbeddingProjection::reverseSearchMatchesBruteForce() {
         QCOMPARE(r.neurons[size_t(i)].layer, neurons[size_t(i)].row);
         QCOMPARE(r.neurons[size_t(i)].neuron, neurons[size_t(i)].col);
     }
+  }
+}
+
+void TestEmbeddingProjection::conventionNamesTheUnembedding() {
+    QVERIFY(unembeddingTied(*tiny_));
+    QCOMPARE(embeddingConvention(*tiny_), QStringLiteral("This model ties its embeddings (W_U = W_Eᵀ): E = W_E reads both sides."));
+    const auto untied = gqaModel();
+    QVERIFY(!unembeddingTied(*untied));
+    QVERIFY(embeddingConvention(*untied).contains(QStringLiteral("output tokens and FF values through W_U")));
+    // the OV scores of the untied model really are E·W_OV·U, not E·W_OV·Eᵀ
+    const PairProjection p = projectPairs(*untied, PairProjectionKind::OV, 0, 1, 1);
+    const LayerWeights& w = untied->layer(0);
+    const int L = untied->config().d_head, kv = untied->config().kvHeadOf(1);
+    const MatrixD W = toDouble(w.W_V.view()).middleCols(kv * L, L) * toDouble(w.W_O.view()).middleRows(L, L);
+    const MatrixD E = toDouble(untied->globals().W_E.view()), U_T = toDouble(untied->globals().W_U_T.view());
+    const auto [s, t] = std::pair{p.top.front().row, p.top.front().col};
+    const double withU = E.row(s) * W * U_T.row(t).transpose(), withE = E.row(s) * W * E.row(t).transpose();
+    QVERIFY(std::abs(p.top.front().score - withU) <= 1e-4 * std::abs(withU));
+    QVERIFY(std::abs(withU - withE) > 1e-2 * std::abs(withU));
 }
 
 void TestEmbeddingProjection::progressAndCancellation() {

@@ -8,6 +8,7 @@
 //    model's W_U) matches a brute-force float64 product;
 //  - the demo against its fine-tuned copy: every component moved a little, and the JSON has the documented keys.
 
+#include "model/analysis/embedding_projection.h"
 #include "model/analysis/finetune_directions.h"
 #include "model/analysis/finetune_json.h"
 #include "model/analysis/model_comparison.h"
@@ -157,12 +158,10 @@ void TestFinetuneDirections::projectionReadsWithEAndWritesWithU() {
     after.layers[2].W_out.row(7).array() += 0.2f * Eigen::ArrayXf::LinSpaced(32, -1, 1).transpose();
     after.layers[1].W_V.middleCols(16, 8).array() += 0.05f;
     const auto a = makeModel(before), b = makeModel(after);
-    QVERIFY(!hasTiedEmbeddings(*a));
+    QVERIFY(!unembeddingTied(*a));
     const Eigen::VectorXd dv = (after.layers[2].W_out.row(7) - before.layers[2].W_out.row(7)).cast<double>().transpose();
-    { // FF value: what the neuron writes, through the unembedding W_U (W_U_T here: the model is untied)
-        const ReadoutEmbeddings e = readoutEmbeddings(*a, ChangedParameter::FFValue);
-        QCOMPARE(e.rows.ptr, a->globals().W_U_T.ptr);
-        const NeuronDiff d = diffNeuron(*a, *b, NeuronVectorKind::FFValue, 2, 7, 5, e.rows);
+    { // FF value: what the neuron writes, through the unembedding (W_U_T [d_vocab, d_model] here: the model is untied)
+        const NeuronDiff d = diffNeuron(*a, *b, NeuronVectorKind::FFValue, 2, 7, 5);
         const Eigen::VectorXd s = before.W_U_T.cast<double>() * dv;
         Eigen::Index best, worst;
         s.maxCoeff(&best);
@@ -171,16 +170,13 @@ void TestFinetuneDirections::projectionReadsWithEAndWritesWithU() {
         QVERIFY(std::abs(d.top[0].score - s(best)) < 1e-5);
         QCOMPARE(d.bottom[0].id, int(worst));
         QVERIFY(std::abs(d.bottom[0].score - s(worst)) < 1e-5);
-        // through W_E the ranking would differ: the check above can tell the two matrices apart
+        // through W_E the ranking would differ: the check above tells the two matrices apart
         Eigen::Index bestE;
         (before.W_E.cast<double>() * dv).maxCoeff(&bestE);
         QVERIFY(bestE != best);
     }
-    // OV with the output side through W_U: E·ΔW_OV·W_Uᵀ, its best cell by brute force
-    const ReadoutEmbeddings e = readoutEmbeddings(*a, ChangedParameter::OV);
-    QCOMPARE(e.rows.ptr, a->globals().W_E.ptr);
-    QCOMPARE(e.cols.ptr, a->globals().W_U_T.ptr);
-    const PairDiff p = diffPairs(*a, *b, PairProjectionKind::OV, 1, 2, 3, e.rows, e.cols);
+    // OV: source tokens through W_E, output tokens through W_U: E·ΔW_OV·W_U, its best cell by brute force
+    const PairDiff p = diffPairs(*a, *b, PairProjectionKind::OV, 1, 2, 3);
     const Eigen::MatrixXd dW = (after.layers[1].W_V.middleCols(16, 8) * after.layers[1].W_O.middleRows(16, 8) -
                                 before.layers[1].W_V.middleCols(16, 8) * before.layers[1].W_O.middleRows(16, 8)).cast<double>();
     const Eigen::MatrixXd S = before.W_E.cast<double>() * dW * before.W_U_T.cast<double>().transpose();
@@ -189,15 +185,20 @@ void TestFinetuneDirections::projectionReadsWithEAndWritesWithU() {
     QCOMPARE(p.top[0].row, int(r));
     QCOMPARE(p.top[0].col, int(c));
     QVERIFY(std::abs(p.top[0].score - S(r, c)) < 1e-4);
-    // keys and QK read the residual: through W_E
-    QCOMPARE(readoutEmbeddings(*a, ChangedParameter::FFKey).rows.ptr, a->globals().W_E.ptr);
-    QCOMPARE(readoutEmbeddings(*a, ChangedParameter::QK).rows.ptr, a->globals().W_E.ptr);
-    QCOMPARE(readoutEmbeddings(*a, ChangedParameter::QK).cols.ptr, a->globals().W_E.ptr);
+    // an FF key reads the residual: through W_E
+    HandmadeWeights keyed = before;
+    keyed.layers[0].W_in.col(5).array() += 0.3f * Eigen::ArrayXf::LinSpaced(32, 1, -1);
+    const NeuronDiff k = diffNeuron(*a, *makeModel(keyed), NeuronVectorKind::FFKey, 0, 5, 3);
+    const Eigen::VectorXd sk = before.W_E.cast<double>() * (keyed.layers[0].W_in.col(5) - before.layers[0].W_in.col(5)).cast<double>();
+    Eigen::Index bestK;
+    sk.maxCoeff(&bestK);
+    QCOMPARE(k.top[0].id, int(bestK));
+    QVERIFY(std::abs(k.top[0].score - sk(bestK)) < 1e-5);
 }
 
 void TestFinetuneDirections::demoAgainstItsFineTunedCopy() {
     const auto demo = loadModel(demoDir()), variant = loadModel(demoDir() + "/../demo-variant");
-    QVERIFY(hasTiedEmbeddings(*demo));
+    QVERIFY(unembeddingTied(*demo));
     const FinetuneRanking r = rankFinetuneChanges(*demo, *variant);
     QCOMPARE(int(r.heads.size()), 8);
     QCOMPARE(int(r.neurons.size()), 2 * 512);

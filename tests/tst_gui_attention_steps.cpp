@@ -63,6 +63,7 @@ private slots:
     void initTestCase();
     void walksEveryStep();
     void keyboardAndDiagramNavigate();
+    void rotaryModelShowsRopeBoxes();
     void exportsStepInEveryFormat();
     void sandboxEditUpdatesZ();
     void sandboxWorksheetAndRowsConvention();
@@ -161,6 +162,40 @@ void TestGuiAttentionSteps::keyboardAndDiagramNavigate() {
     QTest::mouseClick(d, Qt::LeftButton, {}, d->boxRect(softmax).center().toPoint());
     QCOMPARE(panel.displayedName(), QStringLiteral("pattern"));
     QCOMPARE(d->currentBox(), softmax);
+}
+
+// stories260K (Llama architecture, RoPE): the diagram shows RMSNorm and RoPE boxes and no "+ pos";
+// q_rot/k_rot light the RoPE box, q/k/v the Q/K/V box, and every step has a box.
+void TestGuiAttentionSteps::rotaryModelShowsRopeBoxes() {
+    const auto llama = loadModel(testdata("stories260K/stories260K.gguf"));
+    const std::vector<int> ids = tokenizePrompt(llama->tokenizer(), QStringLiteral("Once upon a time"), true);
+    const auto cache = std::make_shared<const ActivationCache>(runForward(*llama, ids));
+    AttentionStepsPanel panel;
+    panel.resize(1400, 900);
+    panel.setContext(llama, cache, tokenLabels(llama->tokenizer(), cache->tokens));
+    panel.setSelectedHead(0, 1);
+    QVERIFY(panel.blockDiagram()->rotary());
+    const QStringList boxes = BlockDiagram::boxLabels(true);
+    QVERIFY(boxes.contains(QStringLiteral("RoPE")));
+    QVERIFY(boxes.contains(QStringLiteral("RMSNorm")));
+    QVERIFY(!boxes.contains(QStringLiteral("+ pos")));
+    bool sawRot = false;
+    for (int i = 0; i < int(panel.steps().size()); ++i) {
+        panel.setCurrentIndex(i);
+        const QString name = panel.steps()[size_t(i)].name;
+        const int box = panel.blockDiagram()->currentBox();
+        QVERIFY2(box >= 0 && box < boxes.size(), qPrintable(name));
+        if (name == QLatin1String("q_rot") || name == QLatin1String("k_rot")) {
+            QCOMPARE(boxes[box], QStringLiteral("RoPE"));
+            sawRot = true;
+        }
+        if (name == QLatin1String("q") || name == QLatin1String("v")) QCOMPARE(boxes[box], QStringLiteral("Q/K/V"));
+        if (name == QLatin1String("pattern")) QCOMPARE(boxes[box], QStringLiteral("softmax"));
+    }
+    QVERIFY(sawRot);
+    // back to GPT-2: the learned-position boxes return
+    panel.setContext(model_, cache_, labels_);
+    QVERIFY(!panel.blockDiagram()->rotary());
 }
 
 void TestGuiAttentionSteps::exportsStepInEveryFormat() {

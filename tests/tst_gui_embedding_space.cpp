@@ -217,6 +217,9 @@ void TestGuiEmbeddingSpace::projectionsPairsInBackground() {
     panel.setTopK(20);
     QVERIFY(panel.findChild<QLabel*>("methodNote")->text().contains("Eᵀ stands in for E's inverse"));
     QVERIFY(panel.findChild<QLabel*>("methodNote")->text().contains("LayerNorm"));
+    // the note states this model's convention (tiny-gpt2 ties W_U = W_Eᵀ)
+    QVERIFY(panel.findChild<QLabel*>("methodNote")->text().endsWith(embeddingConvention(*tiny_)));
+    QVERIFY(embeddingConvention(*tiny_).contains("ties its embeddings"));
     panel.setProjection(ProjectionsPanel::Kind::OV, 1, 3);
     panel.waitForIdle();
     const PairProjection ref = projectPairs(*tiny_, PairProjectionKind::OV, 1, 3, 20);

@@ -272,6 +272,14 @@ void TestGuiSessions::newerVersionRestoresWhatItKnows() {
     QCOMPARE(w.head(), 1);
     QCOMPARE(w.currentViewId(), QString("logit-lens"));
     QCOMPARE(panelOf<LogitLensPanel>(w, "logit-lens")->topTokensTable().at(0).at(0).size(), size_t(3));
+    // no "prependBos": the session leaves BOS to the model's default, and saving it again does not invent one
+    SessionState parsed;
+    QStringList parseProblems;
+    QString parseError;
+    QVERIFY(sessionFromJson(o, &parsed, &parseProblems, &parseError));
+    QVERIFY(!parsed.prependBos.has_value());
+    QVERIFY(!sessionToJson(parsed).contains("prependBos"));
+    QCOMPARE(w.prependBos(), w.session().model()->tokenizer().addsBos());
 }
 
 void TestGuiSessions::missingModelKeepsTheOpenOne() {

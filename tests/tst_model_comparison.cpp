@@ -35,9 +35,12 @@ double meanBestCosine(const MatrixD& X, const MatrixD& Y) {
     return sum / double(X.rows());
 }
 
-/// Reference similarity: each neuron projected to a d_vocab-long vector E·x with its own model's E.
+/// Reference similarity: each neuron projected to a d_vocab-long vector with its own model's matrix: E·x
+/// for FF keys (W_E), U_T·x for FF values (the unembedding; the random models here have it untied).
 Eigen::MatrixXd referenceSimilarity(const Model& a, const Model& b, NeuronVectorKind kind, bool embedding) {
-    const MatrixD Ea = a.globals().W_E.view().cast<double>(), Eb = b.globals().W_E.view().cast<double>();
+    const bool keys = kind == NeuronVectorKind::FFKey;
+    const MatrixD Ea = (keys ? a.globals().W_E : a.globals().W_U_T).view().cast<double>();
+    const MatrixD Eb = (keys ? b.globals().W_E : b.globals().W_U_T).view().cast<double>();
     Eigen::MatrixXd out(a.config().n_layers, b.config().n_layers);
     for (int l1 = 0; l1 < a.config().n_layers; ++l1)
         for (int l2 = 0; l2 < b.config().n_layers; ++l2) {
@@ -168,13 +171,14 @@ void TestModelComparison::f16CheckpointDifferenceMatchesBruteForce() {
 void TestModelComparison::headDifferenceMatchesBruteForce() {
     const auto a = randomModel(12, 30, 1), b = randomModel(12, 30, 5);
     const int L = a->config().d_head, h = 1, l = 2;
-    const MatrixD E = a->globals().W_E.view().cast<double>();
+    const MatrixD E = a->globals().W_E.view().cast<double>(), U_T = a->globals().W_U_T.view().cast<double>();
+    QVERIFY((E - U_T).cwiseAbs().maxCoeff() > 0.1); // untied: the output side must be read through W_U
     auto ov = [&](const Model& m) {
         return MatrixD(m.layer(l).W_V.view().cast<double>().middleCols(h * L, L) *
                        m.layer(l).W_O.view().cast<double>().middleRows(h * L, L));
     };
     const MatrixD dW = ov(*b) - ov(*a);
-    const MatrixD S = E * dW * E.transpose();
+    const MatrixD S = E * dW * U_T.transpose();
     const PairDiff d = diffPairs(*a, *b, PairProjectionKind::OV, l, h, 20, {}, 4);
     QVERIFY(!d.identical);
     QVERIFY(std::abs(d.maxAbsDiff - dW.cwiseAbs().maxCoeff()) <= 1e-5 * dW.cwiseAbs().maxCoeff());

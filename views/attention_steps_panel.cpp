@@ -33,7 +33,7 @@ bool isSquareStep(const QString& name) {
 QString columnTitle(const AttentionStep& s) {
     if (isSquareStep(s.name)) return QObject::tr("key position");
     if (s.name == QLatin1String("q") || s.name == QLatin1String("k") || s.name == QLatin1String("v") ||
-        s.name == QLatin1String("z"))
+        s.name == QLatin1String("q_rot") || s.name == QLatin1String("k_rot") || s.name == QLatin1String("z"))
         return QObject::tr("d_head");
     if (s.name == QLatin1String("concat")) return QObject::tr("head · d_head");
     return QObject::tr("d_model");
@@ -129,7 +129,7 @@ AttentionStepsPanel::AttentionStepsPanel(QWidget* parent) : AnalysisPanel(parent
     connect(list_, &QListWidget::currentRowChanged, this, [this](int row) { if (row >= 0) setCurrentIndex(row); });
     connect(diagram_, &BlockDiagram::boxClicked, this, [this](int box) {
         for (int i = 0; i < int(steps_.size()); ++i)
-            if (BlockDiagram::boxForStep(steps_[size_t(i)].name) == box) return setCurrentIndex(i);
+            if (BlockDiagram::boxForStep(steps_[size_t(i)].name, diagram_->rotary()) == box) return setCurrentIndex(i);
     });
     const auto shortcut = [this](QKeySequence key, void (AttentionStepsPanel::*slot)()) {
         auto* s = new QShortcut(key, this);
@@ -148,6 +148,7 @@ void AttentionStepsPanel::setContext(std::shared_ptr<const Model> model, std::sh
     model_ = std::move(model);
     cache_ = std::move(cache);
     tokens_ = tokenLabels;
+    diagram_->setRotary(model_ && model_->config().positions == PositionKind::Rotary);
     rebuild();
 }
 
@@ -246,7 +247,7 @@ void AttentionStepsPanel::showCurrent() {
     }
     note_->setText(note);
     note_->setVisible(!note.isEmpty());
-    diagram_->setCurrentBox(BlockDiagram::boxForStep(s.name));
+    diagram_->setCurrentBox(BlockDiagram::boxForStep(s.name, diagram_->rotary()));
 
     const MatrixFigure figure = figureForStep(current_);
     heatmap_->setFigure(figure);

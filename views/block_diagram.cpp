@@ -23,20 +23,38 @@ BlockDiagram::BlockDiagram(QWidget* parent) : QWidget(parent) {
     new FigureActions(this, this, QStringLiteral("attention_block"));
 }
 
-QStringList BlockDiagram::boxLabels() {
+QStringList BlockDiagram::boxLabels(bool rotary) {
+    if (rotary)
+        return {QStringLiteral("embed"),   QStringLiteral("RMSNorm"), QStringLiteral("Q/K/V"),
+                QStringLiteral("RoPE"),    QStringLiteral("scores"),  QStringLiteral("scale"),
+                QStringLiteral("mask"),    QStringLiteral("softmax"), QStringLiteral("· V"),
+                QStringLiteral("concat"),  QStringLiteral("W_O"),     QStringLiteral("+ resid")};
     return {QStringLiteral("embed"),   QStringLiteral("+ pos"),   QStringLiteral("ln_1"),
             QStringLiteral("Q/K/V"),   QStringLiteral("scores"),  QStringLiteral("scale"),
             QStringLiteral("mask"),    QStringLiteral("softmax"), QStringLiteral("· V"),
             QStringLiteral("concat"),  QStringLiteral("W_O"),     QStringLiteral("+ resid")};
 }
 
-int BlockDiagram::boxForStep(const QString& name) {
+int BlockDiagram::boxForStep(const QString& name, bool rotary) {
+    if (name.startsWith(QLatin1String("head_result_")) || name == QLatin1String("attn_out_additive")) return 10;
+    if (name == QLatin1String("q") || name == QLatin1String("k") || name == QLatin1String("v")) return rotary ? 2 : 3;
+    if (rotary) {
+        static const QStringList order{"embed", "ln1", "qkv", "rope", "scores", "scaled",
+                                       "masked", "pattern", "z", "concat", "attn_out", "resid_mid"};
+        if (name == QLatin1String("pos_embed") || name == QLatin1String("resid_pre")) return 0;
+        if (name == QLatin1String("q_rot") || name == QLatin1String("k_rot")) return 3;
+        return int(order.indexOf(name));
+    }
     static const QStringList order{"embed", "pos_embed", "ln1", "qkv", "scores", "scaled",
                                    "masked", "pattern", "z", "concat", "attn_out", "resid_mid"};
     if (name == QLatin1String("resid_pre")) return 1;
-    if (name == QLatin1String("q") || name == QLatin1String("k") || name == QLatin1String("v")) return 3;
-    if (name.startsWith(QLatin1String("head_result_")) || name == QLatin1String("attn_out_additive")) return 10;
     return int(order.indexOf(name));
+}
+
+void BlockDiagram::setRotary(bool rotary) {
+    if (rotary == rotary_) return;
+    rotary_ = rotary;
+    update();
 }
 
 void BlockDiagram::setCurrentBox(int index) {
@@ -48,7 +66,7 @@ void BlockDiagram::setCurrentBox(int index) {
 QRectF BlockDiagram::boxRect(int index) const { return boxRect(index, size()); }
 
 QRectF BlockDiagram::boxRect(int index, QSizeF size) const {
-    const int n = int(boxLabels().size());
+    const int n = int(boxLabels(rotary_).size());
     const double w = (size.width() - 2 * kMargin - (n - 1) * kArrow) / n;
     return QRectF(kMargin + index * (w + kArrow), kMargin, w, size.height() - 2 * kMargin);
 }
@@ -64,7 +82,7 @@ void BlockDiagram::paintFigure(QCPPainter& painter, QSize size, bool) {
 ValueTable BlockDiagram::figureValues() const {
     ValueTable t;
     t.colLabels = QStringList{tr("step"), tr("box"), tr("current")};
-    const QStringList labels = boxLabels();
+    const QStringList labels = boxLabels(rotary_);
     for (int i = 0; i < labels.size(); ++i)
         t.cells.push_back({QString::number(i + 1), labels[i], i == current_ ? QStringLiteral("yes") : QString()});
     return t;
@@ -81,7 +99,7 @@ void BlockDiagram::paintEvent(QPaintEvent*) {
 
 void BlockDiagram::paintDiagram(QPainter& p, QSizeF size, const QPalette& palette) const {
     p.setRenderHint(QPainter::Antialiasing);
-    const QStringList labels = boxLabels();
+    const QStringList labels = boxLabels(rotary_);
     const QColor accent = palette.color(QPalette::Highlight);
     for (int i = 0; i < labels.size(); ++i) {
         const QRectF r = boxRect(i, size);

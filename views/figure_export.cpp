@@ -94,7 +94,8 @@ bool exportMatrixFigure(const MatrixFigure& figure, const QString& filePath, Ima
     return exportThroughHiddenView(&MatrixHeatmap::setFigure, figure, filePath, format, size, scale, error);
 }
 
-QString heatmapTitle(const QString& modelName, int layer, int head) {
+QString heatmapTitle(const QString& modelName, int layer, int head, int kvHead) {
+    if (kvHead >= 0) return QStringLiteral("%1 — layer %2, head %3 (K/V head %4)").arg(modelName).arg(layer).arg(head).arg(kvHead);
     return QStringLiteral("%1 — layer %2, head %3").arg(modelName).arg(layer).arg(head);
 }
 

@@ -52,8 +52,9 @@ bool exportHeatmap(const AttentionHeatmapData& data, const QString& filePath, Im
 bool exportHeatmap(AttentionHeatmap& view, const QString& filePath, ImageFormat format, QSize size, double scale,
                    QString* error);
 
-/// Figure title for one head: "<model> — layer L, head H".
-QString heatmapTitle(const QString& modelName, int layer, int head);
+/// "model — layer L, head H", with "(K/V head G)" when kvHead ≥ 0 (grouped-query attention: the K/V head the
+/// query head reads).
+QString heatmapTitle(const QString& modelName, int layer, int head, int kvHead = -1);
 
 /// File name used by exportAllHeads: "L{layer}_H{head}.{suffix}", e.g. "L0_H11.png".
 QString headFileName(int layer, int head, ImageFormat format);

@@ -1,5 +1,6 @@
 #include "views/finetune_view.h"
 
+#include "model/analysis/embedding_projection.h"
 #include "model/analysis/model_comparison.h"
 #include "model/core/csv_writer.h"
 #include "views/figure_actions.h"
@@ -338,19 +339,18 @@ void FinetuneView::project() {
     projSummary_->setText(tr("Projecting the change of %1…").arg(name));
     projectTask_.start([this, a = before_, b = after_, p, layer, index, name, head](const BackgroundTask::Context& ctx)
                            -> std::function<void()> {
-        const ReadoutEmbeddings e = readoutEmbeddings(*a, p);
-        const bool tied = hasTiedEmbeddings(*a);
+        const bool tied = unembeddingTied(*a);
         bool identical = false;
         float maxAbs = 0;
         std::vector<ScoredToken> topT, bottomT;
         std::vector<ScoredPair> topP, bottomP;
         if (head) {
             PairDiff d = diffPairs(*a, *b, p == ChangedParameter::OV ? PairProjectionKind::OV : PairProjectionKind::QK, layer, index,
-                                   kTopTokens, e.rows, e.cols, ctx.progress);
+                                   kTopTokens, ctx.progress);
             identical = d.identical, maxAbs = d.maxAbsDiff, topP = std::move(d.top), bottomP = std::move(d.bottom);
         } else {
             NeuronDiff d = diffNeuron(*a, *b, p == ChangedParameter::FFKey ? NeuronVectorKind::FFKey : NeuronVectorKind::FFValue,
-                                      layer, index, kTopTokens, e.rows);
+                                      layer, index, kTopTokens);
             identical = d.identical, maxAbs = d.maxAbsDiff, topT = std::move(d.top), bottomT = std::move(d.bottom);
         }
         return [=, this] {

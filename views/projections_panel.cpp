@@ -39,9 +39,11 @@ NeuronVectorKind neuronKind(ProjectionsPanel::Kind k) {
 QString ProjectionsPanel::methodNote() {
     return tr("Method (Dar et al. 2022, “Analyzing Transformers in Embedding Space”): parameters are read as "
               "scores over tokens by multiplying with the token embedding E (d_vocab × d_model). Eᵀ stands in "
-              "for E's inverse, and LayerNorm and biases are ignored. OV: E·W_V·W_O·Eᵀ (source → output "
-              "token); QK: E·W_Q·W_Kᵀ·Eᵀ (query → key token, raw, no 1/√d_head); FF key i: E·(column i of "
-              "W_in); FF value i: E·(row i of W_out). Scores are unnormalised.");
+              "for E's inverse, and LayerNorm and biases are ignored. What reads the residual stream goes "
+              "through E = W_E, what writes to it through the unembedding U = W_U (U = Eᵀ when the model ties "
+              "them). OV: E·W_V·W_O·U (source → output token); QK: E·W_Q·W_Kᵀ·Eᵀ (query → key token, raw, no "
+              "1/√d_head); FF key i: E·(column i of W_in); FF value i: Uᵀ·(row i of W_out). Scores are "
+              "unnormalised.");
 }
 
 ProjectionsPanel::ProjectionsPanel(QWidget* parent) : AnalysisPanel(parent) { buildUi(); }
@@ -62,6 +64,7 @@ void ProjectionsPanel::buildUi() {
     controls->addWidget(csv);
 
     auto* note = new QLabel(methodNote());
+    note_ = note;
     note->setWordWrap(true);
     note->setObjectName(QStringLiteral("methodNote"));
     note->setFrameShape(QFrame::StyledPanel); // a framed note on the theme's alternate base, readable in both themes
@@ -164,6 +167,8 @@ void ProjectionsPanel::setContext(std::shared_ptr<const Model> model, std::share
     if (model.get() == model_.get()) return;
     model_ = std::move(model);
     pairCache_.clear();
+    // the note says which matrix reads each side for this model (tied or separate unembedding)
+    note_->setText(model_ ? methodNote() + QLatin1Char(' ') + embeddingConvention(*model_) : methodNote());
     const Tokenizer* tok = model_ ? &model_->tokenizer() : nullptr;
     rowField_->setTokenizer(tok);
     revField_->setTokenizer(tok);

@@ -99,6 +99,7 @@ private:
     QSpinBox* neuron_ = nullptr;
     QSpinBox* k_ = nullptr;
     QLabel* caption_ = nullptr;
+    QLabel* note_ = nullptr; ///< methodNote() and the model's embeddingConvention()
     QTableWidget* top_ = nullptr;
     QTableWidget* bottom_ = nullptr;
     TokenPicker* rowField_ = nullptr;

@@ -1,5 +1,6 @@
 #include "views/stitch_view.h"
 
+#include "model/analysis/embedding_projection.h"
 #include "model/core/csv_writer.h"
 #include "model/transformer/prompt.h"
 #include "views/chart_figure.h"
@@ -351,7 +352,7 @@ void StitchView::updateMapInfo() {
     const QString e = we ? tr("E = W_E, each model's token embedding (the paper's E)")
                          : tr("E = W_U, each model's unembedding (the residual read as the output reads it)");
     QString tied;
-    const bool tiedA = a->globals().W_U_T.ptr == a->globals().W_E.ptr, tiedB = b->globals().W_U_T.ptr == b->globals().W_E.ptr;
+    const bool tiedA = unembeddingTied(*a), tiedB = unembeddingTied(*b);
     if (tiedA && tiedB) tied = tr("; both models are tied (W_U = W_Eᵀ), so W_E and W_U give the same map");
     else tied = tr("; %1 untied, so W_E and W_U differ").arg(tiedA ? tr("B is") : tiedB ? tr("A is") : tr("both are"));
     QString s = tr("M = E_Aᵀ·(E_Bᵀ)⁺ [%1 × %2], %3%4. (E_Bᵀ)⁺ = E_B·(E_BᵀE_B)⁺ from the float64 Gram matrix's "

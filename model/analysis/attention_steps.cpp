@@ -64,9 +64,10 @@ void checkArguments(const Model& model, const ActivationCache& cache, int layer,
 
 } // namespace
 
-QStringList attentionStepNames(int n_heads) {
-    QStringList names{"embed", "pos_embed", "resid_pre", "ln1", "q", "k", "v", "scores", "scaled", "masked",
-                      "pattern", "z", "concat", "attn_out"};
+QStringList attentionStepNames(int n_heads, bool rotary) {
+    QStringList names{"embed", "pos_embed", "resid_pre", "ln1", "q", "k", "v"};
+    if (rotary) names << "q_rot" << "k_rot";
+    names << QStringList{"scores", "scaled", "masked", "pattern", "z", "concat", "attn_out"};
     for (int h = 0; h < n_heads; ++h) names << QStringLiteral("head_result_%1").arg(h);
     names << "attn_out_additive" << "resid_mid";
     return names;
@@ -120,32 +121,57 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                              c.ln1));
 
     // --- head h's queries, keys, values: columns h·L .. (h+1)·L−1 -----------------------------------
-    const int groups = H / std::max(1, cfg.n_kv_heads);
-    const QString kvHead = groups > 1 ? QStringLiteral("^%1").arg(head / groups) : QStringLiteral("^h");
+    const int groups = cfg.groupSize(), kv = cfg.kvHeadOf(head);
+    const QString kvHead = groups > 1 ? QStringLiteral("^%1").arg(kv) : QStringLiteral("^h");
+    // grouped-query attention: say which query heads share this head's K/V head
+    const QString shared = groups > 1 ? tr(" K/V head %1 serves query heads %2 to %3 (grouped-query attention, %4 per "
+                                           "K/V head): the same matrix for each of them.")
+                                            .arg(kv).arg(kv * groups).arg((kv + 1) * groups - 1).arg(groups)
+                                      : QString();
+    const bool rotary = cfg.positions == PositionKind::Rotary;
+    const QString before = rotary ? tr(", before the rotary embedding") : QString();
     steps.push_back(makeStep("q", QStringLiteral("ln1·W_Q^h") + bias(w.b_Q, "b_Q^h"), "S×D · D×L → S×L",
-                             tr("Head %1's query vectors: what each position is looking for.").arg(hs),
+                             tr("Head %1's query vectors: what each position is looking for%2.").arg(hs, before),
                              c.q.middleCols(head * L, L)));
     steps.push_back(makeStep("k", QStringLiteral("ln1·W_K") + kvHead + bias(w.b_K, "b_K" + kvHead),
                              "S×D · D×L → S×L",
-                             tr("Head %1's key vectors: what each position offers to be found by.").arg(hs),
+                             tr("Head %1's key vectors: what each position offers to be found by%2.").arg(hs, before) + shared,
                              c.k.middleCols(head * L, L)));
     steps.push_back(makeStep("v", QStringLiteral("ln1·W_V") + kvHead + bias(w.b_V, "b_V" + kvHead),
                              "S×D · D×L → S×L",
-                             tr("Head %1's value vectors: what each position passes on when attended to.").arg(hs),
+                             tr("Head %1's value vectors: what each position passes on when attended to.").arg(hs) + shared,
                              c.v.middleCols(head * L, L)));
+    if (rotary) {
+        const QString pairs = cfg.rope_layout == RopeLayout::HalfSplit
+                                  ? tr("dims (i, i + %1) rotate together (HF layout, rotate_half)").arg(L / 2)
+                                  : tr("dims (2i, 2i + 1) rotate together (Meta/GGUF/llama2.c layout)");
+        const QString rope = tr("Rotated by position: pair i of position p turns by the angle p·θ_i, θ_i = %1^(−2i/%2); "
+                                "%3. Then q_p·k_s depends on p − s only (Su et al. 2021, RoFormer).")
+                                 .arg(cfg.rotary_base).arg(L).arg(pairs);
+        steps.push_back(makeStep("q_rot", "RoPE(q, p)", "S×L → S×L", tr("The queries after rotation. ") + rope,
+                                 c.q_rot.middleCols(head * L, L)));
+        steps.push_back(makeStep("k_rot", "RoPE(k, p)", "S×L → S×L", tr("The keys after rotation. ") + rope + shared,
+                                 c.k_rot.middleCols(head * L, L)));
+    }
 
     // --- scores: the one product the cache stores only scaled ---------------------------------------
-    // the cache holds the scaled scores after the mask (−∞ above the diagonal, never computed there);
-    // the unmasked steps are recomputed from the cached q and k
+    // the cache holds the scaled scores after the mask (−∞ where masked, never computed there); the
+    // unmasked steps are recomputed from the cached (rotated) q and k
     const Matrix& maskedScores = c.attn_scores[size_t(head)];
-    Matrix raw = attentionScores(c.q, c.k, head, L); // as runForward computes them: bitwise the cached cells
+    const Matrix& queries = rotary ? c.q_rot : c.q;
+    const Matrix& keys = rotary ? c.k_rot : c.k;
+    Matrix raw = attentionScores(queries, keys, head, L); // as runForward computes them: bitwise the cached cells
     const double scale = cfg.attnScale(layer);
     Matrix scaledScores = raw * float(scale);
+    // the keys query i sees: (i − window, i] with a sliding window (Mistral), else 0..i
+    auto firstKey = [&](Eigen::Index i) { return cfg.sliding_window > 0 ? std::max<Eigen::Index>(0, i - cfg.sliding_window + 1) : 0; };
     double scoreDiff = 0;
-    for (Eigen::Index i = 0; i < S; ++i)
-        scoreDiff = std::max(scoreDiff, double((scaledScores.row(i).head(i + 1) - maskedScores.row(i).head(i + 1))
+    for (Eigen::Index i = 0; i < S; ++i) {
+        const Eigen::Index lo = firstKey(i);
+        scoreDiff = std::max(scoreDiff, double((scaledScores.row(i).segment(lo, i + 1 - lo) - maskedScores.row(i).segment(lo, i + 1 - lo))
                                                    .cwiseAbs().maxCoeff()));
-    AttentionStep scores = makeStep("scores", "Q·Kᵀ", "S×L · L×S → S×S",
+    }
+    AttentionStep scores = makeStep("scores", rotary ? QStringLiteral("Q_rot·K_rotᵀ") : QStringLiteral("Q·Kᵀ"), "S×L · L×S → S×S",
                                     tr("Row i, column j: dot product of query i with key j, before scaling."),
                                     std::move(raw), Kind::Signed, Axis::Tokens);
     scores.maxAbsDiff = scoreDiff;
@@ -162,12 +188,21 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                              scaledMeaning + QStringLiteral("."), std::move(scaledScores), Kind::Signed, Axis::Tokens));
 
     Matrix masked = maskedScores; // −∞ cells shown as masked (NaN)
-    for (Eigen::Index i = 0; i < S; ++i)
+    for (Eigen::Index i = 0; i < S; ++i) {
         masked.row(i).tail(S - 1 - i).setConstant(std::numeric_limits<float>::quiet_NaN());
-    AttentionStep maskedStep = makeStep("masked", "scaled + M,  M(i,j) = −∞ for j > i", "S×S → S×S",
-                                        tr("Causal mask: a query may not look at later positions, so those cells "
-                                           "become −∞ and get zero attention."),
-                                        std::move(masked), Kind::Signed, Axis::Tokens);
+        masked.row(i).head(firstKey(i)).setConstant(std::numeric_limits<float>::quiet_NaN());
+    }
+    const bool window = cfg.sliding_window > 0 && S > cfg.sliding_window;
+    AttentionStep maskedStep = makeStep(
+        "masked",
+        window ? QStringLiteral("scaled + M,  M(i,j) = −∞ for j > i or j ≤ i − %1").arg(cfg.sliding_window)
+               : QStringLiteral("scaled + M,  M(i,j) = −∞ for j > i"),
+        "S×S → S×S",
+        window ? tr("Causal mask with a sliding window of %1: a query sees itself and the %2 positions before it, so "
+                    "later and older positions become −∞ and get zero attention.").arg(cfg.sliding_window).arg(cfg.sliding_window - 1)
+               : tr("Causal mask: a query may not look at later positions, so those cells become −∞ and get zero "
+                    "attention."),
+        std::move(masked), Kind::Signed, Axis::Tokens);
     maskedStep.hasMask = S > 1;
     steps.push_back(std::move(maskedStep));
 

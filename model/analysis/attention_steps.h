@@ -52,8 +52,10 @@ struct AttentionStep {
 };
 
 /// The steps of head `head` in layer `layer`, in this order:
-/// embed, pos_embed, resid_pre, ln1, q, k, v, scores, scaled, masked, pattern, z, concat, attn_out,
-/// head_result_0 … head_result_{H−1}, attn_out_additive, resid_mid.
+/// embed, pos_embed, resid_pre, ln1, q, k, v, (q_rot, k_rot: rotary models), scores, scaled, masked, pattern,
+/// z, concat, attn_out, head_result_0 … head_result_{H−1}, attn_out_additive, resid_mid.
+/// ln1 is LayerNorm or RMSNorm as the config says; for grouped-query attention k, v (and k_rot) are the K/V head
+/// query head `head` reads, with the query heads sharing it named; a sliding window (Mistral) is part of the mask.
 /// embed/pos_embed are the model's input embeddings; for layer > 0 resid_pre is the cached
 /// resid_pre of that layer (the output of layers 0..layer−1), not embed + pos_embed.
 /// Shapes: S = cache.nPositions(); q/k/v/z are [S, d_head]; scores..pattern [S query, S key];
@@ -63,7 +65,8 @@ struct AttentionStep {
 /// (ForwardOptions::cacheHeadResults = false).
 std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCache& cache, int layer, int head);
 
-/// The step names attentionSteps returns for a model with n_heads heads, in order.
-QStringList attentionStepNames(int n_heads);
+/// The step names attentionSteps returns for a model with n_heads heads, in order (rotary models: q_rot and
+/// k_rot after v).
+QStringList attentionStepNames(int n_heads, bool rotary = false);
 
 } // namespace attnscope

@@ -18,7 +18,21 @@ int kvHead(const ModelConfig& cfg, int h) { return h / std::max(1, cfg.n_heads /
 
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head) {
     checkHead(model.config(), layer, head);
-    return pairFactors(model, kind, layer, head, model.globals().W_E);
+    return pairFactors(model, kind, layer, head, model.globals().W_E, model.globals().W_U_T);
+}
+
+bool unembeddingTied(const Model& model) {
+    const GlobalWeights& g = model.globals();
+    return g.W_U_T.ptr == g.W_E.ptr && g.W_U_T.type == g.W_E.type;
+}
+
+QString embeddingConvention(const Model& model) {
+    if (unembeddingTied(model))
+        return QCoreApplication::translate("analysis", "This model ties its embeddings (W_U = W_Eᵀ): E = W_E reads both "
+                                                       "sides.");
+    return QCoreApplication::translate("analysis", "This model has a separate unembedding W_U: source, query and key tokens "
+                                                   "and FF keys are read through W_E (as the model reads its input), output "
+                                                   "tokens and FF values through W_U (as it writes its logits).");
 }
 
 Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int head) {
@@ -30,24 +44,20 @@ Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int h
     return w.W_Q_head(head, L).toMatrix() * w.W_K_head(kv, L).toMatrix().transpose();
 }
 
-LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E) {
-    return pairFactors(model, kind, layer, head, E, E);
-}
-
-LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& rowE,
-                          const Weight& colE) {
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E,
+                          const Weight& U_T) {
     const ModelConfig& cfg = model.config();
     checkHead(cfg, layer, head);
-    for (const Weight* E : {&rowE, &colE})
-        if (E->cols != cfg.d_model)
+    for (const Weight* m : {&E, &U_T})
+        if (m->cols != cfg.d_model)
             throw InputError(QCoreApplication::translate("analysis", "The embedding has %1 columns but the model's d_model is %2.")
-                                 .arg(E->cols).arg(cfg.d_model));
+                                 .arg(m->cols).arg(cfg.d_model));
     const LayerWeights& w = model.layer(layer);
     const int L = cfg.d_head, kv = kvHead(cfg, head);
     LowRankScores f;
     Weight left, right;
     if (kind == PairProjectionKind::OV) {
-        // E·W_V^h·W_O^h·Eᵀ = (E·W_V^h)·(E·W_O^hᵀ)ᵀ
+        // E·W_V^h·W_O^h·U = (E·W_V^h)·(Uᵀ·W_O^hᵀ)ᵀ
         left = w.W_V_head(kv, L);
         right = w.W_O_head(head, L).t(); // [d_model, d_head]: a transposed view, read in place
     } else {
@@ -55,15 +65,17 @@ LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer
         left = w.W_Q_head(head, L);
         right = w.W_K_head(kv, L);
     }
-    // [d_vocab, d_model]·[d_model, d_head] by the forward's kernel; both factors in one pass when the sides share E
-    f.A.resize(rowE.rows, L);
-    f.B.resize(colE.rows, L);
+    // [d_vocab, d_model]·[d_model, d_head] by the forward's kernel; both factors in one pass when one
+    // matrix reads both sides (QK, or a tied unembedding)
+    const Weight& rightE = kind == PairProjectionKind::OV ? U_T : E;
+    f.A.resize(E.rows, L);
+    f.B.resize(rightE.rows, L);
     const GemmTarget targets[] = {{left, f.A.data(), f.A.cols(), {}}, {right, f.B.data(), f.B.cols(), {}}};
-    if (rowE.ptr == colE.ptr && rowE.type == colE.type && rowE.transposed == colE.transposed) {
-        weightGemmTall(rowE, targets);
+    if (rightE.ptr == E.ptr && rightE.type == E.type) {
+        weightGemmTall(E, targets);
     } else {
-        weightGemmTall(rowE, std::span(targets, 1));
-        weightGemmTall(colE, std::span(targets + 1, 1));
+        weightGemmTall(E, std::span(targets, 1));
+        weightGemmTall(rightE, std::span(targets + 1, 1));
     }
     return f;
 }
@@ -94,8 +106,8 @@ RowVector neuronVector(const Model& model, NeuronVectorKind kind, int layer, int
 
 NeuronProjection projectNeuron(const Model& model, NeuronVectorKind kind, int layer, int neuron, int k) {
     const RowVector x = neuronVector(model, kind, layer, neuron);
-    Matrix scores; // (E·x)ᵀ [1, d_vocab]
-    weightGemmTransposed(Matrix(x), model.globals().W_E, scores);
+    Matrix scores; // (E·k_i)ᵀ or (Uᵀ·v_i)ᵀ [1, d_vocab]
+    weightGemmTransposed(Matrix(x), kind == NeuronVectorKind::FFKey ? model.globals().W_E : model.globals().W_U_T, scores);
     return {kind, layer, neuron, topEntries(scores.row(0), k, true), topEntries(scores.row(0), k, false)};
 }
 
@@ -103,14 +115,14 @@ ReverseSearch reverseSearch(const Model& model, int token, int kHeads, int kNeur
     const ModelConfig& cfg = model.config();
     checkToken(cfg, token);
     const Weight& E = model.globals().W_E;
-    const RowVector e_t = E.rowVector(token); // [d_model]
+    const RowVector e_t = model.globals().W_U_T.rowVector(token); // [d_model]: column t of U
     ReverseSearch out;
     out.token = token;
     for (int l = 0; l < cfg.n_layers; ++l) {
         progress.step(l, cfg.n_layers, QStringLiteral("layer %1").arg(l));
         const LayerWeights& w = model.layer(l);
         for (int h = 0; h < cfg.n_heads; ++h) {
-            // column t of E·W_V^h·W_O^h·Eᵀ = E·(W_V^h·(W_O^h·e_tᵀ))
+            // column t of E·W_V^h·W_O^h·U = E·(W_V^h·(W_O^h·u_t))
             const Vector b_t = w.W_O_head(h, cfg.d_head).toMatrix() * e_t.transpose();   // [d_head]
             const Matrix u = (w.W_V_head(kvHead(cfg, h), cfg.d_head).toMatrix() * b_t).transpose(); // [1, d_model]
             Matrix col;                                                                   // [1, d_vocab]
@@ -118,7 +130,7 @@ ReverseSearch reverseSearch(const Model& model, int token, int kHeads, int kNeur
             const ScoredToken best = topEntries(col.row(0), 1).front();
             out.heads.push_back({l, h, best.score, best.id});
         }
-        Matrix v; // (E·v_i)[t] = e_t·v_i for every neuron i: [1, d_mlp]
+        Matrix v; // (Uᵀ·v_i)[t] = u_t·v_i for every neuron i: [1, d_mlp]
         weightGemmTransposed(Matrix(e_t), w.W_out, v);
         for (int i = 0; i < cfg.d_mlp; ++i) out.neurons.push_back({l, i, v(0, i)});
     }

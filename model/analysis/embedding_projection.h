@@ -1,12 +1,17 @@
 #pragma once
 // Parameter projections into embedding space (no prompt), after Dar, Geva, Gupta, Berant 2022,
 // "Analyzing Transformers in Embedding Space" (arXiv:2209.02535; ACL 2023), section "Parameter
-// Projection" and its Table 1: with E = W_E [d_vocab, d_model] used for both the input and the
-// output side (GPT-2 ties W_U = W_Eᵀ; layer norms and biases are ignored, as in the paper),
-//   W_OV^h = W_V^h·W_O^h  [d_model, d_model]  →  E·W_OV^h·Eᵀ  [source token, output token]
+// Projection" and its Table 1: with E = W_E [d_vocab, d_model] (layer norms and biases are ignored, as in
+// the paper),
+//   W_OV^h = W_V^h·W_O^h  [d_model, d_model]  →  E·W_OV^h·U  [source token, output token]
 //   W_QK^h = W_Q^h·W_K^hᵀ [d_model, d_model]  →  E·W_QK^h·Eᵀ  [query token, key token]
 //   FF key i   = column i of W_in  [d_model]  →  E·k_i  [d_vocab]
-//   FF value i = row i of W_out    [d_model]  →  E·v_i  [d_vocab]
+//   FF value i = row i of W_out    [d_model]  →  Uᵀ·v_i  [d_vocab]
+// What reads the residual stream (source, query and key tokens, FF keys) is read through the input
+// embedding W_E; what writes to it (OV output tokens, FF values) through the unembedding U = W_U
+// [d_model, d_vocab]. When the model ties them (GPT-2, Llama-3.2-1B, stories260K) U = W_Eᵀ, the paper's
+// setting; when it does not (Llama 2, Mistral, most Qwen2) each side uses its own matrix, as the
+// model itself does at its input and output.
 // The [d_vocab, d_vocab] matrices are never materialised: they are the low-rank products A·Bᵀ
 // (A, B [d_vocab, d_head]) scanned by topKOfProductQuantized (or block by block by topKOfProduct).
 // QK scores are raw (no 1/√d_head).
@@ -33,12 +38,18 @@ struct LowRankScores {
 /// The factors of E·W_OV^h·Eᵀ or E·W_QK^h·Eᵀ with E = the model's W_E. Throws InputError for a
 /// layer/head out of range.
 LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head);
-/// The same with a given embedding E [d_vocab, d_model] (e.g. another checkpoint's W_E).
-LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E);
-/// The same with one embedding per side: A from rowE (OV: source tokens; QK: query tokens), B from colE (OV:
-/// output tokens, e.g. the unembedding W_U_T of an untied model; QK: key tokens), both [d_vocab, d_model].
-LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& rowE,
-                          const Weight& colE);
+/// The same with given input and output embeddings E_in, U_T [d_vocab, d_model] (e.g. another checkpoint's
+/// W_E and W_Uᵀ): OV reads sources through E_in and outputs through U_T, QK both sides through E_in.
+/// Throws InputError if their widths are not d_model.
+LowRankScores pairFactors(const Model& model, PairProjectionKind kind, int layer, int head, const Weight& E_in,
+                          const Weight& U_T);
+
+/// True when the model's unembedding is its token embedding transposed (W_U = W_Eᵀ), as a tied config or a
+/// file without a separate output matrix says.
+bool unembeddingTied(const Model& model);
+/// One sentence for the views: which matrix reads each side (input tokens through W_E; output tokens and FF
+/// values through W_U, or W_Eᵀ when tied).
+QString embeddingConvention(const Model& model);
 /// The head's d_model × d_model matrix: W_OV^h = W_V^h·W_O^h or W_QK^h = W_Q^h·W_K^hᵀ.
 Matrix headCircuit(const Model& model, PairProjectionKind kind, int layer, int head);
 
@@ -82,14 +93,15 @@ struct NeuronProjection {
     std::vector<ScoredToken> bottom; ///< lowest first
 };
 
-/// E·k_i (FFKey) or E·v_i (FFValue) → top-k and bottom-k tokens (ties: lower id first).
+/// E·k_i (FFKey, through W_E) or U·v_i (FFValue, through the unembedding) → top-k and bottom-k tokens
+/// (ties: lower id first).
 NeuronProjection projectNeuron(const Model& model, NeuronVectorKind kind, int layer, int neuron, int k);
 
 /// A head ranked by how strongly its OV circuit writes a token.
 struct HeadForToken {
     int layer = 0;
     int head = 0;
-    float score = 0;     ///< max over source tokens s of (E·W_OV^h·Eᵀ)[s, t]
+    float score = 0;     ///< max over source tokens s of (E·W_OV^h·U)[s, t]
     int sourceToken = 0; ///< the s attaining it (lowest id on ties)
 };
 
@@ -97,7 +109,7 @@ struct HeadForToken {
 struct NeuronForToken {
     int layer = 0;
     int neuron = 0;
-    float score = 0;     ///< (E·v_i)[t]
+    float score = 0;     ///< (Uᵀ·v_i)[t]
 };
 
 struct ReverseSearch {
@@ -107,8 +119,8 @@ struct ReverseSearch {
 };
 
 /// Reverse search for token t: which heads and neurons write t? A head's score is the largest entry of
-/// column t of E·W_OV^h·Eᵀ, i.e. the best-case logit boost of t when the head copies any single
-/// source token (the entry a "top pairs" list would show for t); a neuron's score is (E·v_i)[t], the
+/// column t of E·W_OV^h·U, i.e. the best-case logit boost of t when the head copies any single
+/// source token (the entry a "top pairs" list would show for t); a neuron's score is (Uᵀ·v_i)[t], the
 /// boost of t per unit activation. Both are unnormalised (heads/neurons with large weights rank higher).
 /// Cost: n_layers·n_heads·d_vocab·d_model + n_layers·d_mlp·d_model. Progress units: layers; throws
 /// Cancelled; throws InputError for a token out of range.

@@ -1,5 +1,6 @@
 #include "model/analysis/finetune_directions.h"
 
+#include "model/analysis/embedding_projection.h"
 #include "model/analysis/model_comparison.h"
 #include "model/core/errors.h"
 
@@ -121,7 +122,7 @@ FinetuneRanking rankFinetuneChanges(const Model& before, const Model& after, con
         addTensor(r.tensors, QStringLiteral("W_pos"), -1, squares(g.W_pos, h.W_pos, Axis::Rows, QStringLiteral("W_pos")));
         addTensor(r.tensors, QStringLiteral("ln_final.w"), -1, squares(g.ln_final_w, h.ln_final_w, Axis::Cols, QStringLiteral("ln_final.w")));
         addTensor(r.tensors, QStringLiteral("ln_final.b"), -1, squares(g.ln_final_b, h.ln_final_b, Axis::Cols, QStringLiteral("ln_final.b")));
-        if (!hasTiedEmbeddings(before) || !hasTiedEmbeddings(after))
+        if (!unembeddingTied(before) || !unembeddingTied(after))
             addTensor(r.tensors, QStringLiteral("W_U"), -1, squares(g.W_U_T, h.W_U_T, Axis::Rows, QStringLiteral("W_U")));
         addTensor(r.tensors, QStringLiteral("b_U"), -1, squares(g.b_U, h.b_U, Axis::Cols, QStringLiteral("b_U")));
     }
@@ -182,23 +183,6 @@ FinetuneRanking rankFinetuneChanges(const Model& before, const Model& after, con
     std::sort(r.neurons.begin(), r.neurons.end(), moreChanged);
     progress.step(nL + 1, nL + 1, tr("done"));
     return r;
-}
-
-bool hasTiedEmbeddings(const Model& model) {
-    const GlobalWeights& g = model.globals();
-    return g.W_U_T.ptr == g.W_E.ptr && g.W_U_T.type == g.W_E.type && g.W_U_T.transposed == g.W_E.transposed;
-}
-
-ReadoutEmbeddings readoutEmbeddings(const Model& model, ChangedParameter parameter) {
-    const GlobalWeights& g = model.globals();
-    const Weight& out = g.W_U_T;
-    switch (parameter) {
-    case ChangedParameter::FFKey: return {g.W_E, g.W_E};
-    case ChangedParameter::FFValue: return {out, out};
-    case ChangedParameter::OV: return {g.W_E, out};
-    case ChangedParameter::QK: return {g.W_E, g.W_E};
-    }
-    return {g.W_E, g.W_E};
 }
 
 } // namespace attnscope

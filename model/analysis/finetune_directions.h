@@ -4,7 +4,7 @@
 // (a model and its fine-tuned copy), every attention head and every FF neuron ranked by ‖Δθ‖ / ‖θ‖, the
 // Frobenius norm of its change relative to its size in the first checkpoint, and every weight tensor's
 // relative change (the whole-model overview). A component's Δ is then read in embedding space with
-// diffNeuron / diffPairs (model/analysis/model_comparison.h) through the embeddings readoutEmbeddings names.
+// diffNeuron / diffPairs (model/analysis/model_comparison.h): W_E for what it reads, W_U for what it writes.
 //
 // A head's parameters: its columns of W_Q (and b_Q), the columns of W_K and W_V of the K/V head it reads (and
 // their biases; with grouped-query attention those are shared by the group's heads), its rows of W_O. A
@@ -61,20 +61,11 @@ struct FinetuneRanking {
 /// Cancelled.
 FinetuneRanking rankFinetuneChanges(const Model& before, const Model& after, const Progress& progress = {});
 
-/// The parameter of a component read in embedding space.
+/// The parameter of a component read in embedding space, by diffNeuron (FF key/value) or diffPairs (OV/QK) with
+/// the Embedding space tab's convention (model/analysis/embedding_projection.h): what a parameter reads from the
+/// residual (FF keys, OV source tokens, both sides of QK) through the first checkpoint's W_E, what it writes (FF
+/// values, OV output tokens) through its unembedding W_U; for a tied model that is W_E everywhere, the paper's
+/// setting.
 enum class ChangedParameter { FFKey, FFValue, OV, QK };
-
-/// The embeddings [d_vocab, d_model] of `model` (the first checkpoint) to project Δ of `parameter` with:
-/// rows (FF: the only one; OV: source tokens; QK: query tokens) and columns (OV: output tokens; QK: key tokens).
-/// As in the Embedding space tab: what a parameter reads from the residual (FF keys, OV source tokens, both sides
-/// of QK) through W_E, what it writes (FF values, OV output tokens) through the unembedding W_U (stored as
-/// W_U_T); for a tied model (W_U = W_Eᵀ) that is W_E everywhere, the paper's setting.
-struct ReadoutEmbeddings {
-    Weight rows, cols;
-};
-ReadoutEmbeddings readoutEmbeddings(const Model& model, ChangedParameter parameter);
-
-/// True when the model's unembedding is its embedding (tied), so the two conventions agree.
-bool hasTiedEmbeddings(const Model& model);
 
 } // namespace attnscope

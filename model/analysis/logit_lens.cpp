@@ -96,12 +96,13 @@ std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cac
     // 336 rows, 3–4 % faster than 256 at S = 128, 512), or, below the kernel's row count, as many whole
     // boundaries as stay under it (dot products, which stream Wᵀ once per chunk; see the header)
     Eigen::Index c = S;
-    if (S >= kTransposedKernelMinRows) {
+    const Eigen::Index minRows = transposedKernelMinRows(g.W_U_T.type);
+    if (S >= minRows) {
         const Eigen::Index rowBlock = weightGemmRowBlock();
         const Eigen::Index nChunks = (total + rowBlock - 1) / rowBlock;
         c = (total + nChunks - 1) / nChunks;
     } else if (S > 0) {
-        c = std::min(total, (kTransposedKernelMinRows - 1) / S * S);
+        c = std::min(total, (minRows - 1) / S * S);
     }
     Matrix normed, x(c, cfg.d_model), logits;
     qint64 normedIndex = -1; // which entry of `boundaries` `normed` holds

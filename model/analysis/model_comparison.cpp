@@ -82,7 +82,9 @@ QString fieldMismatch(const char* field, int a, int b) {
 LayerSimilarity compareLayers(const Model& a, const Model& b, NeuronVectorKind kind, const Progress& progress) {
     const ModelConfig &ca = a.config(), &cb = b.config();
     requireSharedVocabulary(a, b);
-    const Weight &Ea = a.globals().W_E, &Eb = b.globals().W_E; // [d_vocab, d_model_*]
+    // [d_vocab, d_model_*]: FF keys read through W_E, FF values through the unembedding (embeddingConvention)
+    const bool keys = kind == NeuronVectorKind::FFKey;
+    const Weight &Ea = keys ? a.globals().W_E : a.globals().W_U_T, &Eb = keys ? b.globals().W_E : b.globals().W_U_T;
     const qint64 total = qint64(ca.n_layers) * cb.n_layers;
     progress.step(0, total, QStringLiteral("Gram matrices"));
     Matrix Gaa, Gbb, Gab;
@@ -121,19 +123,15 @@ void checkSameArchitecture(const Model& a, const Model& b) {
 }
 
 NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k) {
-    return diffNeuron(before, after, kind, layer, neuron, k, before.globals().W_E);
-}
-
-NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k,
-                      const Weight& E) {
     checkSameArchitecture(before, after);
     const RowVector delta = neuronVector(after, kind, layer, neuron) - neuronVector(before, kind, layer, neuron);
     NeuronDiff d;
     d.maxAbsDiff = delta.size() ? delta.cwiseAbs().maxCoeff() : 0.0f;
     d.identical = d.maxAbsDiff == 0.0f;
     if (d.identical) return d; // a zero difference is reported as such, never as a ranking of zeros
-    Matrix scores; // (E·Δx)ᵀ [1, d_vocab]
-    weightGemmTransposed(Matrix(delta), E, scores);
+    Matrix scores; // (E·Δk)ᵀ or (Uᵀ·Δv)ᵀ [1, d_vocab], as projectNeuron reads the side
+    weightGemmTransposed(Matrix(delta), kind == NeuronVectorKind::FFKey ? before.globals().W_E : before.globals().W_U_T,
+                         scores);
     d.top = topEntries(scores.row(0), k, true);
     d.bottom = topEntries(scores.row(0), k, false);
     return d;
@@ -141,19 +139,13 @@ NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind 
 
 PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
                    const Progress& progress, int blockRows) {
-    const Weight& E = before.globals().W_E;
-    return diffPairs(before, after, kind, layer, head, k, E, E, progress, blockRows);
-}
-
-PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
-                   const Weight& rowE, const Weight& colE, const Progress& progress, int blockRows) {
     checkSameArchitecture(before, after);
     PairDiff d;
     d.maxAbsDiff = (headCircuit(after, kind, layer, head) - headCircuit(before, kind, layer, head)).cwiseAbs().maxCoeff();
     d.identical = d.maxAbsDiff == 0.0f;
     if (d.identical) return d;
-    const LowRankScores fa = pairFactors(after, kind, layer, head, rowE, colE),
-                        fb = pairFactors(before, kind, layer, head, rowE, colE);
+    const Weight &E = before.globals().W_E, &U_T = before.globals().W_U_T;
+    const LowRankScores fa = pairFactors(after, kind, layer, head, E, U_T), fb = pairFactors(before, kind, layer, head, E, U_T);
     const Eigen::Index V = fa.A.rows(), L = fa.A.cols();
     // E·(W_after − W_before)·Eᵀ = [A_after | −A_before]·[B_after | B_before]ᵀ
     Matrix A(V, 2 * L), B(V, 2 * L);

@@ -16,7 +16,8 @@ namespace attnscope {
 struct LayerSimilarity {
     NeuronVectorKind kind = NeuronVectorKind::FFValue;
     /// [layer_A, layer_B]: mean over neurons i of layer l1 of A of max over neurons j of layer l2 of B
-    /// of cos(E_A·x_i, E_B·y_j) — each model projects with its own W_E. A zero vector has cosine 0.
+    /// of cos(E_A·x_i, E_B·y_j) — each model projects with its own matrices (FF keys through W_E, FF values
+    /// through W_U; the same when tied: embeddingConvention). A zero vector has cosine 0.
     Matrix embedding;
     /// [layer_A, layer_B]: the same with the raw d_model vectors cos(x_i, y_j); all NaN when the two
     /// d_model differ (the feature spaces are then unrelated).
@@ -43,13 +44,9 @@ struct NeuronDiff {
 };
 
 /// Δx = x_after − x_before for FF key/value `neuron` of `layer`, projected with the *before* model's
-/// W_E (so embedding drift does not mix in), top-k and bottom-k tokens. Throws InputError for
+/// W_E (keys) or W_U (values) (so embedding drift does not mix in), top-k and bottom-k tokens. Throws InputError for
 /// different architectures or bad indices.
 NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k);
-/// The same projected with a given E [d_vocab, d_model] (e.g. the before model's unembedding W_U_T for the
-/// tokens an FF value writes in an untied model).
-NeuronDiff diffNeuron(const Model& before, const Model& after, NeuronVectorKind kind, int layer, int neuron, int k,
-                      const Weight& E);
 
 /// Difference of a head's W_OV (or W_QK) between two checkpoints, in embedding space.
 struct PairDiff {
@@ -59,15 +56,12 @@ struct PairDiff {
     std::vector<ScoredPair> bottom;///< lowest cells first
 };
 
-/// ΔW = W_after − W_before for W_OV^h (kind OV) or W_QK^h (kind QK), E = the before model's W_E.
-/// E·ΔW·Eᵀ is the rank-2·d_head product [E·W_V^a | −E·W_V^b]·[E·W_O^aᵀ | E·W_O^bᵀ]ᵀ (OV; QK alike),
+/// ΔW = W_after − W_before for W_OV^h (kind OV) or W_QK^h (kind QK), E = the before model's W_E (and its
+/// W_U for OV output tokens, as pairFactors). E·ΔW·U is the rank-2·d_head product
+/// [E·W_V^a | −E·W_V^b]·[Uᵀ·W_O^aᵀ | Uᵀ·W_O^bᵀ]ᵀ (OV; QK alike with E on both sides),
 /// scanned by topKOfProduct (progress per block, twice: top then bottom; throws Cancelled).
 /// Throws InputError for different architectures or bad indices.
 PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
                    const Progress& progress = {}, int blockRows = 1024);
-/// The same with one embedding per side: rowE·ΔW·colEᵀ (pairFactors with two embeddings; e.g. W_E for the
-/// source tokens and W_U_T for the output tokens of an untied model's OV circuit).
-PairDiff diffPairs(const Model& before, const Model& after, PairProjectionKind kind, int layer, int head, int k,
-                   const Weight& rowE, const Weight& colE, const Progress& progress = {}, int blockRows = 1024);
 
 } // namespace attnscope

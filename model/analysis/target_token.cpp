@@ -16,7 +16,7 @@ int tokenForText(const Tokenizer& tokenizer, const QString& text) {
     if (ids.size() == 1 && tokenizer.decode(ids) == text) return ids[0];
     std::vector<int> exact;
     for (int id = 0; id < tokenizer.vocabSize() && exact.size() < 2; ++id)
-        if (tokenizer.decodeBytes(std::span<const int>(&id, 1)) == text.toUtf8()) exact.push_back(id);
+        if (tokenizer.tokenBytes(id) == text.toUtf8()) exact.push_back(id); // the token's own text (SPM: ▁ as a space)
     if (exact.size() == 1) return exact[0];
     if (exact.size() > 1)
         throw InputError(QStringLiteral("%1 is ambiguous: tokens %2 and %3 both decode to it")

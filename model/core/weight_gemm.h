@@ -26,7 +26,7 @@ namespace attnscope {
 /// y [rows, cols] = x [rows, inner] · W [inner, cols] (+ bias [1, cols] on every row when bias is
 /// not empty). x must be a contiguous row-major Matrix; W any Weight (F32, F16 or BF16, stored
 /// [in, out] or [out, in]: read in place, 16-bit values widened in the kernel; a weight stored [out, in]
-/// times fewer than kTransposedKernelMinRows rows goes through the kernel's dot products instead). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
+/// times fewer than transposedKernelMinRows(type) rows goes through the kernel's dot products instead). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
 /// it runs on the calling thread only. Accumulates in float32 like Eigen/BLAS sgemm; results agree
 /// with Eigen's product to float rounding (order of the k-sum differs), which tests bound.
 void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y);
@@ -67,15 +67,22 @@ void weightGemmTall(const Weight& x, std::span<const GemmTarget> targets);
 
 /// y [rows, WT.rows] = x [rows, inner] · WTᵀ for WT [cols, inner] (the unembedding W_U_T = wte
 /// [d_vocab, d_model]): weightGemm with WT.t(), so for a WT stored row-major, each nr-row slice of WT is
-/// gathered into an L1 micro-panel once and used by every x panel, and below kTransposedKernelMinRows
+/// gathered into an L1 micro-panel once and used by every x panel, and below transposedKernelMinRows(WT.type)
 /// rows the kernel's dot products of x's rows with WT's rows stream WT once. Every caller of the unembedding uses this one function, and in both classes a row's result
 /// does not depend on the other rows, so a row's logits are bitwise the same whichever analysis
 /// computes them within the same row count class.
 void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y);
 
-/// Row count from which weightGemmTransposed uses the GEMM kernel (below it, dotRows; the two round
-/// differently, each independently of the other rows).
+/// Row count from which a weight stored [out, in] (weightGemmTransposed, nn.Linear weights) is multiplied
+/// by the GEMM kernel (below it, dotRows; the two round differently, each independently of the other rows)
+/// for float32 and block-quantized weights.
 inline constexpr Eigen::Index kTransposedKernelMinRows = 64;
+
+/// The same threshold for a weight of element type `type` on the compute kernels in use: 16-bit weights
+/// switch at ComputeKernels::transposedGemmMinRows16 (16 on AVX2, 64 elsewhere), others at
+/// kTransposedKernelMinRows. Every caller that must reproduce a product's rounding class (the logit lens
+/// against the forward's last logits) asks this function.
+Eigen::Index transposedKernelMinRows(WeightType type);
 
 /// Rows of packed x per L2-resident block of the GEMM kernel (336 for every kernel): a caller that batches
 /// rows (the logit lens) uses multiples of it.

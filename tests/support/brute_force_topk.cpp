@@ -13,18 +13,18 @@ MatrixD denseCircuitScores(const Model& m, PairProjectionKind kind, int l, int h
     const int L = c.d_head, kv = h / (c.n_heads / c.n_kv_heads);
     const LayerWeights& w = m.layer(l);
     const MatrixD E = toDouble(m.globals().W_E.view());
-    MatrixD W;
+    // OV writes: its output tokens are read through the unembedding (U = W_U_Tᵀ; W_Eᵀ when tied)
     if (kind == PairProjectionKind::OV)
-        W = toDouble(w.W_V.view()).middleCols(kv * L, L) * toDouble(w.W_O.view()).middleRows(h * L, L);
-    else
-        W = toDouble(w.W_Q.view()).middleCols(h * L, L) * toDouble(w.W_K.view()).middleCols(kv * L, L).transpose();
+        return E * (toDouble(w.W_V.view()).middleCols(kv * L, L) * toDouble(w.W_O.view()).middleRows(h * L, L)) *
+               toDouble(m.globals().W_U_T.view()).transpose();
+    const MatrixD W = toDouble(w.W_Q.view()).middleCols(h * L, L) * toDouble(w.W_K.view()).middleCols(kv * L, L).transpose();
     return E * W * E.transpose();
 }
 
 Eigen::VectorXd denseNeuronScores(const Model& m, NeuronVectorKind kind, int l, int i) {
-    const MatrixD E = toDouble(m.globals().W_E.view());
-    if (kind == NeuronVectorKind::FFKey) return E * toDouble(m.layer(l).W_in.view()).col(i);
-    return E * toDouble(m.layer(l).W_out.view()).row(i).transpose();
+    // FF keys read the residual stream (W_E), FF values write it (the unembedding)
+    if (kind == NeuronVectorKind::FFKey) return toDouble(m.globals().W_E.view()) * toDouble(m.layer(l).W_in.view()).col(i);
+    return toDouble(m.globals().W_U_T.view()) * toDouble(m.layer(l).W_out.view()).row(i).transpose();
 }
 
 std::vector<RefCell> sortedCells(const MatrixD& S, bool highest) {

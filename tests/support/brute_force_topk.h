@@ -24,11 +24,12 @@ struct RefCell {
 /// A weight view in double precision.
 MatrixD toDouble(const MatrixView& m);
 
-/// Dense E·W·Eᵀ [d_vocab, d_vocab] for head h of layer l, W = W_V^h·W_O^h (OV) or W_Q^h·W_K^hᵀ (QK),
-/// slices taken from the full weight matrices by hand (K/V head = h / (n_heads / n_kv_heads)).
+/// Dense E·W_V^h·W_O^h·U (OV, U = the unembedding, W_Eᵀ when tied) or E·W_Q^h·W_K^hᵀ·Eᵀ (QK)
+/// [d_vocab, d_vocab] for head h of layer l, slices taken from the full weight matrices by hand
+/// (K/V head = h / (n_heads / n_kv_heads)).
 MatrixD denseCircuitScores(const Model& m, PairProjectionKind kind, int l, int h);
 
-/// Dense E·k_i (column i of W_in) or E·v_i (row i of W_out) [d_vocab] for neuron i of layer l.
+/// Dense E·k_i (column i of W_in) or Uᵀ·v_i (row i of W_out) [d_vocab] for neuron i of layer l.
 Eigen::VectorXd denseNeuronScores(const Model& m, NeuronVectorKind kind, int l, int i);
 
 /// Every cell of S sorted by score (descending when `highest`, else ascending), ties by row then col.

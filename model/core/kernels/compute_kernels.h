@@ -57,6 +57,12 @@ struct ComputeKernels {
     int mr;        ///< rows of x per register tile (and per packed panel)
     int nr;        ///< columns of W per micro-panel
     long rowBlock; ///< rows of packed x per L2-resident block (a multiple of mr)
+    /// From this many rows of x on, a 16-bit (F16/BF16) weight stored [out, in] goes through gemmColumns
+    /// (its micro-panels gathered once for all x panels); below, through dotRows. Float32 and block-quantized
+    /// weights switch at kTransposedKernelMinRows (weight_gemm.h) on every kernel. Measured per kernel
+    /// (README "Benchmarks"): on AVX2 the gather already wins at 12–16 rows of a BF16 weight (125 against
+    /// 97 GFLOP/s at 20 rows of a 2048 × 8192 weight), on AVX-512 the dot products win up to 64.
+    long transposedGemmMinRows16;
 
     /// Packs x rows [p, p + min(mrPanel, rows − p)) (row stride ldx, `inner` columns) into pack + p·inner,
     /// k-major: element (p + r, k) at pack[p·inner + k·mr' + r], mr' = min(mrPanel, rows − p). mrPanel ≤ mr
