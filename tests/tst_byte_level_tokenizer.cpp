@@ -172,6 +172,9 @@ private slots:
         QCOMPARE(tok->bosId(), std::nullopt);
         QVERIFY(!tok->addsBos());
         QCOMPARE(tokenizePrompt(*tok, QStringLiteral("Hello"), true), std::vector<int>{264});
+        // Qwen2 pads its embedding past the tokenizer (151 936 rows, 151 646 tokens): such rows show their id
+        QCOMPARE(tok->displayToken(tok->vocabSize() + 3), QStringLiteral("⟨id %1⟩").arg(tok->vocabSize() + 3));
+        QCOMPARE(tok->displayToken(264), QStringLiteral("Hello"));
     }
 
     void fromGgufArrays() {

@@ -271,8 +271,8 @@ private slots:
             QCOMPARE(t->displayToken(0), QStringLiteral("<unk>"));
             QCOMPARE(t->displayToken(15043), QStringLiteral("␣Hello"));
             QCOMPARE(t->displayToken(10994), QStringLiteral("Hello")); // no "▁": inside a word
-            QCOMPARE(t->displayToken(-1), QString());
-            QCOMPARE(t->displayToken(32000), QString());
+            QCOMPARE(t->displayToken(-1), QStringLiteral("⟨id -1⟩")); // no such token: named by its id
+            QCOMPARE(t->displayToken(32000), QStringLiteral("⟨id 32000⟩"));
         }
         QCOMPARE(tokenLabels(*bin_, tokenizePrompt(*bin_, QStringLiteral("Hi\n you"), true)),
                  (QStringList{QStringLiteral("<s>"), QStringLiteral("␣Hi"), QStringLiteral("↵"), QStringLiteral("␣you")}));

@@ -19,8 +19,8 @@ namespace {
 
 MatrixD neurons(const Model& m, NeuronVectorKind kind, int l) {
     const LayerWeights& w = m.layer(l);
-    return kind == NeuronVectorKind::FFKey ? MatrixD(w.W_in.view().cast<double>().transpose())
-                                           : MatrixD(w.W_out.view().cast<double>());
+    return kind == NeuronVectorKind::FFKey ? MatrixD(w.W_in.toMatrix().cast<double>().transpose())
+                                           : MatrixD(w.W_out.toMatrix().cast<double>());
 }
 
 /// mean_i max_j cos(x_i, y_j) over rows, with explicit loops.
@@ -39,8 +39,8 @@ double meanBestCosine(const MatrixD& X, const MatrixD& Y) {
 /// for FF keys (W_E), U_T·x for FF values (the unembedding; the random models here have it untied).
 Eigen::MatrixXd referenceSimilarity(const Model& a, const Model& b, NeuronVectorKind kind, bool embedding) {
     const bool keys = kind == NeuronVectorKind::FFKey;
-    const MatrixD Ea = (keys ? a.globals().W_E : a.globals().W_U_T).view().cast<double>();
-    const MatrixD Eb = (keys ? b.globals().W_E : b.globals().W_U_T).view().cast<double>();
+    const MatrixD Ea = (keys ? a.globals().W_E : a.globals().W_U_T).toMatrix().cast<double>();
+    const MatrixD Eb = (keys ? b.globals().W_E : b.globals().W_U_T).toMatrix().cast<double>();
     Eigen::MatrixXd out(a.config().n_layers, b.config().n_layers);
     for (int l1 = 0; l1 < a.config().n_layers; ++l1)
         for (int l2 = 0; l2 < b.config().n_layers; ++l2) {
@@ -80,6 +80,7 @@ private slots:
     void f16CheckpointDifferenceMatchesBruteForce();
     void headDifferenceMatchesBruteForce();
     void rejectsDifferentArchitectures();
+    void llamaCheckpointsInTwoFormats();
     void cancels();
 
 private:
@@ -187,6 +188,38 @@ void TestModelComparison::headDifferenceMatchesBruteForce() {
     QVERIFY2(err.isEmpty(), qPrintable(err));
     err = compareTopK(d.bottom, sortedCells(S, false), S, 20, tol);
     QVERIFY2(err.isEmpty(), qPrintable(err));
+}
+
+/// Two Llama checkpoints that share a vocabulary: stories260K as llama2.c .bin and as GGUF, the same trained
+/// weights in two files (both store Q/K in Meta's interleaved RoPE layout), so the comparison must call
+/// every layer aligned with itself and every parameter identical; the F32 values are compared bit for bit.
+void TestModelComparison::llamaCheckpointsInTwoFormats() {
+    LoadOptions withTokenizer;
+    withTokenizer.tokenizerPath = testdata("stories260K/tok512.bin");
+    const auto bin = loadModel(testdata("stories260K/stories260K.bin"), {}, withTokenizer);
+    const auto gguf = loadModel(testdata("stories260K/stories260K.gguf"));
+    QCOMPARE(bin->config().n_layers, 5);
+    QCOMPARE(bin->config().n_kv_heads, 4);
+    QCOMPARE(bin->config().n_heads, 8); // GQA: two query heads per K/V head
+    for (auto kind : {NeuronVectorKind::FFKey, NeuronVectorKind::FFValue}) {
+        const LayerSimilarity s = compareLayers(*bin, *gguf, kind);
+        QCOMPARE(s.embedding.rows(), Eigen::Index(5));
+        for (int l = 0; l < 5; ++l) {
+            QVERIFY2(std::abs(s.embedding(l, l) - 1.0f) <= 1e-5f, qPrintable(QString::number(s.embedding(l, l))));
+            QVERIFY2(std::abs(s.feature(l, l) - 1.0f) <= 1e-5f, qPrintable(QString::number(s.feature(l, l))));
+        }
+        const Eigen::MatrixXd ref = referenceSimilarity(*bin, *gguf, kind, true);
+        QVERIFY((s.embedding.cast<double>() - ref).cwiseAbs().maxCoeff() <= 1e-4);
+        QVERIFY(ref(0, 4) < 0.9); // a trained model's first and last layers are not aligned
+        const NeuronDiff d = diffNeuron(*bin, *gguf, kind, 4, 17, 10);
+        QVERIFY(d.identical);
+        QCOMPARE(d.maxAbsDiff, 0.0f);
+    }
+    for (auto kind : {PairProjectionKind::OV, PairProjectionKind::QK}) {
+        const PairDiff d = diffPairs(*bin, *gguf, kind, 2, 5, 10); // query head 5 reads K/V head 2
+        QVERIFY(d.identical);
+        QCOMPARE(d.maxAbsDiff, 0.0f);
+    }
 }
 
 void TestModelComparison::rejectsDifferentArchitectures() {

@@ -88,6 +88,9 @@ private slots:
         QVERIFY(bytesUsed > 20); // the comparison covered byte fallback
         QCOMPARE(tokenizePrompt(*lib, QStringLiteral("Hello"), lib->addsBos()).front(), 1);
         QCOMPARE(lib->displayToken(13), QStringLiteral("↵"));
+        // a row of a padded d_vocab past the tokenizer's 400 tokens is named by its id, not left blank
+        QCOMPARE(own->displayToken(400), QStringLiteral("⟨id 400⟩"));
+        QCOMPARE(own->displayToken(-1), QStringLiteral("⟨id -1⟩"));
     }
 
     void unigramModelThroughFolder() {

@@ -318,8 +318,8 @@ private slots:
         QCOMPARE(t.displayToken(id(QStringLiteral("Ã©"))), QStringLiteral("é"));
         QCOMPARE(t.displayToken(id(QStringLiteral("Ġcaf"))) + t.displayToken(id(QStringLiteral("Ã©"))), QStringLiteral("␣café"));
         QCOMPARE(t.displayToken(50256), QStringLiteral("<|endoftext|>"));
-        QCOMPARE(t.displayToken(-5), QString());
-        QCOMPARE(t.displayToken(99999), QString());
+        QCOMPARE(t.displayToken(-5), QStringLiteral("⟨id -5⟩")); // no such token: named by its id
+        QCOMPARE(t.displayToken(99999), QStringLiteral("⟨id 99999⟩"));
         // Straight from bytes: DEL and a C1 control are escaped; invalid UTF-8 (overlong, bare
         // continuation) escapes every byte.
         QCOMPARE(displayTokenBytes("   "), QStringLiteral("␣␣␣"));

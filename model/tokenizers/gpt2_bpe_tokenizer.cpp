@@ -347,7 +347,10 @@ QByteArray Gpt2BpeTokenizer::decodeBytes(std::span<const int> ids) const {
     return out;
 }
 
-QString Gpt2BpeTokenizer::displayToken(int id) const { return displayTokenBytes(tokenBytes(id)); }
+QString Gpt2BpeTokenizer::displayToken(int id) const {
+    if (id < 0 || id >= vocabSize()) return displayUnknownId(id);
+    return displayTokenBytes(tokenBytes(id));
+}
 
 QString Gpt2BpeTokenizer::tokenString(int id) const {
     return id >= 0 && id < vocabSize() ? strings_[id] : QString();

@@ -267,7 +267,7 @@ QByteArray SpmTokenizer::tokenBytes(int id) const {
 }
 
 QString SpmTokenizer::displayToken(int id) const {
-    if (id < 0 || id >= vocabSize()) return QString();
+    if (id < 0 || id >= vocabSize()) return displayUnknownId(id);
     if (vocab_.types[id] == TokenType::Byte && byteOf_[id] >= 0) return displayTokenBytes(QByteArray(1, char(byteOf_[id])));
     return displayTokenBytes(QByteArray(vocab_.pieces[id]).replace(kSpace, " "));
 }

@@ -12,6 +12,8 @@ QString byteEscapes(QByteArrayView bytes) {
     return out;
 }
 
+QString displayUnknownId(int id) { return QStringLiteral("\u27E8id %1\u27E9").arg(id); }
+
 QString displayTokenBytes(const QByteArray& bytes) {
     // Stateless: an incomplete sequence at the end counts as an error, not as pending state.
     QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);

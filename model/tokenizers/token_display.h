@@ -15,6 +15,11 @@ namespace attnscope {
 /// An empty byte string gives an empty display string.
 QString displayTokenBytes(const QByteArray& bytes);
 
+/// Display string for an id the model has a row for but the tokenizer has no token for ("⟨id 50300⟩"):
+/// models often pad d_vocab past the tokenizer's vocabulary (Qwen2: 151 936 rows, 151 646 tokens), and a
+/// random-weight bench model pairs a 128 256-row Llama shape with GPT-2's tokenizer.
+QString displayUnknownId(int id);
+
 /// "\xF0\x9F"-style escapes for every byte of `bytes` (uppercase hex).
 QString byteEscapes(QByteArrayView bytes);
 

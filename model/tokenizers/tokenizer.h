@@ -23,7 +23,8 @@ public:
     /// where decodeBytes of that token alone drops the dummy-prefix space): the per-token text of dumps.
     virtual QByteArray tokenBytes(int id) const { return decodeBytes(std::span<const int>(&id, 1)); }
     /// One token as shown on axes and in tables: leading space as "␣", newline "↵", tab "→",
-    /// a token whose bytes are not complete UTF-8 as byte escapes ("\xF0\x9F").
+    /// a token whose bytes are not complete UTF-8 as byte escapes ("\xF0\x9F"); an id outside the
+    /// vocabulary (a padded d_vocab row) as "⟨id N⟩" (displayUnknownId).
     virtual QString displayToken(int id) const = 0;
     /// The vocabulary's own string for a token (e.g. "Ġthe" for GPT-2), for lookups and autocomplete.
     virtual QString tokenString(int id) const = 0;
