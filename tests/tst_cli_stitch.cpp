@@ -177,6 +177,8 @@ void TestCliStitch::reportsBadInput() {
         {{"--model", testdata("tiny-gpt2"), "--stitch", testdata("stories260K/stories260K.gguf"), "--layer", "all", "--prompt", "Hi there",
           "--dump-json", out},
          1, "The models do not share a tokenizer: both have 512 tokens, but token 0 is “"},
+        {{"--model", "demo", "--stitch", testdata("tiny-gpt2"), "--layer", "all", "--prompt", "In the beginning", "--dump-json", out},
+         1, "The models do not share a tokenizer: d_vocab is 4096 in model A (demo) vs 512 in model B (tiny-gpt2)."},
         {{"--model", "demo", "--stitch", "demo", "--layer", "5", "--prompt", "In the beginning", "--dump-json", out}, 1,
          "--layer 5 is out of range: with --stitch, K counts model A's blocks that run (0 … 2), or give --layer all"},
         {{"--model", "demo", "--stitch", "demo", "--prompt", "In the beginning", "--dump-json", out}, 2, "--stitch needs --layer K"},

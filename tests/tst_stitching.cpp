@@ -282,9 +282,9 @@ void TestStitching::rankDeficientEmbeddingIsReported() {
 
 void TestStitching::vocabularyMismatchNamesSizesOrToken() {
     const auto a = randomGpt2(1, 16, 30, 1), b = randomGpt2(1, 16, 31, 2);
-    QCOMPARE(inputErrorOf([&] { computeStitchMap(*a, *b); }), QString("The models do not share a tokenizer: d_vocab is 30 vs 31."));
+    QCOMPARE(inputErrorOf([&] { computeStitchMap(*a, *b); }), QString("The models do not share a tokenizer: d_vocab is 30 in model A (handmade) vs 31 in model B (handmade)."));
     QCOMPARE(inputErrorOf([&] { stitchBase(*a, *b, std::vector<int>{1, 2, 3}); }),
-             QString("The models do not share a tokenizer: d_vocab is 30 vs 31."));
+             QString("The models do not share a tokenizer: d_vocab is 30 in model A (handmade) vs 31 in model B (handmade)."));
     // same size (512), different tokens: GPT-2 byte-level BPE against a SentencePiece vocabulary
     const auto gpt2 = loadModel(testdata("tiny-gpt2")), llama = loadModel(testdata("stories260K/stories260K.gguf"));
     QCOMPARE(gpt2->config().d_vocab, llama->config().d_vocab);

@@ -8,10 +8,10 @@
 namespace attnscope {
 
 /// Throws InputError unless A and B have the same d_vocab (rows of W_E and W_U), tokenizers of the same
-/// size, and the same bytes for every token id (Tokenizer::tokenBytes). The message names both sizes
-/// ("The models do not share a tokenizer: d_vocab is 4096 vs 512.") or, when the sizes agree, the first
-/// id whose token differs and both tokens as displayed. Cost: one pass over the vocabulary (waits for a
-/// tokenizer still loading in the background).
+/// size, and the same bytes for every token id (Tokenizer::tokenBytes). The message names both models and
+/// sizes ("The models do not share a tokenizer: d_vocab is 4096 in model A (demo) vs 512 in model B
+/// (tiny-gpt2).") or, when the sizes agree, the first id whose token differs and both tokens as displayed.
+/// Cost: one pass over the vocabulary (waits for a tokenizer still loading in the background).
 void requireSharedVocabulary(const Model& a, const Model& b);
 
 } // namespace attnscope
