@@ -21,6 +21,50 @@ bool argvIsHeadless(int argc, char** argv) {
     return false;
 }
 
+namespace {
+
+/// The circuit options' combinations; "" when they make sense. The flags say which companion options were given.
+QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOptions, bool patchOptions, bool attendOptions) {
+    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend);
+    if (modes > 1) return QStringLiteral("give one of --patch, --path-patch, --flow and --attend at a time");
+    if ((modes > 0 || !c.composition.isEmpty()) && c.dumpJson.isEmpty())
+        return QStringLiteral("the circuit modes add to the --dump-json output: give --dump-json FILE too");
+    if (!c.patch.isEmpty() && !QStringList{"resid", "resid_pre", "attn_out", "mlp_out", "z", "q", "k", "v", "pattern"}.contains(c.patch))
+        return QStringLiteral("--patch must be resid, attn_out, mlp_out, z, q, k, v or pattern, got '%1'").arg(c.patch);
+    if (!c.composition.isEmpty() && !QStringList{"q", "k", "v"}.contains(c.composition))
+        return QStringLiteral("--composition must be q, k or v, got '%1'").arg(c.composition);
+    if (flowOptions && !c.flow) return QStringLiteral("--threshold, --norm and --no-renormalise go with --flow");
+    if (c.flow && c.norm != QLatin1String("l1") && c.norm != QLatin1String("l2"))
+        return QStringLiteral("--norm must be l1 or l2, got '%1'").arg(c.norm);
+    if (pathOptions && !c.pathPatch) return QStringLiteral("--senders and --receivers go with --path-patch");
+    if (c.pathPatch && c.receivers.isEmpty()) return QStringLiteral("--path-patch needs --receivers (L.H.q,… or logits)");
+    const bool patching = !c.patch.isEmpty() || c.pathPatch;
+    if (patchOptions && !patching)
+        return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch");
+    if (patching && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(c.pathPatch ? "--path-patch" : "--patch");
+    if (c.direction != QLatin1String("denoise") && c.direction != QLatin1String("noise"))
+        return QStringLiteral("--direction must be denoise or noise, got '%1'").arg(c.direction);
+    if (!c.ablate.isEmpty() && !QStringList{"zero", "mean", "reference-mean", "resample"}.contains(c.ablate))
+        return QStringLiteral("--ablate must be zero, mean, reference-mean or resample, got '%1'").arg(c.ablate);
+    if (!c.ablate.isEmpty() && c.pathPatch) return QStringLiteral("--ablate goes with --patch, not --path-patch");
+    if (c.ablate == QLatin1String("reference-mean") && c.referencePrompts.isEmpty())
+        return QStringLiteral("--ablate reference-mean needs at least one --reference-prompt");
+    if (!c.referencePrompts.isEmpty() && c.ablate != QLatin1String("reference-mean"))
+        return QStringLiteral("--reference-prompt goes with --ablate reference-mean");
+    const bool hasCorrupt = !c.corruptPrompt.isEmpty() || c.useCorruptTokenIds;
+    const bool needsCorrupt = c.pathPatch || (!c.patch.isEmpty() && (c.ablate.isEmpty() || c.ablate == QLatin1String("resample")));
+    if (needsCorrupt && !hasCorrupt) return QStringLiteral("%1 needs --corrupt-prompt TEXT (or --corrupt-token-ids)").arg(c.pathPatch ? "--path-patch" : "--patch");
+    if (hasCorrupt && !patching) return QStringLiteral("--corrupt-prompt goes with --patch or --path-patch");
+    if (c.byPosition && !QStringList{"z", "q", "k", "v", "pattern"}.contains(c.patch))
+        return QStringLiteral("--by-position goes with --patch z, q, k, v or pattern (resid, attn_out and mlp_out are always by position)");
+    if (attendOptions && !c.attend) return QStringLiteral("--query and --key go with --attend");
+    if (c.attend && (c.layer < 0 || c.head < 0 || c.query < 0 || c.key < 0))
+        return QStringLiteral("--attend needs --layer L --head H --query I --key J");
+    return {};
+}
+
+} // namespace
+
 bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error, QString* helpText) {
     QCommandLineParser p;
     p.setApplicationDescription(QStringLiteral(
@@ -34,6 +78,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "    + logit lens   attnscope --model demo --prompt \"In the beginning\" --dump-json out.json --logit-lens --top 5\n"
         "  attention steps  attnscope --model demo --prompt \"In the beginning\" --layer 0 --head 0 --dump-steps steps.json\n"
         "  projection       attnscope --model demo --project ov --layer 1 --head 1 --dump-json ov.json\n"
+        "  patching         attnscope --model gpt2 --prompt \"When Mary and John went to the store, John gave a drink to\" \\\n"
+        "                     --corrupt-prompt \"When Mary and John went to the store, Mary gave a drink to\" \\\n"
+        "                     --metric \"logit_diff: Mary, John\" --patch z --dump-json ioi.json\n"
+        "  path patching    attnscope … --path-patch --senders 0.0,0.1 --receivers 1.1.k,logits --dump-json paths.json\n"
+        "  flow routes      attnscope --model demo --prompt \"In the beginning God\" --flow --threshold 0.04 --dump-json flow.json\n"
+        "  attention split  attnscope --model demo --prompt \"In the beginning God\" --attend --layer 1 --head 1 --query 4 --key 2 --dump-json why.json\n"
+        "  composition      attnscope --model demo --composition k --dump-json comp.json\n"
         "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
         "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
         "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
@@ -95,9 +146,34 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption finetune("finetune-diff", "With --dump-json and no prompt: rank every head and neuron by how much "
                                                        "MODEL_B (a fine-tuned copy) changed it, ‖Δθ‖/‖θ‖ (--top K: the first K "
                                                        "of each).", "MODEL_B");
+    const QCommandLineOption patch("patch", "Activation patching sweep of HOOK (resid, attn_out, mlp_out: layer × position; z, q, k, v, "
+                                            "pattern: every head) with --corrupt-prompt and --metric; adds \"patching\" to --dump-json.", "HOOK");
+    const QCommandLineOption corruptPrompt("corrupt-prompt", "The corrupted prompt (same token length as --prompt).", "TEXT");
+    const QCommandLineOption corruptIds("corrupt-token-ids", "The corrupted prompt as token ids (comma-separated).", "IDS");
+    const QCommandLineOption metric("metric", "What patching measures at --position (default the last): \"logit_diff: TOKEN, TOKEN2\", "
+                                              "\"logit: TOKEN\", \"prob: TOKEN\" or \"kl\" (tokens as --dla takes them).", "METRIC");
+    const QCommandLineOption direction("direction", "denoise (clean activations into the corrupted run, default) or noise.", "DIR", "denoise");
+    const QCommandLineOption byPosition("by-position", "With --patch z|q|k|v|pattern: one cell per head and position.");
+    const QCommandLineOption ablate("ablate", "Ablate instead of patching, in the clean run: zero, mean (over positions), "
+                                              "reference-mean (over --reference-prompt) or resample (the corrupted run's).", "KIND");
+    const QCommandLineOption referencePrompt("reference-prompt", "A reference prompt for --ablate reference-mean (repeatable).", "TEXT");
+    const QCommandLineOption pathPatch("path-patch", "Path patching (Wang et al. 2022) of --senders through --receivers; adds \"path_patching\".");
+    const QCommandLineOption senders("senders", "Sender heads L.H,… for --path-patch (default every head).", "HEADS");
+    const QCommandLineOption receivers("receivers", "Receivers for --path-patch: L.H.q, L.H.k, L.H.v (a head's input) or logits.", "LIST");
+    const QCommandLineOption flow("flow", "Information-flow routes (Ferrando & Voita 2024) pruned from --position; adds \"flow\".");
+    const QCommandLineOption threshold("threshold", "Edge threshold for --flow (default 0.04; 0 = every edge, unpruned).", "T", "0.04");
+    const QCommandLineOption norm("norm", "Distance of the --flow proximity: l1 (default) or l2.", "NORM", "l1");
+    const QCommandLineOption noRenormalise("no-renormalise", "With --flow: prune without renormalising the kept contributions.");
+    const QCommandLineOption attend("attend", "Split head --layer/--head's score of --query I on --key J into query × key component "
+                                              "terms; adds \"attend\".");
+    const QCommandLineOption query("query", "Query position for --attend.", "I");
+    const QCommandLineOption key("key", "Key position for --attend.", "J");
+    const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
-                  screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune});
+                  screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
+                  corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
+                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     if (!p.parse(args)) {
@@ -134,26 +210,32 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     if (p.isSet(bos)) c.prependBos = true;
     c.tokenizerPath = p.value(tokenizerFile);
     c.tokenize = p.isSet(tokenize);
-    if (p.isSet(tokenIds)) {
-        if (p.isSet(prompt)) {
-            *error = QStringLiteral("give --prompt or --token-ids, not both");
+    auto parseIds = [&](const QCommandLineOption& ids, const QCommandLineOption& text, std::vector<int>* out, bool* use) {
+        if (!p.isSet(ids)) return true;
+        const QString name = ids.names().last();
+        if (p.isSet(text)) {
+            *error = QStringLiteral("give --%1 or --%2, not both").arg(text.names().last(), name);
             return false;
         }
-        for (const QString& part : p.value(tokenIds).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        for (const QString& part : p.value(ids).split(QLatin1Char(','), Qt::SkipEmptyParts)) {
             bool ok = false;
             const int id = part.trimmed().toInt(&ok);
             if (!ok || id < 0) {
-                *error = QStringLiteral("--token-ids must be non-negative integers separated by commas, got '%1'").arg(part);
+                *error = QStringLiteral("--%1 must be non-negative integers separated by commas, got '%2'").arg(name, part);
                 return false;
             }
-            c.tokenIds.push_back(id);
+            out->push_back(id);
         }
-        if (c.tokenIds.empty()) {
-            *error = QStringLiteral("--token-ids needs at least one id");
+        if (out->empty()) {
+            *error = QStringLiteral("--%1 needs at least one id").arg(name);
             return false;
         }
-        c.useTokenIds = true;
-    }
+        *use = true;
+        return true;
+    };
+    if (!parseIds(tokenIds, prompt, &c.tokenIds, &c.useTokenIds) ||
+        !parseIds(corruptIds, corruptPrompt, &c.corruptTokenIds, &c.useCorruptTokenIds))
+        return false;
     auto parseInt = [&](const QCommandLineOption& o, int* v, int min) {
         if (!p.isSet(o)) return true;
         bool ok = false;
@@ -198,12 +280,42 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--dla needs a token, e.g. --dla \" Mary\" or --dla \" Mary, John\"");
         return false;
     }
-    if ((p.isSet(dla) || p.isSet(position)) && c.dumpJson.isEmpty()) {
-        *error = QStringLiteral("--dla and --position add to the --dump-json output: give --dump-json FILE too");
+    // circuits
+    c.patch = p.value(patch).toLower();
+    c.corruptPrompt = p.value(corruptPrompt);
+    c.metric = p.value(metric);
+    c.direction = p.value(direction).toLower();
+    c.byPosition = p.isSet(byPosition);
+    c.ablate = p.value(ablate).toLower();
+    c.referencePrompts = p.values(referencePrompt);
+    c.pathPatch = p.isSet(pathPatch);
+    c.senders = p.value(senders);
+    c.receivers = p.value(receivers);
+    c.flow = p.isSet(flow);
+    c.norm = p.value(norm).toLower();
+    c.renormalise = !p.isSet(noRenormalise);
+    c.attend = p.isSet(attend);
+    c.composition = p.value(composition).toLower();
+    if (!parseInt(query, &c.query, 0) || !parseInt(key, &c.key, 0)) return false;
+    c.threshold = p.value(threshold).toDouble(&ok);
+    if (!ok || c.threshold < 0 || c.threshold >= 1) {
+        *error = QStringLiteral("--threshold must be a number in [0, 1), got '%1'").arg(p.value(threshold));
         return false;
     }
-    if (p.isSet(position) && !p.isSet(dla)) {
-        *error = QStringLiteral("--position goes with --dla");
+    if (QString e = checkCircuitOptions(c, p.isSet(threshold) || p.isSet(norm) || p.isSet(noRenormalise),
+                                        p.isSet(senders) || p.isSet(receivers), p.isSet(direction) || p.isSet(metric) || c.byPosition ||
+                                            !c.ablate.isEmpty() || !c.referencePrompts.isEmpty(),
+                                        p.isSet(query) || p.isSet(key));
+        !e.isEmpty()) {
+        *error = e;
+        return false;
+    }
+    if ((p.isSet(dla) || p.isSet(position)) && c.dumpJson.isEmpty()) {
+        *error = QStringLiteral("--dla, --position and the circuit modes add to the --dump-json output: give --dump-json FILE too");
+        return false;
+    }
+    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow) {
+        *error = QStringLiteral("--position goes with --dla, --patch, --path-patch or --flow");
         return false;
     }
     c.screenshot = p.value(screenshot);
@@ -315,6 +427,10 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     if (c.neuron >= 0) {
         *error = QStringLiteral("--neuron goes with --project ffkey/ffvalue");
         return false;
+    }
+    if (!c.composition.isEmpty() && !p.isSet(prompt) && !c.useTokenIds) {
+        *out = c; // weights only
+        return true;
     }
     if (c.logitLens && c.dumpJson.isEmpty()) {
         *error = QStringLiteral("--logit-lens needs --dump-json FILE");

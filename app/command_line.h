@@ -18,6 +18,14 @@
 //                                                        (zero-shot stitching of A's first K blocks onto B)
 //   attnscope --model A --finetune-diff MODEL_B --dump-json FILE [--top K] [--force]
 //                                                        (heads and neurons ranked by ‖Δθ‖/‖θ‖)
+// Circuits (each adds its object to the --dump-json file; README "Circuits on the command line"):
+//   attnscope --model M --prompt CLEAN --dump-json F --patch resid|attn_out|mlp_out|z|q|k|v|pattern
+//             --corrupt-prompt TEXT --metric "logit_diff: Mary, John" [--direction denoise|noise] [--by-position]
+//             [--ablate zero|mean|reference-mean|resample [--reference-prompt TEXT]…] [--position P]
+//   attnscope … --path-patch --senders L.H,… --receivers L.H.q,…|logits --corrupt-prompt TEXT --metric …
+//   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
+//   attnscope … --attend --layer L --head H --query I --key J
+//   attnscope --model M --dump-json F --composition q|k|v        (weights only; a prompt is optional)
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
 // --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -66,6 +74,28 @@ struct CommandLine {
     double rcond = 1e-5;    ///< --rcond R for the pseudo-inverse
     QString finetuneDiff;   ///< --finetune-diff MODEL_B: write {"finetune_diff": …} (model/analysis/finetune_json.h)
     bool topGiven = false;  ///< --top was given (--finetune-diff: limit the heads and neurons written)
+    // circuits
+    QString patch;          ///< --patch HOOK (as given: resid, resid_pre, attn_out, …)
+    QString corruptPrompt;  ///< --corrupt-prompt TEXT
+    std::vector<int> corruptTokenIds; ///< --corrupt-token-ids 1,2,…
+    bool useCorruptTokenIds = false;
+    QString metric;         ///< --metric "logit_diff: Mary, John" | "logit: X" | "prob: X" | "kl"
+    QString direction = QStringLiteral("denoise");
+    bool byPosition = false;
+    QString ablate;         ///< --ablate zero|mean|reference-mean|resample (empty = patching)
+    QStringList referencePrompts; ///< --reference-prompt TEXT (repeatable) for --ablate reference-mean
+    bool pathPatch = false;
+    QString senders, receivers; ///< --senders L.H,… (default every head), --receivers L.H.q,…|logits
+    bool flow = false;
+    double threshold = 0.04; ///< --threshold τ for --flow
+    QString norm = QStringLiteral("l1");
+    bool renormalise = true; ///< --no-renormalise turns it off
+    bool attend = false;
+    int query = -1, key = -1; ///< --query I --key J for --attend
+    QString composition;     ///< --composition q|k|v
+
+    /// Whether any circuit mode that runs the prompt is asked for.
+    bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend; }
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {

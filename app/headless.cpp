@@ -1,6 +1,7 @@
 #include "app/headless.h"
 
 #include "app/json_dump.h"
+#include "model/analysis/circuits_json.h"
 #include "model/analysis/direct_logit_attribution.h"
 #include "model/analysis/target_token.h"
 #include "model/analysis/steps_json.h"
@@ -82,6 +83,49 @@ QJsonObject tokenizeDump(const Tokenizer& tok, const CommandLine& cmd) {
     return QJsonObject{{"token_ids", idArray}, {"tokens", texts}};
 }
 
+/// The circuit objects the command asks for, added to `dump` ("patching", "path_patching", "flow", "attend").
+void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache,
+                 QJsonObject& dump) {
+    const ModelConfig& cfg = model.config();
+    const bool bos = cmd.prependBos.value_or(model.tokenizer().addsBos());
+    if (!cmd.patch.isEmpty() || cmd.pathPatch) {
+        std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds : std::vector<int>();
+        if (!cmd.useCorruptTokenIds && !cmd.corruptPrompt.isEmpty()) corrupt = tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
+        std::vector<std::vector<int>> reference;
+        for (const QString& r : cmd.referencePrompts) reference.push_back(tokenizePrompt(model.tokenizer(), r, bos));
+        PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
+        metric.position = cmd.position;
+        const PatchingRuns runs = preparePatchingRuns(model, ids, corrupt, reference);
+        const PatchDirection direction = cmd.direction == QLatin1String("noise") ? PatchDirection::Noise : PatchDirection::Denoise;
+        if (cmd.pathPatch) {
+            PathPatchingOptions o;
+            if (!cmd.senders.isEmpty()) o.senders = parseHeadList(cfg, cmd.senders);
+            o.receivers = parseReceiverList(cfg, cmd.receivers);
+            o.direction = direction;
+            o.metric = metric;
+            dump.insert(QStringLiteral("path_patching"), pathPatchingToJson(runPathPatching(model, runs, o), model.tokenizer()));
+        } else {
+            PatchingOptions o;
+            o.hook = patchHookFromName(cmd.patch).value_or(PatchHook::ResidPre);
+            o.byPosition = cmd.byPosition;
+            o.direction = direction;
+            o.ablation = cmd.ablate.isEmpty() ? AblationKind::None : ablationKindFromName(cmd.ablate).value_or(AblationKind::Zero);
+            o.metric = metric;
+            dump.insert(QStringLiteral("patching"), patchingToJson(runPatchingSweep(model, runs, o), model.tokenizer(), ids, corrupt));
+        }
+    }
+    if (cmd.flow) {
+        const FlowContributions fc = flowContributions(model, cache, cmd.norm == QLatin1String("l2") ? FlowNorm::L2 : FlowNorm::L1);
+        dump.insert(QStringLiteral("flow"), flowGraphToJson(flowGraph(fc, {cmd.threshold, cmd.renormalise, cmd.position}), cfg));
+    }
+    if (cmd.attend)
+        dump.insert(QStringLiteral("attend"),
+                    attentionScoreSplitToJson(splitAttentionScore(model, cache, cmd.layer, cmd.head, cmd.query, cmd.key)));
+    if (!cmd.composition.isEmpty())
+        dump.insert(QStringLiteral("composition"),
+                    compositionToJson(*compositionScores(model, compositionKindFromName(cmd.composition).value_or(CompositionKind::K))));
+}
+
 } // namespace
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
@@ -112,6 +156,15 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             const FinetuneRanking r = rankFinetuneChanges(*model, *after);
             const QJsonObject json{{"finetune_diff", finetuneRankingToJson(r, cmd.modelPath.isEmpty() ? QStringLiteral("demo") : cmd.modelPath,
                                                                            cmd.finetuneDiff, cmd.topGiven ? cmd.top : -1)}};
+            QString error;
+            if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
+            out << "wrote " << cmd.dumpJson << "\n";
+            return 0;
+        }
+        if (!cmd.composition.isEmpty() && cmd.prompt.isEmpty() && !cmd.useTokenIds) { // weights only
+            if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
+            QJsonObject json;
+            addCircuits(*model, cmd, {}, ActivationCache(), json);
             QString error;
             if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
@@ -161,6 +214,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
                 dump.insert(QStringLiteral("dla"),
                             dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));
             if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, logitLens(*model, cache, cmd.top)));
+            addCircuits(*model, cmd, ids, cache, dump);
             if (cmd.generate > 0) {
                 QJsonArray generated;
                 for (int id : greedyContinuation(*model, ids, cmd.generate)) generated.append(id);

@@ -24,6 +24,7 @@
 #include "views/appearance.h"
 #include "views/attention_sandbox_panel.h"
 #include "views/attention_steps_panel.h"
+#include "views/circuits_panel.h"
 #include "views/attention_heatmap.h"
 #include "views/figure_export.h"
 #include "views/head_grid.h"
@@ -102,6 +103,7 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     addPanel(new LogitLensPanel);
     addPanel(new ProjectionsPanel);
     addPanel(new ModelComparePanel);
+    addPanel(new CircuitsPanel);
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);

@@ -6,7 +6,10 @@
 #include "bench/machine_bounds.h"
 #include "bench/process_memory.h"
 
+#include "model/analysis/activation_patching.h"
+#include "model/analysis/composition_scores.h"
 #include "model/analysis/embedding_projection.h"
+#include "model/analysis/information_flow.h"
 #include "model/analysis/logit_lens.h"
 #include "model/analysis/top_tokens.h"
 #include "model/core/errors.h"
@@ -343,9 +346,58 @@ QJsonObject benchSyntheticViews(const QList<int>& seqs, int runs) {
     return out;
 }
 
+/// The circuit rows (README "Benchmarks", issue 14): the z patching sweep of every head at S = 16 (clean and
+/// corrupted runs included, as a TransformerLens loop caches the clean run first), the information-flow graph at
+/// S = 128 (contributions + pruning from the last position), and every composition score of the model (Q, K
+/// and V, a freshly opened model each run so nothing is cached).
+QJsonObject benchCircuits(const QString& dir, const std::shared_ptr<const Model>& model, int runs) {
+    QJsonObject out;
+    const ModelConfig& cfg = model->config();
+    {
+        const int S = 16;
+        // the corrupted prompt differs in its first half (after position 0), so every head's z differs from position 1 on
+        const std::vector<int> clean = randomTokens(S, cfg.d_vocab, 16);
+        std::vector<int> corrupt = clean;
+        const std::vector<int> other = randomTokens(S, cfg.d_vocab, 17);
+        for (int i = 1; i < S / 2; ++i) corrupt[size_t(i)] = other[size_t(i)];
+        PatchingOptions o;
+        o.hook = PatchHook::Z;
+        o.metric.kind = PatchingMetricKind::LogitDiff;
+        o.metric.token = clean[S - 1];
+        o.metric.counterToken = other[S - 1];
+        PatchingSweep sweep;
+        const Timing t = timeIt(runs, [&] { sweep = runPatchingSweep(*model, preparePatchingRuns(*model, clean, corrupt), o); });
+        printRow(QStringLiteral("patching: z of %1 heads, S=%2").arg(cfg.n_layers * cfg.n_heads).arg(S), t,
+                 QStringLiteral("first cell %1").arg(sweep.cells.front().metric, 0, 'g', 6));
+        QJsonObject j = toJson(t);
+        j["first_cell_metric"] = sweep.cells.front().metric;
+        j["cells"] = int(sweep.cells.size());
+        out["z_patching_16"] = j;
+    }
+    if (cfg.n_ctx >= 128) {
+        const ActivationCache cache = runForward(*model, randomTokens(128, cfg.d_vocab, 128));
+        size_t edges = 0;
+        const Timing t = timeIt(runs, [&] { edges = flowGraph(flowContributions(*model, cache), {}).edges.size(); });
+        printRow(QStringLiteral("flow graph, S=128 (contributions + pruning)"), t, QStringLiteral("%1 edges kept").arg(edges));
+        QJsonObject j = toJson(t);
+        j["edges"] = double(edges);
+        out["flow_graph_128"] = j;
+    }
+    {
+        const Timing t = timeIt(runs, [&] {
+            const std::shared_ptr<const Model> fresh = loadModel(dir); // nothing cached
+            for (CompositionKind k : {CompositionKind::Q, CompositionKind::K, CompositionKind::V}) compositionScores(*fresh, k);
+        });
+        const int pairs = cfg.n_heads * cfg.n_heads * cfg.n_layers * (cfg.n_layers - 1) / 2;
+        printRow(QStringLiteral("composition scores Q+K+V, %1 pairs each").arg(pairs), t);
+        out["composition_all"] = toJson(t);
+    }
+    return out;
+}
+
 /// All benchmarks for one model folder.
 QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<int>& lensSeqs, int runs, bool wov,
-                       double peakGflops) {
+                       double peakGflops, bool circuitsOnly) {
     QJsonObject out;
     std::printf("\n%s\n", qPrintable(dir));
 
@@ -382,6 +434,8 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
                                 {"n_kv_heads", cfg.n_kv_heads}, {"d_model", cfg.d_model}, {"d_head", cfg.d_head},
                                 {"d_mlp", cfg.d_mlp}, {"d_vocab", cfg.d_vocab}, {"n_ctx", cfg.n_ctx}};
     (void)model->tokenizer().vocabSize();
+    out["circuits"] = benchCircuits(dir, model, runs);
+    if (circuitsOnly) return out;
 
     // a model whose full cache does not fit at the longest prompt asked for (gpt2-xl at 1024): the
     // residuals-only layout only
@@ -546,6 +600,7 @@ int main(int argc, char** argv) {
                 QStringLiteral("20,128,512,1024"));
     withDefault(QStringLiteral("runs"), QStringLiteral("Timed runs after one warm-up."), QStringLiteral("n"), QStringLiteral("5"));
     p.addOption({QStringLiteral("no-wov"), QStringLiteral("Skip the W_OV top-100.")});
+    p.addOption({QStringLiteral("circuits-only"), QStringLiteral("Only the open and circuit rows (patching, flow graph, composition).")});
     p.addOption({QStringLiteral("views-only"), QStringLiteral("Only the view rows (another head, zoom/pan, head grid) on synthetic patterns for --seq.")});
     p.addOption({QStringLiteral("json"), QStringLiteral("Also write the results to this JSON file."), QStringLiteral("file")});
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
@@ -604,7 +659,8 @@ int main(int argc, char** argv) {
             for (const QString& s : sizes) dirs << writeRandomModel(s, tmp.path(), p.value(QStringLiteral("tokenizer")));
         }
         for (const QString& dir : dirs)
-            models[QDir(dir).dirName()] = benchModel(dir, seqs, lensSeqs, runs, !p.isSet(QStringLiteral("no-wov")), fma);
+            models[QDir(dir).dirName()] = benchModel(dir, seqs, lensSeqs, runs, !p.isSet(QStringLiteral("no-wov")), fma,
+                                                       p.isSet(QStringLiteral("circuits-only")));
         root["models"] = models;
         const QByteArray json = QJsonDocument(root).toJson();
         if (p.isSet(QStringLiteral("json"))) {

@@ -52,7 +52,7 @@ def main():
         def bound(gflop):  # ms
             return max(gflop / gemm * 1e3, stream_ms)
 
-        for S in o.get("forward_full_cache", {}):
+        for S in o.get("forward_full_cache", {}):  # absent with --circuits-only
             f = o["forward_full_cache"][S]
             row(f"forward + full cache, all logits, S={S}", f, t["forward_full_cache"].get(S), bound(f["gflop"]))
             a = o.get("forward_app_cache", {}).get(S)
@@ -70,8 +70,18 @@ def main():
             row(f"logit lens (L+1)xS rows top-10, S={S}", o["logit_lens"][S], t["logit_lens"].get(S),
                 lens_gflop / gemm * 1e3 if lens_gflop else None)
         row("W_OV top-100 (one head)", o.get("wov_top100"), t.get("wov_top100"))
+        c, tc = o.get("circuits", {}), t.get("circuits", {})
+        if "z_patching_16" in c:  # issue 14: ≤ 0.15x the one-forward-per-head loop
+            row(f"patching z, {c['z_patching_16'].get('cells', '?')} heads, S=16 (target ratio <= 0.15)",
+                c["z_patching_16"], tc.get("z_patching_16"))
+        for key, what in (("flow_graph_128", "flow graph S=128 (target <= 1000 ms)"),
+                          ("composition_all", "composition Q+K+V, all pairs (target <= 2000 ms)")):
+            if key in c:
+                print(f"{name:12} {what:44} {c[key]['median_ms']:9.1f} {'-':>9}")
         if "another_head_512" in o:
             print(f"{name:12} {'show another head, S=512':44} {o['another_head_512']['median_ms']:9.1f} {'-':>9}")
+        if "peak_rss_mib_process" not in o:  # --circuits-only
+            continue
         print(f"{name:12} {'RSS right after open (MiB; file MiB)':44} {o['rss_after_open_mib']:9.1f} "
               f"{t['rss_after_open_mib']:9.1f}   (file {o['file_mib']:.0f})")
         print(f"{name:12} {'peak RSS of the whole run (MiB)':44} {o['peak_rss_mib_process']:9.0f} {t['peak_rss_mib_process']:9.0f}")

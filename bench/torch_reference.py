@@ -109,7 +109,8 @@ class HookedGPT2:
     def ln(self, x, w, b):
         return torch.nn.functional.layer_norm(x, (self.D,), w, b, self.eps)
 
-    def forward(self, tokens, cache=None, last_only=False):
+    def forward(self, tokens, cache=None, last_only=False, z_patch=None):
+        """z_patch = (layer, head, z [S, d_head]): that head's hook_z replaced (a TransformerLens hook)."""
         t, H, dh, S = self.t, self.H, self.d_head, tokens.shape[0]
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         embed = t["wte.weight"][tokens]
@@ -134,6 +135,9 @@ class HookedGPT2:
             pattern = torch.softmax(scores, dim=-1)
             hook(f"blocks.{l}.attn.hook_pattern", pattern)
             z = torch.bmm(pattern, v)  # [H, S, dh]
+            if z_patch is not None and z_patch[0] == l:
+                z = z.clone()
+                z[z_patch[1]] = z_patch[2]
             hook(f"blocks.{l}.attn.hook_z", z)
             z_cat = z.transpose(0, 1).reshape(S, self.D)
             W_O = t[p + "attn.c_proj.weight"]
@@ -213,7 +217,8 @@ class HookedLlama:
         x1, x2 = x[..., : self.dh // 2], x[..., self.dh // 2:]
         return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
-    def forward(self, tokens, cache=None, last_only=False):
+    def forward(self, tokens, cache=None, last_only=False, z_patch=None):
+        """z_patch = (layer, head, z [S, d_head]): that head's hook_z replaced (a TransformerLens hook)."""
         t, H, KV, dh, S, D = self.t, self.H, self.KV, self.dh, tokens.shape[0], self.D
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         x = t["model.embed_tokens.weight"][tokens]
@@ -243,6 +248,9 @@ class HookedLlama:
             pattern = torch.softmax(scores, dim=-1)
             hook(f"blocks.{l}.attn.hook_pattern", pattern)
             z = torch.bmm(pattern, v)
+            if z_patch is not None and z_patch[0] == l:
+                z = z.clone()
+                z[z_patch[1]] = z_patch[2]
             hook(f"blocks.{l}.attn.hook_z", z)
             W_O = t[p + "self_attn.o_proj.weight"]  # [D, H·dh]
             if cache is not None:  # per-head result z_h·W_O^h (hook_result)
@@ -305,7 +313,39 @@ def top_pairs(A, B, k, chunk):
     return best_vals, best_idx // B.shape[0], best_idx % B.shape[0]
 
 
-def bench_model(folder, seqs, lens_seqs, runs, wov):
+def bench_circuits(m, V, runs):
+    """The z patching sweep of every head at S = 16 as a TransformerLens notebook runs it: cache the clean run,
+    run the corrupted one, then one full forward of the corrupted prompt per head with that head's hook_z
+    replaced by the clean run's (denoising), logit difference at the last position. Prompts of the form of
+    attnscope_bench's row (random tokens, positions 1…7 corrupted; numpy's generator, not the same ids)."""
+    S = 16
+    clean = torch.from_numpy(np.random.default_rng(16).integers(0, V, S))
+    other = torch.from_numpy(np.random.default_rng(17).integers(0, V, S))
+    corrupt = clean.clone()
+    corrupt[1:S // 2] = other[1:S // 2]
+    t_ans, t_cnt = int(clean[-1]), int(other[-1])
+    res = {}
+
+    def sweep():
+        cache = {}
+        m.forward(clean, cache=cache, last_only=True)
+        m.forward(corrupt, last_only=True)
+        cells = []
+        for l in range(m.L):
+            zc = cache[f"blocks.{l}.attn.hook_z"]
+            for h in range(m.H):
+                logits = m.forward(corrupt, last_only=True, z_patch=(l, h, zc[h]))[-1]
+                cells.append(float(logits[t_ans] - logits[t_cnt]))
+        res["cells"] = cells
+
+    r = time_it(runs, sweep)
+    r["cells"] = len(res["cells"])
+    r["first_cell_metric"] = res["cells"][0]
+    print(f"  patching z, {len(res['cells'])} heads, S={S} (one forward per head) {r['median_ms']:.1f} ms", flush=True)
+    return {"z_patching_16": r}
+
+
+def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
     out = {}
     rss0 = current_rss_mib()
     t0 = time.perf_counter()
@@ -318,6 +358,9 @@ def bench_model(folder, seqs, lens_seqs, runs, wov):
     m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
     n_ctx = cfg["max_position_embeddings"] if llama else cfg["n_positions"]
     V = cfg["vocab_size"]
+    out["circuits"] = bench_circuits(m, V, runs)
+    if circuits_only:
+        return out
     full, logits_only, lens = {}, {}, {}
     for S in seqs:
         if S > n_ctx:
@@ -362,6 +405,7 @@ def main():
     ap.add_argument("--lens-seq", default="20,128,512,1024")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-wov", action="store_true")
+    ap.add_argument("--circuits-only", action="store_true", help="only the open and circuit rows")
     ap.add_argument("--json")
     a = ap.parse_args()
     seqs = [int(s) for s in a.seq.split(",") if s]
@@ -378,7 +422,7 @@ def main():
           f"{os.environ.get('OPENBLAS_CORETYPE', '(auto)')}", flush=True)
     for folder in a.model:
         root["models"][os.path.basename(os.path.normpath(folder))] = bench_model(folder, seqs, lens_seqs, a.runs,
-                                                                                   not a.no_wov)
+                                                                                   not a.no_wov, a.circuits_only)
     text = json.dumps(root, indent=1)
     if a.json:
         with open(a.json, "w") as f:

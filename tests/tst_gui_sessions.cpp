@@ -152,8 +152,8 @@ void TestGuiSessions::roundTripsEverySetting() {
     QCOMPARE(saved["version"].toInt(), kSessionVersion);
     QCOMPARE(saved["model"].toString(), model_);
     QCOMPARE(saved["panels"].toObject().keys(),
-             QStringList({"attention-by-hand", "attention-steps", "compare-models", "embedding-space", "logit-attribution",
-                          "logit-lens"}));
+             QStringList({"attention-by-hand", "attention-steps", "circuits", "compare-models", "embedding-space",
+                          "logit-attribution", "logit-lens"}));
 
     QSettings().clear(); // a fresh window with the defaults (a saved its settings)
     MainWindow b;
@@ -261,13 +261,13 @@ void TestGuiSessions::newerVersionRestoresWhatItKnows() {
     w.show();
     QJsonObject o{{"format", "attnscope-session"}, {"version", 99}, {"model", model_}, {"prompt", "from the future"},
                   {"layer", 0}, {"head", 1}, {"tab", "logit-lens"}, {"hologram", true},
-                  {"panels", QJsonObject{{"logit-lens", QJsonObject{{"topK", 3}, {"sparkle", 1}}}, {"circuits", QJsonObject{}}}}};
+                  {"panels", QJsonObject{{"logit-lens", QJsonObject{{"topK", 3}, {"sparkle", 1}}}, {"hologram", QJsonObject{}}}}};
     const QString file = writeSession(o, "newer.attnscope");
     const QStringList problems = restoreAndWait(w, [&] { QCOMPARE(w.sessions().openFile(file), QString()); });
     QCOMPARE(problems.size(), 2);
     QVERIFY2(problems[0].contains("written by a newer AttnScope (session version 99; this one reads version 1)"),
              qPrintable(problems[0]));
-    QCOMPARE(problems[1], QString("settings of an unknown view \"circuits\" were ignored"));
+    QCOMPARE(problems[1], QString("settings of an unknown view \"hologram\" were ignored"));
     QCOMPARE(w.prompt(), QString("from the future"));
     QCOMPARE(w.head(), 1);
     QCOMPARE(w.currentViewId(), QString("logit-lens"));

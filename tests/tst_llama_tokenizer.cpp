@@ -1,10 +1,12 @@
 // SentencePiece-style (Llama 1/2) tokenizers against independent references: llama.cpp's 47 vectors
 // for the Llama 2 vocabulary (made upstream with HF's tokenizer), the 18 cases of
 // llama2_spm_tokenizer_vectors.json (llama2.c test.c and transformers' Llama tests), and the 14 run.c
-// encode() cases of stories260K; each through llama2.c's tokenizer.bin and through HF's
-// tokenizer.json. Also the tokenizer.bin reader's errors, decoding, labels, BOS handling and speed.
+// encode() cases of stories260K; each through llama2.c's tokenizer.bin, HF's tokenizer.json and the
+// vocab-only GGUF (llama.cpp's ggml-vocab-llama-spm.gguf, through loadTokenizerOnly). Also the
+// tokenizer.bin reader's errors, decoding, labels, BOS handling and speed.
 
 #include "model/core/errors.h"
+#include "model/formats/model_loader.h"
 #include "model/tokenizers/hf_tokenizer_json.h"
 #include "model/tokenizers/llama2c_tokenizer_file.h"
 #include "model/tokenizers/spm_tokenizer.h"
@@ -76,34 +78,45 @@ class TestLlamaTokenizer : public QObject {
 
     std::unique_ptr<SpmTokenizer> bin_;   ///< llama/tokenizer.bin
     std::unique_ptr<SpmTokenizer> json_;  ///< llama/tokenizer.json, with tokenizer_config.json beside it
+    std::unique_ptr<SpmTokenizer> gguf_;  ///< llama/ggml-vocab-llama-spm.gguf (vocab-only) via loadTokenizerOnly
     std::unique_ptr<SpmTokenizer> tok512_;
 
-    const SpmTokenizer& source(const QString& name) { return name == QStringLiteral("tokenizer.bin") ? *bin_ : *json_; }
+    const SpmTokenizer& source(const QString& name) {
+        return name == QStringLiteral("tokenizer.bin") ? *bin_ : name == QStringLiteral("tokenizer.json") ? *json_ : *gguf_;
+    }
+    static constexpr const char* kSources[] = {"tokenizer.bin", "tokenizer.json", "ggml-vocab-llama-spm.gguf"};
 
     static void checkRoundTrip(const Tokenizer& tok, const QString& text, const std::vector<int>& ids) {
         QCOMPARE(tok.decode(ids), text);
         QCOMPARE(tok.decodeBytes(ids), text.toUtf8());
     }
 
+    /// Loads a tokenizer with `load`, prints its CPU time and fails beyond `boundMs`; it must be an SpmTokenizer.
+    template <class Load>
+    static void loadTimed(std::unique_ptr<SpmTokenizer>& out, const char* what, double boundMs, Load load) {
+        std::unique_ptr<Tokenizer> tok;
+        const double ms = cpuMs([&] { tok = load(); });
+        qInfo("%s loaded in %.0f ms CPU", what, ms);
+        QVERIFY2(ms < boundMs, qPrintable(QStringLiteral("%1 ms").arg(ms)));
+        out.reset(dynamic_cast<SpmTokenizer*>(tok.release()));
+        QVERIFY2(out, qPrintable(QStringLiteral("%1 must be read as a SentencePiece-style tokenizer").arg(QLatin1String(what))));
+    }
+
 private slots:
     void initTestCase() {
-        double ms = cpuMs([&] { bin_ = loadLlama2cTokenizer(llamaFile("tokenizer.bin")); });
-        qInfo("tokenizer.bin (32000 tokens) loaded in %.0f ms CPU", ms);
-        QVERIFY2(ms < 200, qPrintable(QStringLiteral("%1 ms").arg(ms)));
-        std::unique_ptr<Tokenizer> json;
-        ms = cpuMs([&] { json = loadHfTokenizerJson(llamaFile("tokenizer.json")); });
-        qInfo("tokenizer.json (32000 tokens, 61249 merges) loaded in %.0f ms CPU", ms);
-        QVERIFY2(ms < 1000, qPrintable(QStringLiteral("%1 ms").arg(ms)));
-        json_.reset(dynamic_cast<SpmTokenizer*>(json.release()));
-        QVERIFY2(json_, "tokenizer.json of Llama 2 must be read as a SentencePiece-style tokenizer");
+        loadTimed(bin_, "tokenizer.bin (32000 tokens)", 200, [] { return loadLlama2cTokenizer(llamaFile("tokenizer.bin")); });
+        loadTimed(json_, "tokenizer.json (32000 tokens, 61249 merges)", 1000, [] { return loadHfTokenizerJson(llamaFile("tokenizer.json")); });
+        // the vocab-only GGUF (tokenizer.ggml.model llama)
+        loadTimed(gguf_, "ggml-vocab-llama-spm.gguf (32000 tokens)", 200, [] { return loadTokenizerOnly(llamaFile("ggml-vocab-llama-spm.gguf")); });
         tok512_ = loadLlama2cTokenizer(testdata(QStringLiteral("stories260K/tok512.bin")));
     }
 
     void vocabulary() {
         QCOMPARE(bin_->vocabSize(), 32000);
         QCOMPARE(json_->vocabSize(), 32000);
+        QCOMPARE(gguf_->vocabSize(), 32000);
         QCOMPARE(tok512_->vocabSize(), 512);
-        for (const SpmTokenizer* t : {bin_.get(), json_.get(), tok512_.get()}) {
+        for (const SpmTokenizer* t : {bin_.get(), json_.get(), gguf_.get(), tok512_.get()}) {
             QCOMPARE(t->bosId(), std::optional<int>(1));
             QCOMPARE(t->eosId(), std::optional<int>(2));
             QVERIFY(t->addsBos());
@@ -127,8 +140,12 @@ private slots:
         QCOMPARE(bin_->tokenString(-1), QString());
         QCOMPARE(bin_->tokenString(32000), QString());
         // The README: the two vocabularies agree except at id 31353 (U+2028 in the GGUF and the .bin, "" in the .json).
-        for (int id = 0; id < 32000; ++id)
+        for (int id = 0; id < 32000; ++id) {
             if (id != 31353) QCOMPARE(json_->tokenString(id), bin_->tokenString(id));
+            QCOMPARE(gguf_->tokenString(id), bin_->tokenString(id));
+            QCOMPARE(gguf_->score(id), bin_->score(id));
+            QCOMPARE(gguf_->tokenType(id), bin_->tokenType(id));
+        }
         QCOMPARE(bin_->tokenString(31353), QString(QChar(0x2028)));
         QCOMPARE(json_->tokenString(31353), QString());
         // Scores as exported by llama2.c (the GGUF's): control/byte pieces 0, merged pieces -(id - 259),
@@ -152,7 +169,7 @@ private slots:
         QCOMPARE(cases.size(), size_t(47));
         QCOMPARE(cases.back().first, QString());
         QCOMPARE(cases.back().second, std::vector<int>());
-        for (const char* source : {"tokenizer.bin", "tokenizer.json"})
+        for (const char* source : kSources)
             for (size_t i = 0; i < cases.size(); ++i)
                 QTest::newRow(qPrintable(QStringLiteral("%1 case %2").arg(QLatin1String(source)).arg(i + 1)))
                     << QString::fromLatin1(source) << cases[i].first << cases[i].second;
@@ -172,7 +189,7 @@ private slots:
         QTest::addColumn<std::vector<int>>("idsWithBos");
         const QJsonArray vectors = readJsonObject(llamaFile("llama2_spm_tokenizer_vectors.json")).value("vectors").toArray();
         QCOMPARE(vectors.size(), 18);
-        for (const char* source : {"tokenizer.bin", "tokenizer.json"}) {
+        for (const char* source : kSources) {
             for (qsizetype i = 0; i < vectors.size(); ++i) {
                 const QJsonObject v = vectors[i].toObject();
                 QTest::newRow(qPrintable(QStringLiteral("%1 case %2").arg(QLatin1String(source)).arg(i + 1)))
@@ -191,6 +208,8 @@ private slots:
             // BOS: [1, 1]. Here special tokens are matched only on request.
             auto matching = loadLlama2cTokenizer(llamaFile("tokenizer.bin"));
             if (source == QStringLiteral("tokenizer.json")) matching.reset(dynamic_cast<SpmTokenizer*>(loadHfTokenizerJson(llamaFile("tokenizer.json")).release()));
+            if (source == QStringLiteral("ggml-vocab-llama-spm.gguf"))
+                matching.reset(dynamic_cast<SpmTokenizer*>(loadTokenizerOnly(llamaFile("ggml-vocab-llama-spm.gguf")).release()));
             matching->setMatchSpecialTokens(true);
             std::vector<int> hf{*matching->bosId()};
             for (int id : matching->encode(text)) hf.push_back(id);
@@ -203,6 +222,21 @@ private slots:
         }
         QCOMPARE(tokenizePrompt(tok, text, tok.addsBos()), idsWithBos);
         checkRoundTrip(tok, text, tokenizePrompt(tok, text, true));
+    }
+
+    /// tokenizer.json and the vocab-only GGUF give the same ids on all 65 texts (each also equals the
+    /// expected ids above; this pins the two sources to each other with BOS handling included).
+    void tokenizerJsonAgreesWithGguf() {
+        QStringList texts;
+        for (const auto& c : readLlamaCppVectors()) texts << c.first;
+        for (const QJsonValue& v : readJsonObject(llamaFile("llama2_spm_tokenizer_vectors.json")).value("vectors").toArray())
+            texts << v.toObject().value("text").toString();
+        QCOMPARE(texts.size(), 65);
+        QCOMPARE(gguf_->addsBos(), json_->addsBos());
+        for (const QString& t : texts) {
+            QCOMPARE(gguf_->encode(t), json_->encode(t));
+            QCOMPARE(tokenizePrompt(*gguf_, t, gguf_->addsBos()), tokenizePrompt(*json_, t, json_->addsBos()));
+        }
     }
 
     void stories260K_data() {

@@ -432,7 +432,8 @@ private slots:
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
         QCOMPARE(modelErrorOf([&] { loadTokenizerFromFolder(dir.path()); }),
-                 dir.path() + QStringLiteral(": no tokenizer: expected vocab.json and merges.txt, tokenizer.json or tokenizer.model"));
+                 dir.path() + QStringLiteral(": no tokenizer: expected vocab.json and merges.txt, tokenizer.json, "
+                                                "tokenizer.model or llama2.c's tokenizer.bin"));
         // vocab.json alone is not enough; tokenizer.json is the fallback.
         QVERIFY(QFile::copy(tinyDir() + QStringLiteral("/vocab.json"), dir.filePath(QStringLiteral("vocab.json"))));
         QVERIFY(!modelErrorOf([&] { loadTokenizerFromFolder(dir.path()); }).isEmpty());

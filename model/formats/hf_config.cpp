@@ -4,6 +4,7 @@
 #include "model/formats/json_file.h"
 
 #include <QFileInfo>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QStringList>
 #include <climits>
@@ -166,11 +167,40 @@ RopeScaling parseRopeScaling(const ConfigReader& r, const QJsonObject& o) {
     return s;
 }
 
+/// Qwen2's use_sliding_window windows only some layers (transformers Qwen2Config.layer_types): those marked
+/// "sliding_attention" in layer_types, or by default layers i ≥ max_window_layers (default 28). True when every
+/// layer is windowed, false when none is; a mix cannot be described by one ModelConfig::sliding_window and fails.
+bool qwen2WindowOnEveryLayer(const ConfigReader& r, const QJsonObject& o, int nLayers) {
+    int windowed = 0;
+    const QJsonValue types = o.value(QLatin1String("layer_types"));
+    if (types.isArray()) {
+        const QJsonArray a = types.toArray();
+        if (a.size() != nLayers)
+            r.fail(QStringLiteral("layer_types has %1 entries but num_hidden_layers is %2").arg(a.size()).arg(nLayers));
+        for (const QJsonValue& t : a) {
+            if (t.toString() == QLatin1String("sliding_attention")) ++windowed;
+            else if (t.toString() != QLatin1String("full_attention"))
+                r.fail(QStringLiteral("layer_types: unsupported entry '%1'; supported: full_attention, sliding_attention").arg(t.toString()));
+        }
+    } else {
+        const QJsonValue m = o.value(QLatin1String("max_window_layers"));
+        const double first = m.isUndefined() || m.isNull() ? 28 : m.toDouble(-1);
+        if (!m.isUndefined() && !m.isNull() && (!m.isDouble() || first < 0 || first != std::floor(first)))
+            r.fail(QStringLiteral("max_window_layers must be a non-negative integer"));
+        windowed = first >= nLayers ? 0 : nLayers - int(first);
+    }
+    if (windowed > 0 && windowed < nLayers)
+        r.fail(QStringLiteral("use_sliding_window applies to %1 of the %2 layers (max_window_layers / layer_types): a sliding "
+                              "window on some layers only is not supported").arg(windowed).arg(nLayers));
+    return windowed == nLayers;
+}
+
 /// transformers LlamaConfig / MistralConfig / Qwen2Config: hidden_size, intermediate_size,
 /// num_hidden_layers, num_attention_heads, num_key_value_heads (default num_attention_heads), head_dim
 /// (default hidden_size / num_attention_heads), max_position_embeddings, vocab_size, rms_norm_eps
 /// (default 1e-6), rope_theta (default 10000), rope_scaling, hidden_act (silu), Mistral's sliding_window
-/// (Qwen2's only when use_sliding_window). Weights in HF layout: rotary pairs (i, i + d_head/2).
+/// (Qwen2's only when use_sliding_window, and on the layers max_window_layers / layer_types say: all or
+/// none). Weights in HF layout: rotary pairs (i, i + d_head/2).
 ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const QString& type) {
     ModelConfig c;
     c.modelType = type;
@@ -207,6 +237,8 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     // sliding window: Mistral's applies whenever it is set; Qwen2's only with use_sliding_window
     const bool window = type == QLatin1String("mistral") || r.boolOr(QStringLiteral("use_sliding_window"), false);
     if (window) c.sliding_window = r.positiveIntOr(QStringLiteral("sliding_window"), 0);
+    if (window && type == QLatin1String("qwen2") && c.sliding_window > 0 && !qwen2WindowOnEveryLayer(r, o, c.n_layers))
+        c.sliding_window = 0;
     c.tie_word_embeddings = r.boolOr(QStringLiteral("tie_word_embeddings"), false); // the resolver goes by lm_head.weight
     c.bos_token_id = r.tokenIdOr(QStringLiteral("bos_token_id"));
     c.eos_token_id = r.tokenIdOr(QStringLiteral("eos_token_id"));

@@ -6,6 +6,7 @@
 #include "model/tokenizers/tokenizer_loader.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 
 namespace attnscope {
@@ -52,6 +53,22 @@ private:
 
 } // namespace
 
+ModelError llama2cMissingTokenizer(const QString& checkpointLabel) {
+    return ModelError(checkpointLabel, QStringLiteral("no tokenizer: a llama2.c checkpoint needs one, give it with --tokenizer "
+                                                      "tokenizer.bin (none is next to the checkpoint)"));
+}
+
+bool isLlama2cCheckpoint(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) return false;
+    try {
+        parseLlama2cHeader(f.read(28), f.size(), QFileInfo(path).fileName());
+        return true;
+    } catch (const ModelError&) {
+        return false;
+    }
+}
+
 std::shared_ptr<const Model> loadLlama2cModel(const QString& path, const QString& tokenizerPath, const Progress& progress) {
     const QFileInfo fi(path);
     const QString label = fi.fileName();
@@ -82,9 +99,7 @@ std::shared_ptr<const Model> loadLlama2cModel(const QString& path, const QString
 
     QString tok = tokenizerPath;
     if (tok.isEmpty() && fi.dir().exists(QStringLiteral("tokenizer.bin"))) tok = fi.dir().filePath(QStringLiteral("tokenizer.bin"));
-    if (tok.isEmpty())
-        throw ModelError(label, QStringLiteral("no tokenizer: a llama2.c checkpoint needs one, give it with --tokenizer "
-                                               "tokenizer.bin (none is next to the checkpoint)"));
+    if (tok.isEmpty()) throw llama2cMissingTokenizer(label);
     if (!QFileInfo(tok).isFile()) throw ModelError(tok, QStringLiteral("no such tokenizer file"));
     progress.step(1, 3, QStringLiteral("Reading the tokenizer"));
     std::unique_ptr<Tokenizer> tokenizer = loadTokenizerFile(tok, c.d_vocab);

@@ -1,5 +1,6 @@
 #include "model/formats/llama_weight_resolver.h"
 
+#include "model/core/errors.h"
 #include "model/formats/safetensors_weights.h"
 
 namespace attnscope {
@@ -30,6 +31,11 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
         r.gate = check.require(p + QStringLiteral("mlp.gate_proj.weight"), {M, D});
         r.up = check.require(p + QStringLiteral("mlp.up_proj.weight"), {M, D});
         r.down = check.require(p + QStringLiteral("mlp.down_proj.weight"), {D, M});
+        // LlamaConfig.mlp_bias: the forward's gated MLP has no gate bias, so refuse rather than drop them silently
+        for (const char* proj : {"gate_proj", "up_proj", "down_proj"})
+            for (const QString& prefix : {QString(), QStringLiteral("model.")})
+                if (const QString bias = prefix + p + QStringLiteral("mlp.%1.bias").arg(QLatin1String(proj)); tensors_.find(bias))
+                    throw ModelError(sourceLabel, QStringLiteral("tensor %1: MLP biases (mlp_bias) are not supported").arg(bias));
     }
     norm_ = check.require(QStringLiteral("norm.weight"), {D});
     if (tensors_.find(QStringLiteral("lm_head.weight")))

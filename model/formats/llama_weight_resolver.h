@@ -25,7 +25,8 @@ namespace attnscope {
 class LlamaWeightResolver : public WeightResolver {
 public:
     /// Checks every tensor the model needs: present, dtype F32/F16/BF16, shape implied by `config`;
-    /// biases where present must have the right shape. Errors as Gpt2WeightResolver's. Progress: one
+    /// biases where present must have the right shape; MLP biases (mlp_bias) are refused, naming the tensor.
+    /// Errors as Gpt2WeightResolver's. Progress: one
     /// step per required tensor, out of tensorCount.
     LlamaWeightResolver(const ModelConfig& config, TensorSet tensors, const QString& sourceLabel,
                         const QString& configLabel = QStringLiteral("config.json"), const Progress& progress = {},

@@ -105,6 +105,8 @@ std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOpti
     if (name.endsWith(QLatin1String(".bin")) && !options.tokenizerPath.isEmpty()) return loadTokenizerFile(options.tokenizerPath);
     if (name.endsWith(QLatin1String(".bin")) && name != QLatin1String("tokenizer.bin") && fi.dir().exists(QStringLiteral("tokenizer.bin")))
         return loadTokenizerFile(fi.dir().filePath(QStringLiteral("tokenizer.bin")));
+    // a checkpoint is not a tokenizer: read as one it failed with a message about "token 1" of the weights
+    if (name.endsWith(QLatin1String(".bin")) && isLlama2cCheckpoint(path)) throw llama2cMissingTokenizer(fi.fileName());
     return loadTokenizerFile(path); // tokenizer.json, tokenizer.model, a llama2.c tokenizer.bin
 }
 

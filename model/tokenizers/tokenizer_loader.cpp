@@ -13,13 +13,14 @@ namespace attnscope {
 
 namespace {
 
-enum class FolderKind { None, VocabAndMerges, TokenizerJson, SentencePieceModel };
+enum class FolderKind { None, VocabAndMerges, TokenizerJson, SentencePieceModel, Llama2cTokenizerBin };
 
 FolderKind folderKind(const QDir& folder) {
     auto has = [&](const char* name) { return QFileInfo(folder.filePath(QLatin1String(name))).isFile(); };
     if (has("vocab.json") && has("merges.txt")) return FolderKind::VocabAndMerges;
     if (has("tokenizer.json")) return FolderKind::TokenizerJson;
     if (has("tokenizer.model")) return FolderKind::SentencePieceModel;
+    if (has("tokenizer.bin")) return FolderKind::Llama2cTokenizerBin;
     return FolderKind::None;
 }
 
@@ -27,7 +28,8 @@ FolderKind folderKind(const QDir& folder) {
 
 void requireTokenizerFiles(const QString& dir) {
     if (folderKind(QDir(dir)) == FolderKind::None)
-        throw ModelError(dir, QStringLiteral("no tokenizer: expected vocab.json and merges.txt, tokenizer.json or tokenizer.model"));
+        throw ModelError(dir, QStringLiteral("no tokenizer: expected vocab.json and merges.txt, tokenizer.json, tokenizer.model or "
+                                            "llama2.c's tokenizer.bin"));
 }
 
 std::unique_ptr<Tokenizer> loadTokenizerFromFolder(const QString& dir) {
@@ -37,6 +39,7 @@ std::unique_ptr<Tokenizer> loadTokenizerFromFolder(const QString& dir) {
     case FolderKind::VocabAndMerges:
         return Gpt2BpeTokenizer::fromVocabAndMerges(folder.filePath(QStringLiteral("vocab.json")), folder.filePath(QStringLiteral("merges.txt")));
     case FolderKind::TokenizerJson: return loadHfTokenizerJson(folder.filePath(QStringLiteral("tokenizer.json")));
+    case FolderKind::Llama2cTokenizerBin: return loadLlama2cTokenizer(folder.filePath(QStringLiteral("tokenizer.bin")));
     default: return loadSentencePieceModel(folder.filePath(QStringLiteral("tokenizer.model")));
     }
 }

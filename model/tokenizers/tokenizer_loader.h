@@ -10,9 +10,11 @@ namespace attnscope {
 
 /// Tokenizer for a Hugging Face model folder: vocab.json + merges.txt if both exist, else
 /// tokenizer.json (loadHfTokenizerJson: GPT-2, Llama 2/3, Qwen2 ...), else tokenizer.model
-/// (loadSentencePieceModel). Works with Qt resource folders (":/demo").
-/// Throws ModelError(dir, "no tokenizer: expected vocab.json and merges.txt, tokenizer.json or
-/// tokenizer.model") when none is present, and the loaders' ModelError for a bad file.
+/// (loadSentencePieceModel), else llama2.c's tokenizer.bin (loadLlama2cTokenizer: a llama2.c model
+/// exported to HF layout keeps its vocabulary so). Works with Qt resource folders (":/demo").
+/// Throws ModelError(dir, "no tokenizer: expected vocab.json and merges.txt, tokenizer.json,
+/// tokenizer.model or llama2.c's tokenizer.bin") when none is present, and the loaders' ModelError for
+/// a bad file.
 std::unique_ptr<Tokenizer> loadTokenizerFromFolder(const QString& dir);
 
 /// Cheap check that `dir` has tokenizer files, without parsing them. Throws the same ModelError as

@@ -104,18 +104,21 @@ Weight transposedKeys(const Matrix& k, Eigen::Index col, int L, Matrix& buffer) 
 /// About half the FLOPs of the full S×S products at long S (1024: 53%). Both products run on the calling
 /// thread through weightGemm's kernel, which writes the row-major scores and z in place (Eigen's product
 /// zeroed each destination block first and packed both operands: a fifth of the attention time at S = 1024).
-void headAttention(const Matrix& q, const Matrix& k, const Matrix& v, int h, int L, float scale, int window, Matrix& scores,
-                   Matrix& pattern, Matrix& z) {
+/// Rows from `firstRow` on (0 in the forward pass): query blocks keep their place, [r0, r1) with r0 a multiple of
+/// kQueryBlock, and only their rows ≥ firstRow are computed, so each row is bitwise what the full pass computes.
+/// q and z point at the row of position firstRow (row strides ldq, ldz).
+void headAttention(const float* q, Eigen::Index ldq, const Matrix& k, const Matrix& v, int h, int L, float scale, int window,
+                   Eigen::Index firstRow, Matrix& scores, Matrix& pattern, float* z, Eigen::Index ldz) {
     constexpr Eigen::Index kQueryBlock = 64;
-    const Eigen::Index S = q.rows(), col = Eigen::Index(h) * L;
+    const Eigen::Index S = k.rows(), col = Eigen::Index(h) * L;
     thread_local Matrix kT; // K_hᵀ [d_head, pos]: the right-hand operand of Q·Kᵀ, read in place by the kernel
     const Weight K_T = transposedKeys(k, col, L, kT);
     const Weight V_h = f32Weight(v.data() + col, S, L, v.cols());
-    for (Eigen::Index r0 = 0; r0 < S; r0 += kQueryBlock) {
-        const Eigen::Index n = std::min(kQueryBlock, S - r0), r1 = r0 + n;
-        weightGemm(q.data() + r0 * q.cols() + col, n, L, q.cols(), K_T.colBlock(0, r1), scores.data() + r0 * S, S, false);
+    for (Eigen::Index b0 = firstRow / kQueryBlock * kQueryBlock; b0 < S; b0 += kQueryBlock) {
+        const Eigen::Index r0 = std::max(b0, firstRow), r1 = std::min(b0 + kQueryBlock, S), n = r1 - r0;
+        weightGemm(q + (r0 - firstRow) * ldq + col, n, L, ldq, K_T.colBlock(0, r1), scores.data() + r0 * S, S, false);
         causalSoftmaxRows(scores, pattern, scale, window, r0, r1);
-        weightGemm(pattern.data() + r0 * S, n, r1, S, V_h.rowBlock(0, r1), z.data() + r0 * z.cols() + col, z.cols(), false);
+        weightGemm(pattern.data() + r0 * S, n, r1, S, V_h.rowBlock(0, r1), z + (r0 - firstRow) * ldz + col, ldz, false);
     }
 }
 
@@ -125,6 +128,21 @@ Matrix repeatKvHeads(const ModelConfig& cfg, const Matrix& x) {
     Matrix out(x.rows(), Eigen::Index(H) * L);
     for (int h = 0; h < H; ++h) out.middleCols(h * L, L) = x.middleCols((h / groups) * L, L);
     return out;
+}
+
+/// The q/k/v hooks of layer l on the GQA-repeated q, k, v; rotary models' q_rot and k_rot are recomputed from
+/// what they leave (rotating the repeated k gives each head the bits of repeating the rotated k).
+void applyQkvHooks(const ModelConfig& cfg, int l, const ForwardHooks& hooks, Eigen::Index S, LayerCache& c) {
+    if (hooks.q) hooks.q(l, c.q);
+    if (hooks.k) hooks.k(l, c.k);
+    if (hooks.v) hooks.v(l, c.v);
+    if (cfg.positions == PositionKind::Rotary && (hooks.q || hooks.k)) {
+        const auto table = ropeTable(cfg, int(S));
+        c.q_rot = c.q;
+        applyRotary(cfg, *table, c.q_rot);
+        c.k_rot = c.k;
+        applyRotary(cfg, *table, c.k_rot);
+    }
 }
 
 /// Attention block of layer l: fills q, k, v (and q_rot, k_rot for rotary models), attn_scores, pattern, z,
@@ -151,6 +169,8 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         c.v = repeatKvHeads(cfg, c.v);
         if (rotary) c.k_rot = repeatKvHeads(cfg, c.k_rot);
     }
+    const ForwardHooks* hooks = opt.hooks.get();
+    if (hooks) applyQkvHooks(cfg, l, *hooks, S, c);
     const Matrix& queries = rotary ? c.q_rot : c.q;
     const Matrix& keys = rotary ? c.k_rot : c.k;
     const float scale = float(cfg.attnScale(l));
@@ -164,19 +184,30 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
 #pragma omp parallel for schedule(dynamic)
     for (int h = 0; h < H; ++h)
-        headAttention(queries, keys, c.v, h, L, scale, cfg.sliding_window, c.attn_scores[size_t(h)], c.pattern[size_t(h)], c.z);
+        headAttention(queries.data(), queries.cols(), keys, c.v, h, L, scale, cfg.sliding_window, 0, c.attn_scores[size_t(h)],
+                      c.pattern[size_t(h)], c.z.data(), c.z.cols());
+    if (hooks && hooks->pattern)
+        for (int h = 0; h < H; ++h)
+            if (hooks->pattern(l, h, c.pattern[size_t(h)])) // z_h = pattern·V_h from the pattern the hook left
+                weightGemm(c.pattern[size_t(h)].data(), S, S, S, f32Weight(c.v.data() + h * L, S, L, c.v.cols()),
+                           c.z.data() + h * L, c.z.cols(), true);
     for (const HeadAblation& a : opt.ablations) {
         if (a.layer != l || a.head < 0 || a.head >= H) continue;
         auto zh = c.z.middleCols(a.head * L, L);
         if (a.kind == HeadAblation::Kind::Zero) zh.setZero();
         else zh.rowwise() = RowVector(zh.colwise().mean());
     }
+    if (hooks && hooks->z) hooks->z(l, c.z);
     // concat heads then project: attn_out = z·W_O + b_O (what HF computes); resid_mid = resid_pre + attn_out
     // block by block while the block is in cache
     c.resid_mid.resize(S, cfg.d_model);
     linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out, [&c](Eigen::Index c0, Eigen::Index c1) {
                 columns(c.resid_mid, c0, c1) = columns(c.resid_pre, c0, c1) + columns(c.attn_out, c0, c1);
             })});
+    if (hooks && hooks->attn_out) {
+        hooks->attn_out(l, c.attn_out);
+        c.resid_mid = c.resid_pre + c.attn_out;
+    }
     if (!opt.cacheHeadResults) c.result.clear();
     else {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
@@ -192,7 +223,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
 
 /// MLP block: mlp_pre = x·W_in + b_in, mlp_post = act(mlp_pre) (× x·W_gate when gated), mlp_out = mlp_post·W_out + b_out.
 /// resid_post = resid_mid + mlp_out, each block of mlp_out's columns as soon as it is final.
-void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
+void mlpBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& c, const ForwardHooks* hooks) {
     const Eigen::Index S = c.ln2.rows();
     c.mlp_post.resize(S, w.W_in.cols);
     if (cfg.gatedMlp && !w.W_gate.empty()) {
@@ -212,6 +243,10 @@ void mlpBlock(const ModelConfig& cfg, const LayerWeights& w, LayerCache& c) {
     linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out, [&c](Eigen::Index c0, Eigen::Index c1) {
                 columns(c.resid_post, c0, c1) = columns(c.resid_mid, c0, c1) + columns(c.mlp_out, c0, c1);
             })});
+    if (hooks && hooks->mlp_out) {
+        hooks->mlp_out(l, c.mlp_out);
+        c.resid_post = c.resid_mid + c.mlp_out;
+    }
 }
 
 } // namespace
@@ -224,13 +259,22 @@ Matrix attentionScores(const Matrix& q, const Matrix& k, int head, int d_head) {
     return scores;
 }
 
+void headAttentionRows(const ModelConfig& cfg, int layer, const float* q, Eigen::Index ldq, const Matrix& k, const Matrix& v,
+                       int head, int firstRow, Matrix& scores, Matrix& pattern, float* z, Eigen::Index ldz) {
+    const Eigen::Index S = k.rows();
+    if (scores.rows() != S || scores.cols() != S) scores.resize(S, S);
+    if (pattern.rows() != S || pattern.cols() != S) pattern.resize(S, S);
+    headAttention(q, ldq, k, v, head, cfg.d_head, float(cfg.attnScale(layer)), cfg.sliding_window, firstRow, scores, pattern,
+                  z, ldz);
+}
+
 void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options) {
     const ModelConfig& cfg = model.config();
     const LayerWeights& w = model.layer(layer);
     applyNorm(cfg, c.resid_pre, w.ln1_w, w.ln1_b, c.ln1);
     attentionBlock(cfg, layer, w, c, options); // … attn_out, resid_mid
     applyNorm(cfg, c.resid_mid, w.ln2_w, w.ln2_b, c.ln2);
-    mlpBlock(cfg, w, c);                        // … mlp_out, resid_post
+    mlpBlock(cfg, layer, w, c, options.hooks.get()); // … mlp_out, resid_post
 }
 
 Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Vector* scale) {
@@ -325,6 +369,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         progress.step(l, total, QStringLiteral("layer %1").arg(l));
         LayerCache& c = keepAll ? cache.layers[size_t(l)] : scratch;
         c.resid_pre = resid;
+        if (options.hooks && options.hooks->resid_pre) options.hooks->resid_pre(l, c.resid_pre);
         runBlock(model, l, c, blockOptions);
         if (options.cacheLayers && options.residualsOnly) keepResidualFields(c, cache.layers[size_t(l)]);
         resid = c.resid_post;

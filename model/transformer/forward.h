@@ -6,8 +6,10 @@
 
 #include "model/core/progress.h"
 #include "model/transformer/activation_cache.h"
+#include "model/transformer/forward_hooks.h"
 #include "model/transformer/model.h"
 
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -34,6 +36,9 @@ struct ForwardOptions {
                                     ///< recomputed on demand (ActivationCache::layer). runForward also chooses this
                                     ///< when the full cache would not fit the memory budget (cache_budget.h)
     int recomputedLayers = 4;       ///< residuals-only: LRU bound of recomputed layers (lowered to fit the budget, ≥ 1)
+    /// Callbacks that may replace activations as they are computed (forward_hooks.h); kept by recomputed
+    /// layers of a residuals-only cache, so those stay what the hooked pass computed.
+    std::shared_ptr<const ForwardHooks> hooks;
 };
 
 /// Runs the model on `tokens` (ids in [0, d_vocab)) and returns every intermediate.
@@ -55,7 +60,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
 /// Transformer block `layer` on c.resid_pre [pos, d_model] (set by the caller): fills every other field
 /// of c (ln1 … resid_post) exactly as runForward does — it is the code runForward runs for each layer,
 /// so a block recomputed from a cached resid_pre is bitwise identical to the original pass.
-/// options: cacheHeadResults and ablations (of this layer) apply.
+/// options: cacheHeadResults, ablations (of this layer) and hooks (but resid_pre, which runForward applies) apply.
 void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options = {});
 
 /// Unscaled attention scores of one head, Q_h·K_hᵀ [query pos, key pos], every cell (no mask): the product
@@ -63,6 +68,18 @@ void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions
 /// the lower triangle times attnScale is bitwise the cached attn_scores. q [pos, n_heads·d_head],
 /// k [pos, n_heads·d_head] (a layer's cached q and k, GQA heads already repeated); head in [0, n_heads).
 Matrix attentionScores(const Matrix& q, const Matrix& k, int head, int d_head);
+
+/// Rows [firstRow, S) of head `head`'s causal attention in layer `layer`, bitwise what runForward computes
+/// for those rows: the same query blocks, kernels and summation order (the full pass is firstRow = 0).
+/// Rows before firstRow are neither read from q nor written, so a rerun of the later positions of a prompt
+/// (activation patching) needs only the earlier positions' keys and values.
+///   q: row i − firstRow holds query position i (i ≥ firstRow), row stride ldq, head h in columns
+///      [h·d_head, (h+1)·d_head) (after rotary embeddings for rotary models);
+///   k, v: [pos, n_heads·d_head] for every position (GQA heads repeated);
+///   scores, pattern: [pos, pos] (resized when needed), rows ≥ firstRow written: scaled, masked scores and softmax;
+///   z: row i − firstRow receives pattern[i]·V_h in the head's columns, row stride ldz.
+void headAttentionRows(const ModelConfig& cfg, int layer, const float* q, Eigen::Index ldq, const Matrix& k, const Matrix& v,
+                       int head, int firstRow, Matrix& scores, Matrix& pattern, float* z, Eigen::Index ldz);
 
 /// Normalisation as the config says, row-wise over d_model: LayerNorm (x-μ)/√(σ²+eps)·w + b or
 /// RMSNorm x/√(mean(x²)+eps)·w. x: [pos, d_model]. If scale is given it receives the divisor per row.

@@ -74,25 +74,39 @@ std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S) {
     return t;
 }
 
-void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x) {
+namespace {
+
+/// Rotates every head of row `row` of x as position p.
+void rotateRow(const ModelConfig& cfg, const RopeTable& table, Matrix& x, Eigen::Index row, Eigen::Index p) {
     const int L = cfg.d_head, half = L / 2;
-    const Eigen::Index S = x.rows(), heads = x.cols() / L;
+    const Eigen::Index heads = x.cols() / L;
     const bool interleaved = cfg.rope_layout == RopeLayout::Interleaved;
-#pragma omp parallel for schedule(static) if (S * x.cols() >= (1 << 16))
-    for (Eigen::Index p = 0; p < S; ++p) {
-        const float* c = table.cos.data() + p * half;
-        const float* s = table.sin.data() + p * half;
-        for (Eigen::Index h = 0; h < heads; ++h) {
-            float* v = x.data() + p * x.cols() + h * L;
-            for (int i = 0; i < half; ++i) {
-                float& a = interleaved ? v[2 * i] : v[i];
-                float& b = interleaved ? v[2 * i + 1] : v[i + half];
-                const float x0 = a, x1 = b;
-                a = x0 * c[i] - x1 * s[i];
-                b = x1 * c[i] + x0 * s[i];
-            }
+    const float* c = table.cos.data() + p * half;
+    const float* s = table.sin.data() + p * half;
+    for (Eigen::Index h = 0; h < heads; ++h) {
+        float* v = x.data() + row * x.cols() + h * L;
+        for (int i = 0; i < half; ++i) {
+            float& a = interleaved ? v[2 * i] : v[i];
+            float& b = interleaved ? v[2 * i + 1] : v[i + half];
+            const float x0 = a, x1 = b;
+            a = x0 * c[i] - x1 * s[i];
+            b = x1 * c[i] + x0 * s[i];
         }
     }
+}
+
+} // namespace
+
+void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x) {
+    const Eigen::Index S = x.rows();
+#pragma omp parallel for schedule(static) if (S * x.cols() >= (1 << 16))
+    for (Eigen::Index p = 0; p < S; ++p) rotateRow(cfg, table, x, p, p);
+}
+
+void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x, std::span<const int> positions) {
+    const Eigen::Index S = x.rows();
+#pragma omp parallel for schedule(static) if (S * x.cols() >= (1 << 16))
+    for (Eigen::Index r = 0; r < S; ++r) rotateRow(cfg, table, x, r, positions[size_t(r)]);
 }
 
 } // namespace attnscope

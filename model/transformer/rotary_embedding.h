@@ -10,6 +10,7 @@
 #include "model/transformer/model_config.h"
 
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace attnscope {
@@ -29,5 +30,8 @@ std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S);
 
 /// Rotates, in place, every head of x [pos, n·d_head] (position = row index) in the config's layout.
 void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x);
+/// The same with row r of x at position positions[r] (positions.size() == x.rows(), each < table.positions):
+/// bitwise what applyRotary computes for that row at that position.
+void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x, std::span<const int> positions);
 
 } // namespace attnscope

@@ -116,6 +116,45 @@ HandmadeWeights randomWeights(const ModelConfig& cfg, std::uint32_t seed, float 
     return w;
 }
 
+HandmadeWeights plantedInductionWeights() {
+    constexpr int V = 8, P = 16, L = 40;
+    constexpr int tok = 0, pos = 2 * V, prev = 2 * V + 2 * P, out = 4 * V + 2 * P, D = 6 * V + 2 * P;
+    ModelConfig cfg = gpt2Config(2, 2, D, P, V);
+    HandmadeWeights w = zeroWeights(cfg);
+    // a signed pair: +x at base + 2i, −x at base + 2i + 1 (a row of `m`, or a column when `column`)
+    auto pair = [](Matrix& m, int row, int base, int i, float x) {
+        m(row, base + 2 * i) = x;
+        m(row, base + 2 * i + 1) = -x;
+    };
+    auto pairRows = [](Matrix& m, int col, int base, int i, float x) {
+        m(base + 2 * i, col) = x;
+        m(base + 2 * i + 1, col) = -x;
+    };
+    for (int t = 0; t < V; ++t) pair(w.W_E, t, tok, t, 1.0f);
+    for (int p = 0; p < P; ++p) pair(w.W_pos, p, pos, p, 1.0f);
+    for (int t = 0; t < V; ++t) pair(w.W_U_T, t, out, t, 4.0f);
+    const float c = 1.25f, g = 0.25f;
+    HandmadeLayer& l0 = w.layers[0];
+    HandmadeLayer& l1 = w.layers[1];
+    for (int p = 0; p < P; ++p) pairRows(l0.W_Q, p, pos, p, c);                 // L0H0 query: position i
+    for (int p = 0; p + 1 < P; ++p) pairRows(l0.W_K, p + 1, pos, p, c);         // key: position j + 1
+    for (int t = 0; t < V; ++t) {
+        pairRows(l0.W_V, t, tok, t, 0.5f);      // value: the token at j
+        pair(l0.W_O, t, prev, t, g);            // writes it as "previous token"
+        pairRows(l1.W_Q, t, tok, t, c);         // L1H0 query: the current token
+        pairRows(l1.W_K, t, prev, t, c);        // key: the previous token of j
+        pairRows(l1.W_V, t, tok, t, 0.5f);      // value: the token at j
+        pair(l1.W_O, t, out, t, g);             // writes it where W_U reads
+    }
+    std::mt19937 rng(7);
+    std::normal_distribution<float> noise(0.0f, 0.05f);
+    for (HandmadeLayer* x : {&l0, &l1}) { // the distractor heads H1: columns (rows of W_O) L..2L−1
+        for (Matrix* m : {&x->W_Q, &x->W_K, &x->W_V}) m->middleCols(L, L) = m->middleCols(L, L).unaryExpr([&](float) { return noise(rng); });
+        x->W_O.middleRows(L, L) = x->W_O.middleRows(L, L).unaryExpr([&](float) { return noise(rng); });
+    }
+    return w;
+}
+
 std::shared_ptr<const Model> makeModel(HandmadeWeights weights) {
     const ModelConfig cfg = weights.cfg;
     ModelInfo info;

@@ -43,6 +43,17 @@ HandmadeWeights zeroWeights(const ModelConfig& cfg);
 /// untied W_U_T and a b_U, so every term of the forward pass and of DLA is exercised.
 HandmadeWeights randomWeights(const ModelConfig& cfg, std::uint32_t seed, float stddev = 0.5f);
 
+/// A two-layer, two-head model with a planted induction circuit (Olsson et al. 2022), every block of the
+/// residual stream an orthogonal subspace of signed pairs (+a, −a: every embedding has mean 0, so LayerNorm
+/// only rescales): tokens (8), positions (16), "previous token" and "output" (8 each), d_model 80, d_head 40.
+///   L0H0  previous-token head: queries read the position, keys the position + 1; its OV writes the attended
+///         token into the previous-token subspace;
+///   L1H0  induction head: queries read the current token, keys the previous-token subspace (K-composition
+///         with L0H0); its OV writes the attended token into the output subspace, which W_U reads;
+///   L0H1, L1H1 distractors with small random weights; MLPs zero. No BOS; vocabulary 8, n_ctx 16.
+/// On R + R (R distinct tokens) the second copy is predicted token by token.
+HandmadeWeights plantedInductionWeights();
+
 /// A Model over `weights` (moved into it). Its tokenizer only names ids ("t12") and has bosId() =
 /// cfg.bos_token_id when that is >= 0.
 std::shared_ptr<const Model> makeModel(HandmadeWeights weights);

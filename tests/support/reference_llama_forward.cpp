@@ -1,0 +1,128 @@
+#include "tests/support/reference_llama_forward.h"
+
+#include <cmath>
+
+namespace attnscope::test {
+
+namespace {
+
+using Mat = Eigen::MatrixXd; // column-major is fine here: every access is (row, col)
+
+/// A [rows, cols] row-major float tensor as a float64 matrix.
+Mat asMatrix(const std::vector<float>& v, int rows, int cols) {
+    if (v.size() != size_t(rows) * size_t(cols)) qFatal("reference: tensor of %zu values, expected %d x %d", v.size(), rows, cols);
+    Mat m(rows, cols);
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < cols; ++c) m(r, c) = double(v[size_t(r) * size_t(cols) + size_t(c)]);
+    return m;
+}
+
+/// x·Wᵀ + b for nn.Linear's W [out, in]: out[p, o] = Σ_i x[p, i]·W[o, i] + b[o].
+Mat linear(const Mat& x, const std::vector<float>& w, int out, const std::vector<float>& bias = {}) {
+    const Mat W = asMatrix(w, out, int(x.cols()));
+    Mat y(x.rows(), out);
+    for (Eigen::Index p = 0; p < x.rows(); ++p)
+        for (int o = 0; o < out; ++o) {
+            double s = bias.empty() ? 0.0 : double(bias[size_t(o)]);
+            for (Eigen::Index i = 0; i < x.cols(); ++i) s += x(p, i) * W(o, i);
+            y(p, o) = s;
+        }
+    return y;
+}
+
+/// LlamaRMSNorm: x · (mean(x²) + eps)^(-1/2) · w, row by row.
+Mat rmsNorm(const Mat& x, const std::vector<float>& w, double eps) {
+    Mat y(x.rows(), x.cols());
+    for (Eigen::Index p = 0; p < x.rows(); ++p) {
+        double ss = 0;
+        for (Eigen::Index i = 0; i < x.cols(); ++i) ss += x(p, i) * x(p, i);
+        const double inv = 1.0 / std::sqrt(ss / double(x.cols()) + eps);
+        for (Eigen::Index i = 0; i < x.cols(); ++i) y(p, i) = x(p, i) * inv * double(w[size_t(i)]);
+    }
+    return y;
+}
+
+/// Rotates every head of x [pos, heads·d_head] by position·θ_i: pairs (i, i + d/2) (HF rotate_half:
+/// x·cos + rotate_half(x)·sin with cos = cat(freqs, freqs)) or (2i, 2i + 1) (run.c).
+void rope(Mat& x, int dHead, const std::vector<double>& inv, bool interleaved) {
+    const int half = dHead / 2;
+    const Eigen::Index heads = x.cols() / dHead;
+    for (Eigen::Index p = 0; p < x.rows(); ++p)
+        for (Eigen::Index h = 0; h < heads; ++h)
+            for (int i = 0; i < half; ++i) {
+                const double angle = double(p) * inv[size_t(i)], c = std::cos(angle), s = std::sin(angle);
+                const Eigen::Index a = h * dHead + (interleaved ? 2 * i : i), b = h * dHead + (interleaved ? 2 * i + 1 : i + half);
+                const double x0 = x(p, a), x1 = x(p, b);
+                x(p, a) = x0 * c - x1 * s;
+                x(p, b) = x1 * c + x0 * s;
+            }
+}
+
+double silu(double v) { return v / (1.0 + std::exp(-v)); }
+
+} // namespace
+
+std::vector<double> referenceInverseFrequencies(const LlamaSpec& s) {
+    std::vector<double> inv;
+    for (int i = 0; i < s.d_head / 2; ++i) inv.push_back(1.0 / std::pow(s.rope_theta, double(2 * i) / double(s.d_head)));
+    if (s.llama3.factor > 0) { // transformers modeling_rope_utils._compute_llama3_parameters
+        const double old = s.llama3.original_max_position_embeddings;
+        const double lowWavelen = old / s.llama3.low_freq_factor, highWavelen = old / s.llama3.high_freq_factor;
+        for (double& f : inv) {
+            const double wavelen = 2.0 * M_PI / f;
+            const double scaled = wavelen > lowWavelen ? f / s.llama3.factor : f; // inv_freq_llama
+            const double smooth = (old / wavelen - s.llama3.low_freq_factor) / (s.llama3.high_freq_factor - s.llama3.low_freq_factor);
+            const bool medium = !(wavelen < highWavelen) && !(wavelen > lowWavelen);
+            f = medium ? (1.0 - smooth) * scaled / s.llama3.factor + smooth * scaled : scaled;
+        }
+    }
+    return inv;
+}
+
+Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector<int>& tokens) {
+    const LlamaSpec& s = c.spec;
+    const int S = int(tokens.size()), D = s.d_model, L = s.d_head, H = s.n_heads, KV = s.n_kv_heads;
+    const int group = H / KV;
+    const std::vector<double> inv = referenceInverseFrequencies(s);
+    const Mat E = asMatrix(c.embed_tokens, s.d_vocab, D);
+    Mat x(S, D);
+    for (int p = 0; p < S; ++p) x.row(p) = E.row(tokens[size_t(p)]);
+    for (const LlamaLayerTensors& w : c.layers) {
+        // attention: q, k, v projections (+ biases), RoPE on q and k, GQA (repeat_kv), softmax(q·kᵀ/√d), o_proj
+        const Mat h = rmsNorm(x, w.input_layernorm, s.rms_eps);
+        Mat q = linear(h, w.q_proj, H * L, w.q_bias), k = linear(h, w.k_proj, KV * L, w.k_bias);
+        const Mat v = linear(h, w.v_proj, KV * L, w.v_bias);
+        rope(q, L, inv, s.interleavedRope);
+        rope(k, L, inv, s.interleavedRope);
+        Mat z = Mat::Zero(S, H * L);
+        for (int head = 0; head < H; ++head) {
+            const int kvHead = head / group;
+            for (int i = 0; i < S; ++i) {
+                std::vector<double> score(size_t(i) + 1, -INFINITY);
+                double maxScore = -INFINITY;
+                for (int j = 0; j <= i; ++j) {
+                    if (s.sliding_window > 0 && i - j >= s.sliding_window) continue; // outside the window
+                    double d = 0;
+                    for (int e = 0; e < L; ++e) d += q(i, head * L + e) * k(j, kvHead * L + e);
+                    score[size_t(j)] = d / std::sqrt(double(L));
+                    maxScore = std::max(maxScore, score[size_t(j)]);
+                }
+                double sum = 0;
+                for (double& sc : score) sum += (sc = std::exp(sc - maxScore));
+                for (int j = 0; j <= i; ++j)
+                    for (int e = 0; e < L; ++e) z(i, head * L + e) += score[size_t(j)] / sum * v(j, kvHead * L + e);
+            }
+        }
+        x += linear(z, w.o_proj, D, w.o_bias);
+        // MLP: down(silu(gate(x)) ⊙ up(x))
+        const Mat h2 = rmsNorm(x, w.post_attention_layernorm, s.rms_eps);
+        Mat g = linear(h2, w.gate_proj, s.d_mlp);
+        const Mat u = linear(h2, w.up_proj, s.d_mlp);
+        for (Eigen::Index p = 0; p < g.rows(); ++p)
+            for (Eigen::Index i = 0; i < g.cols(); ++i) g(p, i) = silu(g(p, i)) * u(p, i);
+        x += linear(g, w.down_proj, D);
+    }
+    return linear(rmsNorm(x, c.norm, s.rms_eps), s.tied ? c.embed_tokens : c.lm_head, s.d_vocab);
+}
+
+} // namespace attnscope::test
