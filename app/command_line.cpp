@@ -13,7 +13,8 @@ bool argvIsHeadless(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
-                                 "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize"})
+                                 "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
+                                 "--stitch", "--finetune-diff"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -87,6 +88,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
         "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
         "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
+        "  stitching        attnscope --model demo --stitch resources/demo-variant --layer all --text genesis.txt --dump-json stitch.json\n"
+        "  fine-tuning      attnscope --model demo --finetune-diff resources/demo-variant --dump-json ranking.json\n"
         "  screenshot       attnscope --screenshot logit-lens --out lens.png [--model demo --prompt … --layer 1 --head 1]\n"
         "                   attnscope --screenshot compare-models --out compare.png --session-file compare.attnscope\n"
         "  version          attnscope --version\n\n"
@@ -131,6 +134,18 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption outFile("out", "Output file of --screenshot (.png).", "FILE");
     // not "--session": QGuiApplication takes -session/--session for X11 session management
     const QCommandLineOption session("session-file", "With --screenshot: restore this session first (.attnscope).", "FILE");
+    const QCommandLineOption text("text", "Read the prompt from FILE (UTF-8) instead of --prompt.", "FILE");
+    const QCommandLineOption stitch("stitch", "With --dump-json: zero-shot stitching (Dar et al. 2022) of the model's first "
+                                              "--layer K blocks (or all: every K) onto MODEL_B's remaining blocks, through "
+                                              "embedding space; adds \"stitch\" to the dump.", "MODEL_B");
+    const QCommandLineOption inverse("inverse", "With --stitch: pinv (the pseudo-inverse of E_Bᵀ, default) or transpose (E_B).", "KIND");
+    const QCommandLineOption stitchNorm("stitch-final-norm", "With --stitch: apply model A's final norm to its hidden state before projecting.");
+    const QCommandLineOption stitchEmbedding("stitch-embedding", "With --stitch: W_E (each model's token embedding, default) "
+                                                                 "or W_U (its unembedding) defines embedding space.", "E");
+    const QCommandLineOption rcond("rcond", "With --stitch: singular values ≤ R·σ_max of E count as zero (default 1e-5).", "R");
+    const QCommandLineOption finetune("finetune-diff", "With --dump-json and no prompt: rank every head and neuron by how much "
+                                                       "MODEL_B (a fine-tuned copy) changed it, ‖Δθ‖/‖θ‖ (--top K: the first K "
+                                                       "of each).", "MODEL_B");
     const QCommandLineOption patch("patch", "Activation patching sweep of HOOK (resid, attn_out, mlp_out: layer × position; z, q, k, v, "
                                             "pattern: every head) with --corrupt-prompt and --metric; adds \"patching\" to --dump-json.", "HOOK");
     const QCommandLineOption corruptPrompt("corrupt-prompt", "The corrupted prompt (same token length as --prompt).", "TEXT");
@@ -156,9 +171,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
-                  screenshot, outFile, session, patch, corruptPrompt, corruptIds, metric, direction, byPosition, ablate,
-                  referencePrompt, pathPatch, senders, receivers, flow, threshold, norm, noRenormalise, attend, query, key,
-                  composition});
+                  screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
+                  corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
+                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     if (!p.parse(args)) {
@@ -182,6 +197,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return false;
     }
     c.prompt = p.value(prompt);
+    c.textFile = p.value(text);
+    if (p.isSet(text) && (p.isSet(prompt) || p.isSet(tokenIds))) {
+        *error = QStringLiteral("give --prompt, --text or --token-ids, not two of them");
+        return false;
+    }
     if (p.isSet(noBos) && p.isSet(bos)) {
         *error = QStringLiteral("give --bos or --no-bos, not both");
         return false;
@@ -232,7 +252,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--generate adds to the --dump-json output: give --dump-json FILE too");
         return false;
     }
-    if (!parseInt(layer, &c.layer, 0) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
+    c.stitchAllLayers = p.isSet(stitch) && p.value(layer).compare(QLatin1String("all"), Qt::CaseInsensitive) == 0;
+    c.topGiven = p.isSet(top);
+    if ((!c.stitchAllLayers && !parseInt(layer, &c.layer, 0)) || !parseInt(head, &c.head, 0) || !parseInt(width, &w, 16) ||
         !parseInt(height, &h, 16) || !parseInt(position, &c.position, 0) || !parseInt(neuron, &c.neuron, 0) ||
         !parseInt(top, &c.top, 1))
         return false;
@@ -323,6 +345,65 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--out and --session-file go with --screenshot");
         return false;
     }
+    c.stitch = p.value(stitch);
+    c.finetuneDiff = p.value(finetune);
+    if (!p.isSet(stitch) && (p.isSet(inverse) || p.isSet(stitchNorm) || p.isSet(stitchEmbedding) || p.isSet(rcond))) {
+        *error = QStringLiteral("--inverse, --stitch-final-norm, --stitch-embedding and --rcond go with --stitch");
+        return false;
+    }
+    if (p.isSet(finetune)) {
+        if (c.finetuneDiff.isEmpty() || c.dumpJson.isEmpty() || p.isSet(prompt) || p.isSet(text) || p.isSet(tokenIds) ||
+            p.isSet(stitch) || p.isSet(project) || !c.exportDir.isEmpty() || !c.dumpSteps.isEmpty() || p.isSet(layer) ||
+            p.isSet(logitLens) || c.tokenize || c.generate > 0) {
+            *error = QStringLiteral("--finetune-diff MODEL_B needs --dump-json FILE and takes no prompt, --layer, --stitch, "
+                                    "--project, --export, --dump-steps, --logit-lens, --generate or --tokenize");
+            return false;
+        }
+        *out = c;
+        return true;
+    }
+    if (p.isSet(stitch)) {
+        if (c.stitch.isEmpty() || c.dumpJson.isEmpty()) {
+            *error = QStringLiteral("--stitch MODEL_B needs --dump-json FILE");
+            return false;
+        }
+        if (!p.isSet(layer)) {
+            *error = QStringLiteral("--stitch needs --layer K (model A's blocks that run before stitching, 0 … n_layers) or --layer all");
+            return false;
+        }
+        if (!p.isSet(prompt) && !p.isSet(text) && !c.useTokenIds) {
+            *error = QStringLiteral("--stitch needs the text to stitch on: --prompt TEXT, --text FILE or --token-ids IDS");
+            return false;
+        }
+        if (p.isSet(head) || p.isSet(project) || !c.exportDir.isEmpty() || !c.dumpSteps.isEmpty() || p.isSet(dla) || c.tokenize ||
+            c.generate > 0 || p.isSet(logitLens)) {
+            *error = QStringLiteral("--stitch takes no --head, --project, --export, --dump-steps, --dla, --logit-lens, --generate or --tokenize");
+            return false;
+        }
+        const QString inv = p.value(inverse).toLower();
+        if (p.isSet(inverse) && inv != QLatin1String("pinv") && inv != QLatin1String("transpose")) {
+            *error = QStringLiteral("--inverse must be pinv or transpose, got '%1'").arg(p.value(inverse));
+            return false;
+        }
+        c.stitchTranspose = inv == QLatin1String("transpose");
+        c.stitchFinalNorm = p.isSet(stitchNorm);
+        const QString e = p.value(stitchEmbedding).toUpper();
+        if (p.isSet(stitchEmbedding) && e != QLatin1String("W_E") && e != QLatin1String("W_U")) {
+            *error = QStringLiteral("--stitch-embedding must be W_E or W_U, got '%1'").arg(p.value(stitchEmbedding));
+            return false;
+        }
+        c.stitchUnembedding = e == QLatin1String("W_U");
+        if (p.isSet(rcond)) {
+            bool okR = false;
+            c.rcond = p.value(rcond).toDouble(&okR);
+            if (!okR || !(c.rcond > 0 && c.rcond < 1)) {
+                *error = QStringLiteral("--rcond must be a number in (0, 1), got '%1'").arg(p.value(rcond));
+                return false;
+            }
+        }
+        *out = c;
+        return true;
+    }
     c.project = p.value(project).toLower();
     c.logitLens = p.isSet(logitLens);
     if (p.isSet(project)) {
@@ -368,8 +449,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return false;
     }
     if (c.isHeadless()) {
-        if (!p.isSet(prompt) && !c.useTokenIds) {
-            *error = QStringLiteral("--prompt TEXT (or --token-ids IDS) is required with --export / --dump-json / --dump-steps / --tokenize");
+        if (!p.isSet(prompt) && !c.useTokenIds && !p.isSet(text)) {
+            *error = QStringLiteral("--prompt TEXT (or --text FILE, --token-ids IDS) is required with --export / --dump-json / --dump-steps / --tokenize");
             return false;
         }
     }

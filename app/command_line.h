@@ -13,6 +13,11 @@
 //             --width W --height H --force]               (a view of the window, rendered offscreen)
 // PATH may be a model name (model/discovery/model_name.h): demo, gpt2, ORG/NAME, ollama:NAME[:TAG].
 //   attnscope --model PATH --prompt TEXT --tokenize [--dump-json FILE]   (ids only; no weights needed)
+//   attnscope --model A --stitch MODEL_B --layer K|all (--prompt TEXT | --text FILE) --dump-json FILE
+//             [--inverse pinv|transpose] [--stitch-final-norm] [--stitch-embedding W_E|W_U] [--rcond R] [--force]
+//                                                        (zero-shot stitching of A's first K blocks onto B)
+//   attnscope --model A --finetune-diff MODEL_B --dump-json FILE [--top K] [--force]
+//                                                        (heads and neurons ranked by ‖Δθ‖/‖θ‖)
 // Circuits (each adds its object to the --dump-json file; README "Circuits on the command line"):
 //   attnscope --model M --prompt CLEAN --dump-json F --patch resid|attn_out|mlp_out|z|q|k|v|pattern
 //             --corrupt-prompt TEXT --metric "logit_diff: Mary, John" [--direction denoise|noise] [--by-position]
@@ -21,8 +26,8 @@
 //   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
 //   attnscope … --attend --layer L --head H --query I --key J
 //   attnscope --model M --dump-json F --composition q|k|v        (weights only; a prompt is optional)
-// Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… instead of --prompt,
-// --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
+// Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
+// --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
 #include <QSize>
 #include <QString>
@@ -60,6 +65,15 @@ struct CommandLine {
     QString out;            ///< --out FILE.png for --screenshot
     QString session;        ///< --session-file FILE.attnscope: restored before --screenshot (overridden by the other options)
     bool sizeGiven = false; ///< --width or --height was given
+    QString textFile;       ///< --text FILE: the prompt is FILE's text (UTF-8)
+    QString stitch;         ///< --stitch MODEL_B: add "stitch" (model/analysis/stitch_json.h) to the dump
+    bool stitchAllLayers = false; ///< --layer all with --stitch: every k = 0 … n_layers_A (else k = layer)
+    bool stitchTranspose = false; ///< --inverse transpose (default pinv)
+    bool stitchFinalNorm = false; ///< --stitch-final-norm: A's ln_final before projecting
+    bool stitchUnembedding = false; ///< --stitch-embedding W_U (default W_E)
+    double rcond = 1e-5;    ///< --rcond R for the pseudo-inverse
+    QString finetuneDiff;   ///< --finetune-diff MODEL_B: write {"finetune_diff": …} (model/analysis/finetune_json.h)
+    bool topGiven = false;  ///< --top was given (--finetune-diff: limit the heads and neurons written)
     // circuits
     QString patch;          ///< --patch HOOK (as given: resid, resid_pre, attn_out, …)
     QString corruptPrompt;  ///< --corrupt-prompt TEXT

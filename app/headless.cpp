@@ -6,6 +6,8 @@
 #include "model/analysis/target_token.h"
 #include "model/analysis/steps_json.h"
 #include "model/analysis/embedding_space_json.h"
+#include "model/analysis/finetune_json.h"
+#include "model/analysis/stitch_json.h"
 #include "model/core/errors.h"
 #include "model/discovery/model_name.h"
 #include "model/formats/model_loader.h"
@@ -16,6 +18,7 @@
 #include "views/figure_export.h"
 
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -30,9 +33,48 @@ QString refuseOverwrite(const QString& path, bool force) {
     return {};
 }
 
+/// The prompt: --prompt, or the text of --text FILE (UTF-8).
+QString promptText(const CommandLine& cmd) {
+    if (cmd.textFile.isEmpty()) return cmd.prompt;
+    QFile f(cmd.textFile);
+    if (!f.open(QIODevice::ReadOnly)) throw InputError(QStringLiteral("%1: cannot read: %2").arg(cmd.textFile, f.errorString()));
+    return QString::fromUtf8(f.readAll());
+}
+
+/// The ids to run: --token-ids, or the prompt tokenized (BOS as --bos/--no-bos or the model's default).
+std::vector<int> promptIds(const Tokenizer& tok, const CommandLine& cmd) {
+    return cmd.useTokenIds ? cmd.tokenIds : tokenizePrompt(tok, promptText(cmd), cmd.prependBos.value_or(tok.addsBos()));
+}
+
+/// A second model for --stitch / --finetune-diff, opened like the first (read-only).
+std::shared_ptr<const Model> openSecond(const QString& nameOrPath) {
+    const ResolvedModel r = resolveModelName(nameOrPath);
+    if (!r.ok()) throw InputError(r.error);
+    requireOpenable(r.path);
+    return loadModel(r.path);
+}
+
+/// The "stitch" object of --stitch: A's first --layer blocks (or every k) onto B.
+QJsonObject stitchDump(const std::shared_ptr<const Model>& a, const std::vector<int>& ids, const CommandLine& cmd) {
+    const auto b = openSecond(cmd.stitch);
+    const int nA = a->config().n_layers;
+    if (!cmd.stitchAllLayers && cmd.layer > nA)
+        throw InputError(QStringLiteral("--layer %1 is out of range: with --stitch, K counts model A's blocks that run (0 … %2), "
+                                        "or give --layer all").arg(cmd.layer).arg(nA));
+    StitchVariant v;
+    v.map.inverse = cmd.stitchTranspose ? StitchInverse::Transpose : StitchInverse::PseudoInverse;
+    v.map.side = cmd.stitchUnembedding ? EmbeddingSide::Output : EmbeddingSide::Input;
+    v.map.rcond = cmd.rcond;
+    v.finalNormA = cmd.stitchFinalNorm;
+    const StitchBase base = stitchBase(*a, *b, ids);
+    const auto map = std::make_shared<const StitchMap>(computeStitchMap(*a, *b, v.map));
+    const std::vector<int> ks = cmd.stitchAllLayers ? allStitchLayers(*a) : std::vector<int>{cmd.layer};
+    return stitchToJson(stitchSweep(*a, *b, base, map, v, ks), cmd.stitch);
+}
+
 /// {"token_ids", "tokens"} of the command's prompt (or --token-ids) with the tokenizer alone.
 QJsonObject tokenizeDump(const Tokenizer& tok, const CommandLine& cmd) {
-    const std::vector<int> ids = cmd.useTokenIds ? cmd.tokenIds : tokenizePrompt(tok, cmd.prompt, cmd.prependBos.value_or(tok.addsBos()));
+    const std::vector<int> ids = promptIds(tok, cmd);
     QJsonArray idArray, texts;
     for (int id : ids) {
         idArray.append(id);
@@ -108,6 +150,17 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         requireOpenable(resolved.path);
         const auto model = loadModel(resolved.path, {}, options);
         const ModelConfig& cfg = model->config();
+        if (!cmd.finetuneDiff.isEmpty()) {
+            if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
+            const auto after = openSecond(cmd.finetuneDiff);
+            const FinetuneRanking r = rankFinetuneChanges(*model, *after);
+            const QJsonObject json{{"finetune_diff", finetuneRankingToJson(r, cmd.modelPath.isEmpty() ? QStringLiteral("demo") : cmd.modelPath,
+                                                                           cmd.finetuneDiff, cmd.topGiven ? cmd.top : -1)}};
+            QString error;
+            if (!writeJsonFile(json, cmd.dumpJson, &error)) throw InputError(error);
+            out << "wrote " << cmd.dumpJson << "\n";
+            return 0;
+        }
         if (!cmd.composition.isEmpty() && cmd.prompt.isEmpty() && !cmd.useTokenIds) { // weights only
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
             QJsonObject json;
@@ -133,15 +186,14 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             out << "wrote " << cmd.dumpJson << "\n";
             return 0;
         }
-        if (cmd.layer >= cfg.n_layers)
+        const bool stitching = !cmd.stitch.isEmpty(); // --layer is the stitch layer k, checked by stitchDump
+        if (!stitching && cmd.layer >= cfg.n_layers)
             throw InputError(QStringLiteral("--layer %1 is out of range: the model has %2 layers (0..%3)")
                                  .arg(cmd.layer).arg(cfg.n_layers).arg(cfg.n_layers - 1));
         if (cmd.head >= cfg.n_heads)
             throw InputError(QStringLiteral("--head %1 is out of range: the model has %2 heads per layer (0..%3)")
                                  .arg(cmd.head).arg(cfg.n_heads).arg(cfg.n_heads - 1));
-        const std::vector<int> ids = cmd.useTokenIds ? cmd.tokenIds
-                                                     : tokenizePrompt(model->tokenizer(), cmd.prompt,
-                                                                      cmd.prependBos.value_or(model->tokenizer().addsBos()));
+        const std::vector<int> ids = promptIds(model->tokenizer(), cmd);
         std::pair<int, int> dlaTokens{-1, -1};
         if (!cmd.dla.isEmpty()) dlaTokens = parseTokenPair(model->tokenizer(), cmd.dla);
         ForwardOptions opt;
@@ -156,7 +208,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         if (!cmd.dumpJson.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
             QString error;
-            QJsonObject dump = promptDump(*model, cache, cmd.layer, cmd.head);
+            QJsonObject dump = promptDump(*model, cache, stitching ? -1 : cmd.layer, stitching ? -1 : cmd.head);
+            if (stitching) dump.insert(QStringLiteral("stitch"), stitchDump(model, ids, cmd));
             if (!cmd.dla.isEmpty())
                 dump.insert(QStringLiteral("dla"),
                             dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));

@@ -112,6 +112,21 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     connect(&session_, &ModelSession::forwardFailed, this,
             [this](const QString& m) { showError(tr("Cannot run the prompt"), m); });
     connect(&session_, &ModelSession::cancelled, this, [this] { statusLabel_->setText(tr("Cancelled.")); });
+    // the second model (comparison, stitching): opened by the session, handed to every panel
+    connect(&session_, &ModelSession::secondModelProgress, this,
+            [this](const QString& path, qint64 done, qint64 total, const QString& what) {
+                if (secondRequester_) secondRequester_->setSecondModelStatus({path, true, done, total, what, {}});
+            });
+    connect(&session_, &ModelSession::secondModelLoaded, this, [this] {
+        const auto second = session_.secondModel();
+        for (AnalysisPanel* p : panels_) p->setSecondModel(second);
+        statusLabel_->setText(tr("Opened %1 as the second model.").arg(second->info().path));
+    });
+    connect(&session_, &ModelSession::secondModelLoadFailed, this, [this](const QString& path, const QString& message) {
+        if (secondRequester_) secondRequester_->setSecondModelStatus({path, false, 0, 0, {}, message});
+        statusLabel_->setText(message.isEmpty() ? tr("Opening %1 was cancelled.").arg(path)
+                                                : tr("Cannot open the second model: %1").arg(message));
+    });
     connect(&gridTask_, &BackgroundTask::progressChanged, this, [this](qint64, qint64, const QString& what) {
         if (!layerTask_.isRunning()) statusLabel_->setText(what);
     });
@@ -298,7 +313,13 @@ void MainWindow::addPanel(AnalysisPanel* panel) {
         tabs_->setCurrentIndex(0);
     });
     connect(panel, &AnalysisPanel::statusMessage, statusLabel_, &QLabel::setText);
+    connect(panel, &AnalysisPanel::secondModelRequested, this, [this, panel](const QString& path) {
+        secondRequester_ = panel;
+        session_.openSecondModel(path);
+    });
+    connect(panel, &AnalysisPanel::secondModelCancelRequested, &session_, &ModelSession::cancelSecondModel);
     panel->setContext(session_.model(), session_.cache(), session_.tokenLabels());
+    if (session_.secondModel()) panel->setSecondModel(session_.secondModel());
     panel->setSelectedHead(layer(), head());
 }
 
@@ -760,6 +781,7 @@ AnalysisPanel* MainWindow::panel(const QString& id) const {
 
 void MainWindow::waitForIdle() {
     session_.waitForIdle();
+    session_.waitForSecondModel();
     waitForLayers();
     for (AnalysisPanel* p : panels_) p->waitForIdle();
     QCoreApplication::processEvents();
@@ -807,6 +829,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
     saveSettings();
     if (desktop_) saveWindowLayout(this);
     session_.cancel();
+    session_.cancelSecondModel();
     layerTask_.cancel();
     gridTask_.cancel();
     event->accept();

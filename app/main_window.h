@@ -12,6 +12,7 @@
 #include "views/background_task.h"
 
 #include <QMainWindow>
+#include <QPointer>
 #include <optional>
 
 class QLineEdit;
@@ -166,6 +167,7 @@ private:
     QMenu* recentMenu_ = nullptr;
     QMenu* viewMenu_ = nullptr;
     bool askingReload_ = false;
+    QPointer<AnalysisPanel> secondRequester_; ///< the panel that asked for the second model (gets its progress)
 };
 
 } // namespace attnscope

@@ -14,13 +14,44 @@
 
 namespace attnscope {
 
+namespace {
+/// What opening a model means for both the first and the second model.
+std::shared_ptr<const Model> openChecked(const QString& path, const Progress& p) {
+    requireOpenable(path); // a GGUF or another family that is not supported yet: the reason, not a parser error
+    auto model = loadModel(path, p);
+    (void)model->tokenizer().vocabSize(); // waits for the background tokenizer; its errors fail the open
+    return model;
+}
+
+/// The message of a failed job (empty when it was cancelled).
+QString failureMessage(std::exception_ptr e) {
+    try {
+        std::rethrow_exception(e);
+    } catch (const Cancelled&) {
+        return {};
+    } catch (const ModelError& x) {
+        return x.message();
+    } catch (const InputError& x) {
+        return x.message();
+    } catch (const std::bad_alloc&) {
+        return QCoreApplication::translate("ModelSession", "Out of memory.");
+    } catch (const std::exception& x) {
+        return QString::fromUtf8(x.what());
+    } catch (...) {
+        return QCoreApplication::translate("ModelSession", "Unknown error.");
+    }
+}
+} // namespace
+
 ModelSession::ModelSession(QObject* parent) : QObject(parent) {
     connect(&watcher_, &QFutureWatcher<JobResult>::finished, this, &ModelSession::finishJob);
 }
 
 ModelSession::~ModelSession() {
     cancel();
+    cancelSecondModel();
     watcher_.waitForFinished();
+    for (auto* w : findChildren<QFutureWatcherBase*>()) w->waitForFinished(); // second-model loads
 }
 
 template <typename Work>
@@ -45,25 +76,63 @@ void ModelSession::startJob(Work work, bool isLoad) {
             return work(progress);
         } catch (const Cancelled&) {
             return Failure{QString(), true};
-        } catch (const ModelError& e) {
-            return Failure{e.message()};
-        } catch (const InputError& e) {
-            return Failure{e.message()};
-        } catch (const std::bad_alloc&) {
-            return Failure{QCoreApplication::translate("ModelSession", "Out of memory.")};
-        } catch (const std::exception& e) {
-            return Failure{QString::fromUtf8(e.what())};
+        } catch (...) {
+            return Failure{failureMessage(std::current_exception())};
         }
     }));
 }
 
+
 void ModelSession::openModel(const QString& path) {
-    startJob([path](const Progress& p) -> JobResult {
-        requireOpenable(path); // a GGUF or another family that is not supported yet: the reason, not a parser error
-        auto model = loadModel(path, p);
-        (void)model->tokenizer().vocabSize(); // waits for the background tokenizer; its errors fail the open
-        return LoadResult{model};
-    }, true);
+    startJob([path](const Progress& p) -> JobResult { return LoadResult{openChecked(path, p)}; }, true);
+}
+
+void ModelSession::openSecondModel(const QString& path) {
+    cancelSecondModel(); // an older request still loading
+    const quint64 generation = ++secondGeneration_;
+    secondCancel_ = std::make_shared<std::atomic<bool>>(false);
+    ++secondLoading_;
+    QPointer<ModelSession> self(this);
+    Progress progress;
+    progress.isCancelled = [flag = secondCancel_] { return flag->load(); };
+    progress.report = [self, generation, path](qint64 done, qint64 total, const QString& what) {
+        QMetaObject::invokeMethod(self, [self, generation, path, done, total, what] {
+            if (self && generation == self->secondGeneration_) emit self->secondModelProgress(path, done, total, what);
+        }, Qt::QueuedConnection);
+    };
+    emit secondModelProgress(path, 0, 0, tr("Opening %1…").arg(path));
+    using Outcome = std::pair<std::shared_ptr<const Model>, std::exception_ptr>;
+    auto* watcher = new QFutureWatcher<Outcome>(this);
+    connect(watcher, &QFutureWatcher<Outcome>::finished, this, [this, watcher, generation, path] {
+        const Outcome r = watcher->result();
+        watcher->deleteLater();
+        --secondLoading_;
+        if (generation != secondGeneration_) return; // superseded by a newer request
+        if (r.first) {
+            second_ = r.first;
+            emit secondModelLoaded();
+        } else {
+            emit secondModelLoadFailed(path, failureMessage(r.second));
+        }
+    });
+    watcher->setFuture(QtConcurrent::run([path, progress]() -> Outcome {
+        try {
+            return {openChecked(path, progress), nullptr};
+        } catch (...) {
+            return {nullptr, std::current_exception()};
+        }
+    }));
+}
+
+void ModelSession::cancelSecondModel() {
+    if (secondCancel_) secondCancel_->store(true);
+}
+
+void ModelSession::waitForSecondModel() {
+    while (secondLoading_ > 0) {
+        for (auto* w : findChildren<QFutureWatcherBase*>()) w->waitForFinished();
+        QCoreApplication::processEvents(QEventLoop::AllEvents, 50); // delivers their finished()
+    }
 }
 
 void ModelSession::run(const QString& prompt, bool prependBos, bool keepLastNCtx) {

@@ -1,7 +1,8 @@
 #pragma once
 // The open model and the last forward pass, with loading and running done off the GUI thread
-// (QtConcurrent) with progress and cancel. Views never touch this directly; the main window
-// hands them what they draw.
+// (QtConcurrent) with progress and cancel; and the second model the comparison and stitching views work
+// with (opened the same way, independently of the first model's jobs). Views never touch this directly
+// and never open files; the main window hands them what they draw.
 
 #include "model/transformer/activation_cache.h"
 #include "model/transformer/model.h"
@@ -36,7 +37,20 @@ public:
     /// Asks the running job to stop; it ends with `cancelled`.
     void cancel();
     /// Blocks until the current job (if any) has finished and its signals were delivered (tests, CLI).
+    /// Does not wait for a second model being opened (waitForSecondModel).
     void waitForIdle();
+
+    /// The second model (comparison, stitching): null until one was opened.
+    std::shared_ptr<const Model> secondModel() const { return second_; }
+    /// Opens a second model in the background (the checks and loading of openModel), while the first model's
+    /// jobs go on. A newer request cancels an older one still loading; on failure the previous second model
+    /// stays and secondModelLoadFailed carries "<file>: <problem>".
+    void openSecondModel(const QString& path);
+    /// Asks the second model's load to stop (secondModelLoadFailed follows with an empty message).
+    void cancelSecondModel();
+    bool isLoadingSecondModel() const { return secondLoading_ > 0; }
+    /// Blocks (processing events) until no second model is loading and its signals were delivered.
+    void waitForSecondModel();
 
 signals:
     void busyChanged(bool busy);
@@ -46,6 +60,11 @@ signals:
     void forwardFinished();
     void forwardFailed(const QString& message);
     void cancelled();
+    /// Loading the second model `path`: progress (also 0 of 0 when it starts).
+    void secondModelProgress(const QString& path, qint64 done, qint64 total, const QString& what);
+    void secondModelLoaded();
+    /// `message` is empty when the load was cancelled.
+    void secondModelLoadFailed(const QString& path, const QString& message);
 
 private:
     struct LoadResult { std::shared_ptr<const Model> model; };
@@ -63,6 +82,10 @@ private:
     bool jobIsLoad_ = false;
     std::shared_ptr<std::atomic<bool>> cancelFlag_;
     QFutureWatcher<JobResult> watcher_;
+    std::shared_ptr<const Model> second_;
+    int secondLoading_ = 0;           ///< second-model loads still running (superseded ones included)
+    quint64 secondGeneration_ = 0;    ///< the current request; results of older ones are dropped
+    std::shared_ptr<std::atomic<bool>> secondCancel_;
 };
 
 } // namespace attnscope

@@ -4,6 +4,7 @@
 #include "app/session_controller.h"
 #include "model/discovery/model_name.h"
 #include "views/ablation_panel.h"
+#include "views/model_compare_panel.h"
 #include "views/residual_panel.h"
 
 #include <QCoreApplication>
@@ -17,12 +18,13 @@ namespace attnscope {
 
 namespace {
 const QString kDetectors = QStringLiteral("head-detectors"), kAblation = QStringLiteral("ablation");
+const QString kStitch = QStringLiteral("stitch"), kFinetune = QStringLiteral("finetune-directions"); // Compare tab sub-tabs
 const QStringList kTabs{QStringLiteral("attention"),  QStringLiteral("logit-attribution"), QStringLiteral("attention-steps"),
                         QStringLiteral("attention-by-hand"), QStringLiteral("logit-lens"), QStringLiteral("embedding-space"),
                         QStringLiteral("compare-models"), QStringLiteral("circuits")};
 } // namespace
 
-QStringList screenshotViews() { return kTabs + QStringList{kDetectors, kAblation}; }
+QStringList screenshotViews() { return kTabs + QStringList{kDetectors, kAblation, kStitch, kFinetune}; }
 
 int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     if (!cmd.force && QFileInfo::exists(cmd.out)) {
@@ -56,7 +58,8 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         state.head = cmd.head;
     }
     const bool subTab = cmd.screenshot == kDetectors || cmd.screenshot == kAblation;
-    state.tab = subTab ? QStringLiteral("logit-attribution") : cmd.screenshot;
+    const bool compareSubTab = cmd.screenshot == kStitch || cmd.screenshot == kFinetune;
+    state.tab = subTab ? QStringLiteral("logit-attribution") : compareSubTab ? QStringLiteral("compare-models") : cmd.screenshot;
 
     MainWindow window(nullptr, MainWindow::Mode::Offscreen);
     if (state.prompt.isEmpty()) state.prompt = window.prompt(); // the default prompt
@@ -80,6 +83,10 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     if (auto* residual = qobject_cast<ResidualPanel*>(window.panel(QStringLiteral("logit-attribution"))); residual && subTab) {
         residual->subTabs()->setCurrentIndex(cmd.screenshot == kDetectors ? 1 : 2);
         if (cmd.screenshot == kAblation && !residual->ablation()->ablatedHeads().empty()) residual->ablation()->run();
+    }
+    if (auto* compare = qobject_cast<ModelComparePanel*>(window.panel(QStringLiteral("compare-models"))); compare && compareSubTab) {
+        window.waitForIdle(); // the second model first: the sub-tab starts its work when shown with both models
+        compare->subTabs()->setCurrentIndex(cmd.screenshot == kStitch ? 1 : 2);
     }
     window.waitForIdle();
     for (int i = 0; i < 3; ++i) QCoreApplication::processEvents(); // layouts and deferred repaints

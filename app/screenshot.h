@@ -11,8 +11,9 @@
 
 namespace attnscope {
 
-/// The views --screenshot accepts: the tabs' view ids (app/view_ids.h) and two sub-tabs of
-/// logit-attribution, "head-detectors" and "ablation" (which runs the session's ablation).
+/// The views --screenshot accepts: the tabs' view ids (app/view_ids.h), two sub-tabs of
+/// logit-attribution, "head-detectors" and "ablation" (which runs the session's ablation), and two of
+/// compare-models, "stitch" (sweeps k) and "finetune-directions" (ranks), which need the session's second model.
 QStringList screenshotViews();
 
 /// Opens the model (or restores --session-file), selects the view and writes the PNG. Returns the exit

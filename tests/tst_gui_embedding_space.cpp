@@ -38,6 +38,16 @@
 using namespace attnscope;
 using namespace attnscope::test;
 
+namespace {
+/// Hands the panel's second-model requests to a model session, as the main window does.
+void connectSession(ModelComparePanel& panel, ModelSession& session) {
+    QObject::connect(&panel, &AnalysisPanel::secondModelRequested, &session, &ModelSession::openSecondModel);
+    QObject::connect(&session, &ModelSession::secondModelLoaded, &panel, [&] { panel.setSecondModel(session.secondModel()); });
+    QObject::connect(&session, &ModelSession::secondModelLoadFailed, &panel,
+                     [&](const QString& path, const QString& m) { panel.setSecondModelStatus({path, false, 0, 0, {}, m}); });
+}
+} // namespace
+
 class TestGuiEmbeddingSpace : public QObject {
     Q_OBJECT
 private slots:
@@ -282,6 +292,8 @@ void TestGuiEmbeddingSpace::projectionsNeuronRowAndReverse() {
 
 void TestGuiEmbeddingSpace::compareSameModelIsIdentity() {
     ModelComparePanel panel;
+    ModelSession session;
+    connectSession(panel, session);
     panel.resize(1400, 900);
     panel.setContext(tiny_, nullptr, {});
     panel.openSecondModel(testdata("tiny-gpt2"));
@@ -313,6 +325,8 @@ void TestGuiEmbeddingSpace::compareSameModelIsIdentity() {
 
 void TestGuiEmbeddingSpace::compareF32WithF16() {
     ModelComparePanel panel;
+    ModelSession session;
+    connectSession(panel, session);
     panel.setContext(tiny_, nullptr, {});
     panel.openSecondModel(testdata("tiny-gpt2/model.float16.safetensors"));
     panel.waitForIdle();

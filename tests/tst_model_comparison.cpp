@@ -136,7 +136,7 @@ void TestModelComparison::differentWidthsHaveNoFeatureSimilarity() {
 void TestModelComparison::rejectsDifferentVocabularies() {
     const auto a = randomModel(12, 30, 1), b = randomModel(12, 31, 1);
     expectInputError([&] { compareLayers(*a, *b, NeuronVectorKind::FFKey); },
-                     "The models do not share a tokenizer: d_vocab is 30 vs 31.");
+                     "The models do not share a tokenizer: d_vocab is 30 in model A (handmade) vs 31 in model B (handmade).");
 }
 
 void TestModelComparison::identicalCheckpointsAreReportedIdentical() {

@@ -42,4 +42,11 @@ shot embedding-space embedding-space.png \
   "$(session embedding 1 2 '{"embedding-space": {"kind": "ov", "layer": 1, "head": 2, "topK": 30, "rowToken": " created", "reverseToken": " created"}}')"
 shot compare-models compare-models.png \
   "$(session compare 1 2 '{"compare-models": {"secondModel": "resources/demo-variant", "similarity": "ffvalue", "parameter": "ffvalue", "layer": 1, "index": 0, "topK": 20}}')"
+# the Compare tab's sub-tabs, on the first verses of Genesis (the stitch view's text is the window's prompt)
+genesis='In the beginning God created the heaven and the earth. And the earth was without form, and void; and darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters.'
+prompt=$genesis
+shot stitch stitch.png \
+  "$(session stitch 1 2 '{"compare-models": {"secondModel": "resources/demo-variant", "subTab": "stitch", "stitch": {"position": 12}}}')"
+shot finetune-directions finetune-directions.png \
+  "$(session finetune 1 2 '{"compare-models": {"secondModel": "resources/demo-variant", "subTab": "finetune"}}')"
 ls -l "$out"

@@ -41,7 +41,25 @@ public:
     /// Blocks (processing events) until the panel's background work is done (screenshots, tests).
     virtual void waitForIdle() {}
 
+    /// The second model the window's session opened (model comparison, stitching; null before one). Panels
+    /// never open models themselves: they ask with secondModelRequested. Default: ignored.
+    virtual void setSecondModel(std::shared_ptr<const Model> model) { Q_UNUSED(model); }
+    /// How opening the second model goes, for the panel that asked: progress, or the end of a failed or
+    /// cancelled load (then `error` is set, or empty for a cancel).
+    struct SecondModelStatus {
+        QString path;
+        bool loading = false;
+        qint64 done = 0, total = 0;
+        QString what;  ///< the loader's current step while loading
+        QString error; ///< after a failed load ("<file>: <problem>")
+    };
+    virtual void setSecondModelStatus(const SecondModelStatus& status) { Q_UNUSED(status); }
+
 signals:
+    /// Ask the window to open `path` (a path or a model name, already resolved) as the second model.
+    void secondModelRequested(const QString& path);
+    /// Ask the window to stop opening the second model.
+    void secondModelCancelRequested();
     /// Ask the window to select (layer, head) and show its attention heatmap.
     void headRequested(int layer, int head);
     /// A line for the status bar.

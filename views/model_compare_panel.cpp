@@ -2,15 +2,17 @@
 
 #include "model/core/csv_writer.h"
 #include "model/discovery/model_name.h"
-#include "model/formats/model_loader.h"
+#include "views/finetune_view.h"
 #include "views/matrix_heatmap.h"
 #include "views/figure_actions.h"
 #include "views/panel_state.h"
 #include "views/score_tables.h"
+#include "views/stitch_view.h"
 #include "views/table_figure.h"
 
 #include <QComboBox>
 #include <QDir>
+#include <QEventLoop>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGroupBox>
@@ -18,10 +20,12 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QMetaMethod>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -31,6 +35,7 @@ namespace {
 // saved names of the similarity kinds and the parameters (session files), in combo-box order
 const QStringList kSimilarityNames{QStringLiteral("ffvalue"), QStringLiteral("ffkey")};
 const QStringList kParameterNames{QStringLiteral("ffkey"), QStringLiteral("ffvalue"), QStringLiteral("ov"), QStringLiteral("qk")};
+const QStringList kSubTabNames{QStringLiteral("layers"), QStringLiteral("stitch"), QStringLiteral("finetune")};
 
 QStringList layerLabels(int n) {
     QStringList l;
@@ -50,16 +55,22 @@ ModelComparePanel::ModelComparePanel(QWidget* parent) : AnalysisPanel(parent) { 
 
 void ModelComparePanel::buildUi() {
     otherPath_ = new QLineEdit;
-    otherPath_->setPlaceholderText(tr("second checkpoint: model folder or .safetensors file"));
+    otherPath_->setPlaceholderText(tr("second model: a model folder, a .safetensors/.gguf file or a name (gpt2, ollama:…)"));
     auto* browse = new QPushButton(tr("Open second checkpoint…"));
     auto* load = new QPushButton(tr("Load"));
-    otherInfo_ = new QLabel(tr("No second model open. It must share the tokenizer (same d_vocab)."));
+    otherInfo_ = new QLabel(tr("No second model open. It must share the tokenizer (same vocabulary)."));
     otherInfo_->setWordWrap(true);
+    loadProgress_ = new QProgressBar;
+    loadProgress_->setMaximumWidth(200);
+    loadProgress_->setVisible(false);
+    loadCancel_ = new QPushButton(tr("Cancel"));
+    loadCancel_->setEnabled(false);
     auto* top = new QHBoxLayout;
     top->addWidget(otherPath_, 1);
     top->addWidget(load);
     top->addWidget(browse);
-    top->addLayout(taskRow(loadTask_));
+    top->addWidget(loadProgress_);
+    top->addWidget(loadCancel_);
 
     simKind_ = new QComboBox;
     simKind_->addItems({tr("FF values (rows of W_out)"), tr("FF keys (columns of W_in)")});
@@ -130,12 +141,23 @@ void ModelComparePanel::buildUi() {
     split->addWidget(diffBox);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    stitch_ = new StitchView;
+    finetune_ = new FinetuneView;
+    subTabs_ = new QTabWidget;
+    subTabs_->addTab(split, tr("Layers and differences"));
+    subTabs_->addTab(stitch_, tr("Stitch"));
+    subTabs_->addTab(finetune_, tr("Fine-tuning directions"));
     auto* v = new QVBoxLayout(this);
     v->addLayout(top);
     v->addWidget(otherInfo_);
-    v->addWidget(split, 1);
+    v->addWidget(subTabs_, 1);
+    connect(stitch_, &StitchView::statusMessage, this, &AnalysisPanel::statusMessage);
+    connect(finetune_, &FinetuneView::statusMessage, this, &AnalysisPanel::statusMessage);
+    connect(finetune_, &FinetuneView::headRequested, this, &AnalysisPanel::headRequested);
+    connect(loadCancel_, &QPushButton::clicked, this, &AnalysisPanel::secondModelCancelRequested);
 
     connect(browse, &QPushButton::clicked, this, [this] {
+        // the dialog only picks the path: the window's model session opens it
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Second checkpoint (model folder)"));
         if (!dir.isEmpty()) openSecondModel(dir);
     });
@@ -158,9 +180,6 @@ void ModelComparePanel::buildUi() {
         if (p.isEmpty()) return;
         if (const QString e = exportFigures(p); !e.isEmpty()) QMessageBox::warning(this, tr("Export failed"), e);
     });
-    connect(&loadTask_, &BackgroundTask::failed, this, [this](const QString& m) {
-        otherInfo_->setText(tr("Cannot open the second model: %1").arg(m));
-    });
     connect(&compareTask_, &BackgroundTask::failed, this, [this](const QString& m) {
         otherInfo_->setText(tr("Cannot compare: %1").arg(m));
         for (MatrixHeatmap* h : {embedding_, feature_}) {
@@ -178,13 +197,20 @@ void ModelComparePanel::buildUi() {
     diff();
 }
 
-void ModelComparePanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache>,
+void ModelComparePanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                                    const QStringList&) {
-    if (model.get() == model_.get()) return;
+    cache_ = std::move(cache);
+    if (model.get() == model_.get()) return updateSubViews(); // a new prompt: the stitch's default text
     model_ = std::move(model);
     updateControls();
     compare();
     diff();
+    updateSubViews();
+}
+
+void ModelComparePanel::updateSubViews() {
+    stitch_->setModels(model_, other_, cache_);
+    finetune_->setModels(model_, other_);
 }
 
 void ModelComparePanel::setSelectedHead(int layer, int head) {
@@ -196,32 +222,59 @@ void ModelComparePanel::setSelectedHead(int layer, int head) {
     diff();
 }
 
-void ModelComparePanel::openSecondModel(const QString& path) {
-    if (path.isEmpty()) return;
-    otherPath_->setText(path);
-    const ResolvedModel resolved = resolveModelName(path); // a path, or a name such as "gpt2" or "ollama:…"
+void ModelComparePanel::openSecondModel(const QString& nameOrPath) {
+    if (nameOrPath.isEmpty()) return;
+    otherPath_->setText(nameOrPath);
+    const ResolvedModel resolved = resolveModelName(nameOrPath); // a path, or a name such as "gpt2" or "ollama:…"
     if (!resolved.ok()) {
         otherInfo_->setText(tr("Cannot open the second model: %1").arg(resolved.error));
         return;
     }
-    otherInfo_->setText(tr("Opening %1…").arg(path));
-    loadTask_.start([this, path = resolved.path](const BackgroundTask::Context& ctx) {
-        std::shared_ptr<const Model> m = loadModel(path, ctx.progress);
-        return [this, m] { setSecondModel(m); };
-    });
+    if (!isSignalConnected(QMetaMethod::fromSignal(&AnalysisPanel::secondModelRequested))) {
+        otherInfo_->setText(tr("Cannot open %1 here: second models are opened by the window's model session.").arg(nameOrPath));
+        return;
+    }
+    pendingSecond_ = resolved.path;
+    otherInfo_->setText(tr("Opening %1…").arg(nameOrPath));
+    emit secondModelRequested(resolved.path);
+}
+
+void ModelComparePanel::setSecondModelStatus(const SecondModelStatus& status) {
+    loadProgress_->setVisible(status.loading);
+    loadCancel_->setEnabled(status.loading);
+    if (status.loading) {
+        loadProgress_->setRange(0, int(std::max<qint64>(status.total, 0)));
+        loadProgress_->setValue(int(status.done));
+        otherInfo_->setText(tr("Opening %1: %2").arg(status.path, status.what));
+        return;
+    }
+    otherInfo_->setText(status.error.isEmpty() ? tr("Opening %1 was cancelled.").arg(status.path)
+                                               : tr("Cannot open the second model: %1").arg(status.error));
+    if (status.path == pendingSecond_ || pendingSecond_.isEmpty()) {
+        pendingSecond_.clear();
+        emit secondModelSettled();
+    }
 }
 
 void ModelComparePanel::setSecondModel(std::shared_ptr<const Model> model) {
     other_ = std::move(model);
+    loadProgress_->setVisible(false);
+    loadCancel_->setEnabled(false);
     if (other_) {
         const ModelConfig& c = other_->config();
         otherInfo_->setText(tr("Model B: %1 (%2, %3 layers, d_model %4, d_vocab %5). Model A is the open model.")
                                 .arg(other_->info().path, other_->info().storageDtype)
                                 .arg(c.n_layers).arg(c.d_model).arg(c.d_vocab));
+        if (otherPath_->text().isEmpty()) otherPath_->setText(other_->info().path);
     }
     updateControls();
     compare();
     diff();
+    updateSubViews();
+    if (!pendingSecond_.isEmpty() && (!other_ || other_->info().path == pendingSecond_)) {
+        pendingSecond_.clear();
+        emit secondModelSettled();
+    }
 }
 
 void ModelComparePanel::setSimilarityKind(NeuronVectorKind kind) {
@@ -366,9 +419,14 @@ void ModelComparePanel::diff() {
 }
 
 void ModelComparePanel::waitForIdle() {
-    for (BackgroundTask* t : {&loadTask_, &compareTask_, &diffTask_}) t->waitForIdle();
-    // loading may have started a comparison and a difference
+    while (!pendingSecond_.isEmpty()) { // the window's session delivers setSecondModel or a failure
+        QEventLoop loop;
+        connect(this, &ModelComparePanel::secondModelSettled, &loop, &QEventLoop::quit);
+        if (!pendingSecond_.isEmpty()) loop.exec();
+    }
     for (BackgroundTask* t : {&compareTask_, &diffTask_}) t->waitForIdle();
+    stitch_->waitForIdle();
+    finetune_->waitForIdle();
 }
 
 QString ModelComparePanel::exportCsv(const QString& path) const {
@@ -403,7 +461,10 @@ QJsonObject ModelComparePanel::saveState() const {
             {QStringLiteral("parameter"), kParameterNames.value(param_->currentIndex())},
             {QStringLiteral("layer"), layer_->value()},
             {QStringLiteral("index"), index_->value()},
-            {QStringLiteral("topK"), k_->value()}};
+            {QStringLiteral("topK"), k_->value()},
+            {QStringLiteral("subTab"), kSubTabNames.value(subTabs_->currentIndex())},
+            {QStringLiteral("stitch"), stitch_->saveState()},
+            {QStringLiteral("finetune"), finetune_->saveState()}};
 }
 
 void ModelComparePanel::restoreState(const QJsonObject& state, QStringList* problems) {
@@ -417,6 +478,10 @@ void ModelComparePanel::restoreState(const QJsonObject& state, QStringList* prob
         r.spinBox(QStringLiteral("index"), index_);
         r.spinBox(QStringLiteral("topK"), k_);
     }
+    if (const auto tab = r.choice(QStringLiteral("subTab"), kSubTabNames)) subTabs_->setCurrentIndex(*tab);
+    if (const auto o = r.object(QStringLiteral("stitch"))) stitch_->restoreState(*o, PanelStateReader(*o, title() + tr(" (stitch)"), problems));
+    if (const auto o = r.object(QStringLiteral("finetune")))
+        finetune_->restoreState(*o, PanelStateReader(*o, title() + tr(" (fine-tuning directions)"), problems));
     const auto second = r.string(QStringLiteral("secondModel"));
     const bool same = second && other_ && other_->info().path == *second;
     if (second && !second->isEmpty() && !same) {

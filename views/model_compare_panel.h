@@ -1,12 +1,15 @@
 #pragma once
-// "Compare models" tab (Dar et al. 2022, "Aligning models in embedding space" and "Interpreting
-// fine-tuning"): open a second checkpoint that shares the tokenizer and see
-//  - layer × layer similarity of FF keys or values, in embedding space (each model projected through
-//    its own W_E) next to the same comparison in feature space (raw d_model vectors);
-//  - for checkpoints of the same architecture, the difference of one parameter (FF key/value of a
-//    neuron, or a head's W_OV / W_QK) projected into embedding space: top and bottom tokens, and
-//    "identical" stated explicitly when nothing changed.
-// Loading and every comparison run in the background.
+// "Compare models" tab (Dar et al. 2022, "Aligning models in embedding space", "Zero-shot stitching" and
+// "Interpreting fine-tuning"): a second checkpoint that shares the tokenizer, opened by the window's model
+// session (this panel asks for it with secondModelRequested and never opens files), and three sub-tabs:
+//  - Layers and differences: layer × layer similarity of FF keys or values, in embedding space (each model
+//    projected through its own W_E) next to feature space (raw d_model vectors); for checkpoints of the same
+//    architecture the difference of one parameter (FF key/value of a neuron, or a head's W_OV / W_QK) in
+//    embedding space, "identical" stated explicitly when nothing changed;
+//  - Stitch (views/stitch_view.h): zero-shot stitching of model A's first k blocks onto model B's rest;
+//  - Fine-tuning directions (views/finetune_view.h): every head and neuron ranked by ‖Δθ‖/‖θ‖, the overview,
+//    and one component's Δ in embedding space.
+// Every comparison runs in the background.
 
 #include "model/analysis/model_comparison.h"
 #include "views/analysis_panel.h"
@@ -16,11 +19,16 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
+class QProgressBar;
+class QPushButton;
 class QTableWidget;
+class QTabWidget;
 
 namespace attnscope {
 
+class FinetuneView;
 class MatrixHeatmap;
+class StitchView;
 
 class ModelComparePanel : public AnalysisPanel {
     Q_OBJECT
@@ -36,11 +44,20 @@ public:
     QJsonObject saveState() const override;
     void restoreState(const QJsonObject& state, QStringList* problems) override;
 
-    /// Loads the second checkpoint in the background, then compares.
-    void openSecondModel(const QString& path);
-    /// Uses an already loaded model as the second checkpoint and compares.
-    void setSecondModel(std::shared_ptr<const Model> model);
+    /// Asks the window to open `nameOrPath` (a path or a model name) as the second model
+    /// (secondModelRequested); setSecondModel follows when it is loaded, setSecondModelStatus on failure. A
+    /// panel outside a window (nobody connected) says so instead.
+    void openSecondModel(const QString& nameOrPath);
+    /// The second model the window opened (or any loaded model): compares, stitches, ranks.
+    void setSecondModel(std::shared_ptr<const Model> model) override;
+    void setSecondModelStatus(const SecondModelStatus& status) override;
     std::shared_ptr<const Model> secondModel() const { return other_; }
+    /// The sub-tabs: 0 layers and differences, 1 stitch, 2 fine-tuning directions.
+    QTabWidget* subTabs() const { return subTabs_; }
+    StitchView* stitchView() const { return stitch_; }
+    FinetuneView* finetuneView() const { return finetune_; }
+    /// The line under the path: what is open as model B, or what went wrong.
+    QLabel* secondModelInfo() const { return otherInfo_; }
 
     /// FF keys or FF values for the layer × layer matrices (recomputes).
     void setSimilarityKind(NeuronVectorKind kind);
@@ -56,21 +73,35 @@ public:
     QTableWidget* differenceBottom() const { return diffBottom_; }
     bool differenceIsIdentical() const { return identical_; }
 
-    void waitForIdle();
+    /// Waits for the second model the panel asked for (when a window handles the request) and for every
+    /// sub-tab's background work.
+    void waitForIdle() override;
     /// Both similarity matrices as CSV ("<base>_embedding.csv", "<base>_feature.csv" next to `path`),
     /// or figures ("<base>_embedding.<ext>", ...). Return an error message or "".
     QString exportCsv(const QString& path) const;
     QString exportFigures(const QString& path) const;
 
+signals:
+    /// The second model asked for arrived, or failed to (waitForIdle).
+    void secondModelSettled();
+
 private:
     void buildUi();
+    void updateSubViews();
     void compare();
     void diff();
     void updateControls();
 
     std::shared_ptr<const Model> model_, other_;
+    std::shared_ptr<const ActivationCache> cache_;
+    QString pendingSecond_; ///< the path asked for and not yet settled
     bool identical_ = false;
-    BackgroundTask loadTask_, compareTask_, diffTask_;
+    BackgroundTask compareTask_, diffTask_;
+    QTabWidget* subTabs_ = nullptr;
+    StitchView* stitch_ = nullptr;
+    FinetuneView* finetune_ = nullptr;
+    QProgressBar* loadProgress_ = nullptr;
+    QPushButton* loadCancel_ = nullptr;
     QLineEdit* otherPath_ = nullptr;
     QLabel* otherInfo_ = nullptr;
     QComboBox* simKind_ = nullptr;

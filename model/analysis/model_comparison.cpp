@@ -1,6 +1,7 @@
 #include "model/analysis/model_comparison.h"
 
 #include "model/analysis/index_checks.h"
+#include "model/analysis/shared_vocabulary.h"
 #include "model/core/weight_gemm.h"
 
 #include <QCoreApplication>
@@ -80,9 +81,7 @@ QString fieldMismatch(const char* field, int a, int b) {
 
 LayerSimilarity compareLayers(const Model& a, const Model& b, NeuronVectorKind kind, const Progress& progress) {
     const ModelConfig &ca = a.config(), &cb = b.config();
-    if (ca.d_vocab != cb.d_vocab)
-        throw InputError(QCoreApplication::translate("analysis",
-                             "The models do not share a tokenizer: d_vocab is %1 vs %2.").arg(ca.d_vocab).arg(cb.d_vocab));
+    requireSharedVocabulary(a, b);
     // [d_vocab, d_model_*]: FF keys read through W_E, FF values through the unembedding (embeddingConvention)
     const bool keys = kind == NeuronVectorKind::FFKey;
     const Weight &Ea = keys ? a.globals().W_E : a.globals().W_U_T, &Eb = keys ? b.globals().W_E : b.globals().W_U_T;

@@ -25,7 +25,7 @@ struct LayerSimilarity {
 };
 
 /// Compares every layer of A with every layer of B. Throws InputError when the vocabularies differ
-/// (d_vocab A ≠ d_vocab B: "the models do not share a tokenizer"). The embedding-space cosines use the
+/// (requireSharedVocabulary: sizes, or the first token that differs). The embedding-space cosines use the
 /// Gram matrices E_Aᵀ·E_B, E_Aᵀ·E_A, E_Bᵀ·E_B ([d_model, d_model]), since
 /// (E_A·x)·(E_B·y) = xᵀ·(E_Aᵀ·E_B)·y — exact, and no [d_mlp, d_vocab] projection is formed.
 /// Cost ≈ n_layers_A·n_layers_B·d_mlp_A·d_mlp_B·d_model. Progress units: layer pairs; throws Cancelled.

@@ -12,16 +12,24 @@
 
 namespace attnscope::test {
 
-/// The message of the ModelError `f` throws ("" if it throws nothing).
-template <typename F>
-QString modelErrorOf(F f) {
+/// The message of the exception of type Error (ModelError, InputError) `f` throws ("" if it throws nothing).
+template <typename Error, typename F>
+QString errorOf(F f) {
     try {
         f();
-    } catch (const ModelError& e) {
+    } catch (const Error& e) {
         return e.message();
     }
     return QString();
 }
+
+/// The message of the ModelError `f` throws ("" if it throws nothing).
+template <typename F>
+QString modelErrorOf(F f) { return errorOf<ModelError>(std::move(f)); }
+
+/// The message of the InputError `f` throws ("" if it throws nothing).
+template <typename F>
+QString inputErrorOf(F f) { return errorOf<InputError>(std::move(f)); }
 
 /// The whole file; throws std::runtime_error naming it if it cannot be read.
 inline QByteArray readBytes(const QString& path) {
