@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     switch (plan.action) {
     case attnscope::StartupPlan::Action::OpenSessionFile: window.openPath(plan.sessionFile); break;
     case attnscope::StartupPlan::Action::RestoreLastSession: window.sessions().restore(plan.lastSession); break;
-    case attnscope::StartupPlan::Action::OpenModel: window.openModel(plan.model, cmd.prompt); break;
+    case attnscope::StartupPlan::Action::OpenModel: window.openModel(plan.model, cmd.prompt, cmd.tokenizerPath); break;
     }
     if (plan.showPicker) window.showModelPicker(); // first start: the demo opens behind the installed models
     return app.exec();

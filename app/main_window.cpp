@@ -327,7 +327,7 @@ void MainWindow::updatePanels() {
     for (AnalysisPanel* p : panels_) p->setContext(session_.model(), session_.cache(), session_.tokenLabels());
 }
 
-void MainWindow::openModel(const QString& nameOrPath, const QString& prompt) {
+void MainWindow::openModel(const QString& nameOrPath, const QString& prompt, const QString& tokenizerPath) {
     if (!prompt.isEmpty()) prompt_->setText(prompt);
     const ResolvedModel resolved = resolveModelName(nameOrPath);
     if (!resolved.ok()) {
@@ -336,7 +336,9 @@ void MainWindow::openModel(const QString& nameOrPath, const QString& prompt) {
     }
     openedAs_ = nameOrPath.isEmpty() ? QStringLiteral("demo") : nameOrPath;
     statusLabel_->setText(tr("Opening %1…").arg(resolved.path));
-    session_.openModel(resolved.path);
+    LoadOptions options;
+    options.tokenizerPath = tokenizerPath;
+    session_.openModel(resolved.path, options);
 }
 
 void MainWindow::openPath(const QString& nameOrPath) {

@@ -48,8 +48,9 @@ public:
 
     /// Opens a model in the background and runs `prompt` on it (the saved prompt if empty).
     /// `nameOrPath` is a path or a model name (model/discovery/model_name.h: "gpt2", "ollama:…", "demo");
-    /// a name that resolves to nothing is an error dialog.
-    void openModel(const QString& nameOrPath, const QString& prompt = {});
+    /// a name that resolves to nothing is an error dialog. `tokenizerPath`: the tokenizer.bin of a llama2.c
+    /// checkpoint (--tokenizer), when it is not beside the checkpoint under that name.
+    void openModel(const QString& nameOrPath, const QString& prompt = {}, const QString& tokenizerPath = {});
     /// Opens a session file (.attnscope) or else a model (openModel): drops, Open Recent, File → Open….
     void openPath(const QString& nameOrPath);
     /// What the open model was opened by (a name or path as given to openModel).

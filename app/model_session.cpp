@@ -16,9 +16,9 @@ namespace attnscope {
 
 namespace {
 /// What opening a model means for both the first and the second model.
-std::shared_ptr<const Model> openChecked(const QString& path, const Progress& p) {
+std::shared_ptr<const Model> openChecked(const QString& path, const Progress& p, const LoadOptions& options = {}) {
     requireOpenable(path); // a GGUF or another family that is not supported yet: the reason, not a parser error
-    auto model = loadModel(path, p);
+    auto model = loadModel(path, p, options);
     (void)model->tokenizer().vocabSize(); // waits for the background tokenizer; its errors fail the open
     return model;
 }
@@ -83,8 +83,8 @@ void ModelSession::startJob(Work work, bool isLoad) {
 }
 
 
-void ModelSession::openModel(const QString& path) {
-    startJob([path](const Progress& p) -> JobResult { return LoadResult{openChecked(path, p)}; }, true);
+void ModelSession::openModel(const QString& path, const LoadOptions& options) {
+    startJob([path, options](const Progress& p) -> JobResult { return LoadResult{openChecked(path, p, options)}; }, true);
 }
 
 void ModelSession::openSecondModel(const QString& path) {

@@ -4,6 +4,7 @@
 // with (opened the same way, independently of the first model's jobs). Views never touch this directly
 // and never open files; the main window hands them what they draw.
 
+#include "model/formats/model_loader.h"
 #include "model/transformer/activation_cache.h"
 #include "model/transformer/model.h"
 
@@ -29,8 +30,9 @@ public:
     bool isBusy() const { return busy_; }
 
     /// Opens a model folder or .safetensors file in the background. On failure the previous model
-    /// stays open and modelLoadFailed carries "<file>: <problem>".
-    void openModel(const QString& path);
+    /// stays open and modelLoadFailed carries "<file>: <problem>". `options` as for loadModel (a llama2.c
+    /// checkpoint's tokenizer.bin given by --tokenizer).
+    void openModel(const QString& path, const LoadOptions& options = {});
     /// Tokenizes and runs the prompt in the background (full activation cache). With
     /// keepLastNCtx a prompt longer than n_ctx is cut to its last n_ctx tokens (keepLastTokens).
     void run(const QString& prompt, bool prependBos, bool keepLastNCtx = false);

@@ -40,6 +40,7 @@ private slots:
     void dropOpensSessionFile();
     void dropOfNothingUsableIsRefused();
     void recentModels();
+    void llama2cWithTokenizerFromTheCommandLine();
     void reloadIsOfferedWhenTheModelChanges();
     void openDialogAcceptsModelFolders();
     void unsupportedModelSaysWhy();
@@ -161,6 +162,17 @@ void TestGuiOpenModel::recentModels() {
     QCOMPARE(w_->session().model()->info().path, a);
     QVERIFY(isStaleRecentModel(b));
     QVERIFY(!isStaleRecentModel("demo"));
+}
+
+/// `attnscope stories260K.bin --tokenizer tok512.bin` in window mode: the tokenizer reaches the loader (it
+/// was used by the headless modes only, and the window said "no tokenizer").
+void TestGuiOpenModel::llama2cWithTokenizerFromTheCommandLine() {
+    QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
+    w_->openModel(testdata("stories260K/stories260K.bin"), "Once upon a time", testdata("stories260K/tok512.bin"));
+    QVERIFY(ran.wait(30000));
+    QCOMPARE(w_->session().model()->info().path, testdata("stories260K/stories260K.bin"));
+    QCOMPARE(w_->session().model()->tokenizer().vocabSize(), 512);
+    QCOMPARE(w_->session().cache()->tokens, (std::vector<int>{1, 403, 407, 261, 378})); // run.c's ids
 }
 
 void TestGuiOpenModel::reloadIsOfferedWhenTheModelChanges() {

@@ -44,6 +44,7 @@ private slots:
     void detectorTableSortsByInduction();
     void ablationMatchesPreviewAblation();
     void exportsFiles();
+    void topPredictionAtAnEarlierPosition();
 
 private:
     int tokenOf(const QString& text) const {
@@ -267,6 +268,27 @@ void TestGuiResidual::exportsFiles() {
     QCOMPARE(panel_->ablation()->exportCsv(dir.filePath("ablation.csv")), QString());
     QVERIFY(QFileInfo(dir.filePath("ablation.csv")).size() > 100);
     QVERIFY(!panel_->exportHeatmap("/nonexistent-dir/x.png").isEmpty());
+}
+
+/// The app's cache keeps only the last position's logits: with no token typed, the target at an earlier
+/// position is still that position's top prediction (the argmax of a forward that kept every row), not id 0.
+void TestGuiResidual::topPredictionAtAnEarlierPosition() {
+    ForwardOptions appLike;
+    appLike.allLogits = false;
+    const auto appCache = std::make_shared<const ActivationCache>(runForward(*model_, cache_->tokens, appLike));
+    QCOMPARE(appCache->logitRow(5), -1);
+    ResidualPanel panel;
+    panel.setContext(model_, appCache, tokenLabels(model_->tokenizer(), appCache->tokens));
+    panel.setMeasure(ResidualPanel::Measure::DlaToken);
+    panel.targetPicker()->setText(QString());
+    for (int p : {5, 11, 17}) {
+        panel.setPosition(p);
+        Eigen::Index best = 0;
+        cache_->logits.row(cache_->logitRow(p)).maxCoeff(&best);
+        QVERIFY(best != 0); // the reference's top token is not the id the old fallback gave
+        QCOMPARE(panel.targetToken(), int(best));
+        QVERIFY(panel.targetDescription().contains(model_->tokenizer().displayToken(int(best))));
+    }
 }
 
 QTEST_MAIN(TestGuiResidual)

@@ -167,7 +167,7 @@ private slots:
         copyFiles(storiesFile(QString()), dir.path(), {"stories260K.bin"});
         const QString path = dir.filePath("stories260K.bin");
         const QString expected = "stories260K.bin: no tokenizer: a llama2.c checkpoint needs one, give it with --tokenizer "
-                                 "tokenizer.bin (none is next to the checkpoint)";
+                                 "tokenizer.bin (no file named tokenizer.bin is next to the checkpoint)";
         checkRefused(path, dir.path(), expected);
         // the tokenizer alone (--tokenize) says the same, not what reading the weights as a tokenizer.bin gives
         QCOMPARE(modelErrorOf([&] { loadTokenizerOnly(path); }), expected);

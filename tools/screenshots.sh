@@ -49,4 +49,9 @@ shot stitch stitch.png \
   "$(session stitch 1 2 '{"compare-models": {"secondModel": "resources/demo-variant", "subTab": "stitch", "stitch": {"position": 12}}}')"
 shot finetune-directions finetune-directions.png \
   "$(session finetune 1 2 '{"compare-models": {"secondModel": "resources/demo-variant", "subTab": "finetune"}}')"
+# Circuits: z patched position by position, " created" against " made" after the second God; the sweep runs
+# on restore ("autorun")
+prompt='In the beginning God created the heaven and the earth. And God'
+shot circuits circuits.png \
+  "$(session circuits 1 1 '{"circuits": {"tab": "patching", "corrupt_prompt": "In the beginning God made the heaven and the earth. And God", "metric": "logit_diff", "token": " created", "counter_token": " made", "activation": "z", "by_position": true, "autorun": true}}')"
 ls -l "$out"

@@ -456,7 +456,9 @@ QString ModelComparePanel::exportFigures(const QString& path) const {
 }
 
 QJsonObject ModelComparePanel::saveState() const {
-    return {{QStringLiteral("secondModel"), other_ ? other_->info().path : QString()},
+    // absolute, so the session restores from any working directory
+    const QString path = other_ ? other_->info().path : QString();
+    return {{QStringLiteral("secondModel"), !path.isEmpty() && QFileInfo(path).isRelative() ? QFileInfo(path).absoluteFilePath() : path},
             {QStringLiteral("similarity"), kSimilarityNames.value(simKind_->currentIndex())},
             {QStringLiteral("parameter"), kParameterNames.value(param_->currentIndex())},
             {QStringLiteral("layer"), layer_->value()},

@@ -2,6 +2,7 @@
 
 #include "model/core/csv_writer.h"
 #include "model/core/errors.h"
+#include "model/analysis/logit_lens.h"
 #include "views/ablation_panel.h"
 #include "views/chart_figure.h"
 #include "views/figure_actions.h"
@@ -231,10 +232,20 @@ int ResidualPanel::targetToken() const {
     if (!cache_ || position() < 0) return -1;
     if (auto id = target_->tokenId()) return *id;
     const int row = cache_->logitRow(position());
-    if (row < 0) return 0;
     Eigen::Index best = 0;
-    cache_->logits.row(row).maxCoeff(&best);
-    return int(best);
+    if (row >= 0) {
+        cache_->logits.row(row).maxCoeff(&best);
+        return int(best);
+    }
+    // the app's cache keeps only the last position's logits: unembed this position's ln_final once (the
+    // lens's final boundary, runForward's expressions) and remember it for the cache and position
+    if (topOf_ != cache_.get() || topPosition_ != position()) {
+        lensLogits(*model_, *cache_, lensBoundaryCount(model_->config()) - 1, position()).maxCoeff(&best);
+        topOf_ = cache_.get();
+        topPosition_ = position();
+        topId_ = int(best);
+    }
+    return topId_;
 }
 
 int ResidualPanel::counterToken() const {

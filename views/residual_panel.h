@@ -55,6 +55,8 @@ public:
 
     /// Token attributed: the picker's token, or the model's top prediction at the position when the
     /// picker is empty or unresolved. -1 without a cache.
+    /// "logit[t]" or "logit[t] − logit[t′]" for the current target(s); "" without a run.
+    QString targetDescription() const;
     int targetToken() const;
     /// The counter token in difference mode (-1 otherwise or when unresolved).
     int counterToken() const;
@@ -95,11 +97,13 @@ private:
     void fillTable();
     ValueTable chartValues() const;
     QString chartTooltip(const QPoint& pos) const;
-    QString targetDescription() const;
     void exportDialog(bool chart);
 
     std::shared_ptr<const Model> model_;
     std::shared_ptr<const ActivationCache> cache_;
+    // the top prediction at a position whose logits the cache does not keep (targetToken)
+    mutable const ActivationCache* topOf_ = nullptr;
+    mutable int topPosition_ = -1, topId_ = -1;
     QStringList labels_;
     std::optional<ResidualDecomposition> decomposition_;
     std::optional<DirectLogitAttribution> dla_;

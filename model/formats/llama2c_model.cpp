@@ -55,7 +55,7 @@ private:
 
 ModelError llama2cMissingTokenizer(const QString& checkpointLabel) {
     return ModelError(checkpointLabel, QStringLiteral("no tokenizer: a llama2.c checkpoint needs one, give it with --tokenizer "
-                                                      "tokenizer.bin (none is next to the checkpoint)"));
+                                                      "tokenizer.bin (no file named tokenizer.bin is next to the checkpoint)"));
 }
 
 bool isLlama2cCheckpoint(const QString& path) {
