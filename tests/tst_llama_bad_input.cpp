@@ -146,9 +146,14 @@ private slots:
     void ggufNanBlockScale() {
         QTemporaryDir dir;
         QByteArray bytes = ggufQ8_0Copy(storiesFile("stories260K.gguf"), Q8Copy::Q8_0);
-        const GgufTensorInfo* t = GgufFile::fromBytes(bytes, "x")->findTensor("blk.2.attn_v.weight");
-        QVERIFY(t && t->type == GgmlType::Q8_0);
-        qToLittleEndian<quint16>(0x7e00, bytes.data() + t->fileOffset + 7 * 34); // f16 NaN as block 7's d
+        qint64 offset = -1;
+        {   // the tensor table lives in the file object: read the offset while it exists
+            const auto file = GgufFile::fromBytes(bytes, "x");
+            const GgufTensorInfo* t = file->findTensor("blk.2.attn_v.weight");
+            QVERIFY(t && t->type == GgmlType::Q8_0);
+            offset = qint64(t->fileOffset);
+        }
+        qToLittleEndian<quint16>(0x7e00, bytes.data() + offset + 7 * 34); // f16 NaN as block 7's d
         const QString path = dir.filePath("nan-scale.gguf");
         writeFile(path, bytes);
         std::shared_ptr<const Model> m;

@@ -10,7 +10,7 @@ namespace attnscope::test {
 
 inline bool same(const Matrix& a, const Matrix& b) {
     return a.rows() == b.rows() && a.cols() == b.cols() &&
-           std::memcmp(a.data(), b.data(), size_t(a.size()) * sizeof(float)) == 0;
+           (a.size() == 0 || std::memcmp(a.data(), b.data(), size_t(a.size()) * sizeof(float)) == 0); // empty: no data pointer
 }
 
 inline bool same(const std::vector<Matrix>& a, const std::vector<Matrix>& b) {
