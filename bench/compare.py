@@ -32,6 +32,9 @@ def main():
         print(f"\nEigen GEMM 2048^3: {gemm:.0f} GFLOP/s (the compute bound below uses it)")
     # medians, and the best of the runs: noise (a VM's host, a neighbour) only ever adds time, so on a shared
     # machine the ratio of the best runs is the steadier of the two; ours/bound uses our best run
+    rounds = max((v.get("rounds", 1) for m in ours.values() for v in m.values() if isinstance(v, dict)), default=1)
+    if rounds > 1:
+        print(f"each timing: the best of {rounds} rounds (lowest median), ours and PyTorch alternating")
     print(f"{'model':12} {'what':44} {'ours ms':>9} {'torch ms':>9} {'ratio':>7} {'best':>6} {'bound ms':>9} {'ours/bound':>10}")
     for name, o in ours.items():
         t = torch["models"].get(name)

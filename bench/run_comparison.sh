@@ -6,7 +6,9 @@
 #   bench/run_comparison.sh [BUILD_DIR] [SIZES] [extra args for both, e.g. --seq 20,128 --runs 5]
 #   e.g. bench/run_comparison.sh build small,llama-1b --seq 20,128 --lens-seq 20,128 --runs 3
 # Environment: WORK_DIR (where checkpoints and JSON go; default a new temp folder), NICE (e.g. "nice -n 19"),
-# KERNELS (e.g. "avx2": only these kernels; default every one `attnscope_bench --list-kernels` prints).
+# KERNELS (e.g. "avx2": only these kernels; default every one `attnscope_bench --list-kernels` prints),
+# ROUNDS (default 1): run both tools this many times, alternating, and compare the best round of each
+# timing (bench/merge_rounds.py): on a machine whose speed drifts, a slow minute then hits both sides.
 #
 # PyTorch per kernel: OpenBLAS's kernel for the same instruction set (OPENBLAS_CORETYPE: SkylakeX for
 # avx512, Haswell for avx2, Nehalem — SSE4.2, no AVX — for portable) and ATen's own kernels likewise
@@ -21,6 +23,7 @@ nice=${NICE:-}
 bench="$build/bench/attnscope_bench"
 [ -x "$bench" ] || { echo "build $bench first" >&2; exit 1; }
 kernels=${KERNELS:-$("$bench" --list-kernels 2>/dev/null | sort -r | tr '\n' ' ')}
+rounds=${ROUNDS:-1}
 
 models=""
 for s in $(echo "$sizes" | tr ',' ' '); do
@@ -35,22 +38,35 @@ done
 margs=""
 for m in $models; do margs="$margs --model $m"; done
 
-echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(free -g | awk '/Mem:/{print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg); kernels: $kernels"
-for k in $kernels; do
-  case $k in
-    avx512) coretype=SkylakeX; aten=avx512 ;;
-    avx2) coretype=Haswell; aten=avx2 ;;
-    *) coretype=Nehalem; aten=default ;;
-  esac
-  echo "== AttnScope, kernel $k"
-  for m in $models; do
-    ATTNSCOPE_ISA=$k $nice "$bench" --model "$m" --json "$work/ours_${k}_$(basename "$m").json" "$@"
+echo "== machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(free -g | awk '/Mem:/{print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg); kernels: $kernels; rounds: $rounds"
+r=1
+while [ "$r" -le "$rounds" ]; do
+  mkdir -p "$work/round$r"
+  for k in $kernels; do
+    case $k in
+      avx512) coretype=SkylakeX; aten=avx512 ;;
+      avx2) coretype=Haswell; aten=avx2 ;;
+      *) coretype=Nehalem; aten=default ;;
+    esac
+    echo "== round $r of $rounds: AttnScope, kernel $k"
+    for m in $models; do
+      ATTNSCOPE_ISA=$k $nice "$bench" --model "$m" --json "$work/round$r/ours_${k}_$(basename "$m").json" "$@"
+    done
+    echo "== round $r of $rounds: PyTorch (tuned as ../shared/BASELINE.md), OPENBLAS_CORETYPE=$coretype ATEN_CPU_CAPABILITY=$aten"
+    # shellcheck disable=SC2086
+    env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=$coretype \
+        ATEN_CPU_CAPABILITY=$aten GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
+        $nice /usr/bin/python3 "$here/torch_reference.py" $margs --json "$work/round$r/torch_$k.json" "$@"
   done
-  echo "== PyTorch (tuned as ../shared/BASELINE.md), OPENBLAS_CORETYPE=$coretype ATEN_CPU_CAPABILITY=$aten"
+  r=$((r + 1))
+done
+# one file per tool, kernel and model: the best round of every timing
+for f in "$work"/round1/*.json; do
+  name=$(basename "$f")
+  files="" i=1
+  while [ "$i" -le "$rounds" ]; do files="$files $work/round$i/$name"; i=$((i + 1)); done
   # shellcheck disable=SC2086
-  env OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE OPENBLAS_CORETYPE=$coretype \
-      ATEN_CPU_CAPABILITY=$aten GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=68719476736 \
-      $nice /usr/bin/python3 "$here/torch_reference.py" $margs --json "$work/torch_$k.json" "$@"
+  /usr/bin/python3 "$here/merge_rounds.py" "$work/$name" $files
 done
 
 echo "== load $(cut -d' ' -f1-3 /proc/loadavg) after the runs"

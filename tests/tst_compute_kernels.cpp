@@ -321,7 +321,7 @@ void TestComputeKernels::everyHalfWidensExactly() {
     for (long j = 0; j < n; ++j) {
         qfloat16 h;
         const quint16 bits = quint16(j);
-        std::memcpy(&h, &bits, 2);
+        std::memcpy(static_cast<void*>(&h), &bits, 2); // qfloat16 holds exactly the 16 bits
         const float ref = float(h) + 0.0f;
         for (const float got : {y[size_t(j)], yg[size_t(j)]}) {
             if (std::isnan(ref)) QVERIFY2(std::isnan(got), qPrintable(QStringLiteral("half 0x%1").arg(j, 4, 16, QChar('0'))));
@@ -453,6 +453,9 @@ void TestComputeKernels::int8FirstHitIsExact() {
             o.bTailNormMax = bTailMax.data();
             o.bSum = bSum.data();
             o.bSumHead = bSumHead.data();
+            const std::vector<int16_t> a16(a.begin(), a.end()), b16(b.begin(), b.end()); // the portable loop's copies
+            o.a16 = a16.data();
+            o.b16 = b16.data();
             std::vector<std::vector<int>> dots(6, std::vector<int>(size_t(cols)));
             for (int row = 0; row < 6; ++row)
                 for (int j = 0; j < cols; ++j) {

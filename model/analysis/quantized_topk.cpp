@@ -67,17 +67,21 @@ struct Quantized {
     std::vector<int> colOf;      ///< packed column → column of B (−1 for padding)
     AlignedBuffer<uint8_t> aBytes;  ///< ã + aOffset [rowsPad, rPad], sorted rows
     AlignedBuffer<uint8_t> bPacked; ///< b̃ + bOffset of the packed columns, [colsPad/64][rPad/4][64 columns][4 bytes]
+    bool int16Copies = false;       ///< whether a16/b16 are filled (the portable loop's operands)
+    AlignedBuffer<int16_t> a16;     ///< ã [rowsPad, rPad] in the layout's dim order, sorted rows
+    AlignedBuffer<int16_t> b16;     ///< b̃ [colsPad, rPad] by packed column, in the layout's dim order
     std::vector<int> aTailNorm;     ///< per sorted row
     std::vector<int> aSum, aSumHead;
     std::vector<int> bTailNormMax;  ///< per group of packed columns
     std::vector<int> bSum, bSumHead; ///< per packed column
 
-    Quantized(int rows_, int cols_, int r_)
+    Quantized(int rows_, int cols_, int r_, bool int16Copies_)
         : rows(rows_), cols(cols_), r(r_), rPad((r_ + 3) / 4 * 4),
           rowsPad((rows_ + kTileRows - 1) / kTileRows * kTileRows),
           colsPad((cols_ + kGroupCols - 1) / kGroupCols * kGroupCols), nkg(rPad / 4), nkgHead(nkg >= 4 ? (3 * nkg + 3) / 4 : nkg),
           aq(size_t(rowsPad) * size_t(rPad)), bq(size_t(colsPad) * size_t(rPad)),
-          aBytes(size_t(rowsPad) * size_t(rPad)), bPacked(size_t(colsPad) * size_t(rPad)) {}
+          aBytes(size_t(rowsPad) * size_t(rPad)), bPacked(size_t(colsPad) * size_t(rPad)), int16Copies(int16Copies_),
+          a16(int16Copies_ ? size_t(rowsPad) * size_t(rPad) : 0), b16(int16Copies_ ? size_t(colsPad) * size_t(rPad) : 0) {}
 
     Int8Operands operands(const ComputeKernels& K) const {
         Int8Operands o;
@@ -94,6 +98,8 @@ struct Quantized {
         o.bTailNormMax = bTailNormMax.data();
         o.bSum = bSum.data();
         o.bSumHead = bSumHead.data();
+        o.a16 = int16Copies ? a16.data() : nullptr;
+        o.b16 = int16Copies ? b16.data() : nullptr;
         return o;
     }
 
@@ -197,6 +203,7 @@ void quantize(const Matrix& A, const Matrix& B, const ComputeKernels& K, Quantiz
         for (int k = 0; k < rPad; ++k) { // k: position in the layout
             const int v = src ? src[q.dimAt[size_t(k)]] : 0;
             q.bPacked[(size_t(g) * size_t(nkg) + size_t(k / 4)) * 256 + size_t(jg) * 4 + size_t(k % 4)] = uint8_t(v + K.int8BOffset);
+            if (q.int16Copies) q.b16[size_t(jp) * size_t(rPad) + size_t(k)] = int16_t(v);
             q.bSum[size_t(jp)] += v;
             if (k < headDims) q.bSumHead[size_t(jp)] += v;
         }
@@ -244,6 +251,7 @@ void quantize(const Matrix& A, const Matrix& B, const ComputeKernels& K, Quantiz
         for (int p = 0; p < rPad; ++p) { // p: position in the layout
             const int v = dst[q.dimAt[size_t(p)]];
             bytes[p] = uint8_t(v + K.int8AOffset);
+            if (q.int16Copies) q.a16[size_t(i) * size_t(rPad) + size_t(p)] = int16_t(v);
             if (p < headDims) q.aSumHead[size_t(i)] += v;
         }
         q.aTailNorm[size_t(i)] = tail(dst);
@@ -384,7 +392,7 @@ std::vector<ScoredPair> topKOfProductQuantized(const Matrix& A, const Matrix& B,
     st.simd = pass.isa != KernelIsa::Portable;
     st.int8Kernel = pass.int8Description;
 
-    Quantized q(rows, cols, r);
+    Quantized q(rows, cols, r, pass.isa == KernelIsa::Portable);
     quantize(A, B, K, q);
     const Int8Operands ops = q.operands(K);
     const float seed = seedThreshold(A, B, q, kk);

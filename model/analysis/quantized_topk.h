@@ -39,7 +39,7 @@ namespace attnscope {
 
 enum class QuantizedKernel {
     Auto,     ///< the int8 pass of the compute kernels chosen at start-up (compute_kernels.h)
-    Portable, ///< the portable kernels' plain C++ loop (a reference for the SIMD passes)
+    Portable, ///< the portable kernels' int16 loop on the same quantisation (a reference for the SIMD passes)
 };
 
 /// What a topKOfProductQuantized call did (for tests and benchmarks).

@@ -14,4 +14,11 @@ inline constexpr double kMinParallelMacs = double(1 << 19);
 /// Whether work of `macs` multiply-adds should run on the OpenMP team.
 inline bool worthThreads(double macs) { return macs >= kMinParallelMacs; }
 
+/// Elements from which a row-wise elementwise pass (a norm, RoPE: a few operations per element, memory
+/// bound) pays for the team: 64 Ki floats, about the same ≈ 10 µs on one core as kMinParallelMacs.
+inline constexpr double kMinParallelElements = double(1 << 16);
+
+/// Whether an elementwise pass over `elements` floats should run on the OpenMP team.
+inline bool worthThreadsElementwise(double elements) { return elements >= kMinParallelElements; }
+
 } // namespace attnscope

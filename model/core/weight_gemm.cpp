@@ -12,6 +12,11 @@
 
 namespace attnscope {
 
+Eigen::Index transposedKernelMinRows(WeightType type) {
+    if (type == WeightType::F16 || type == WeightType::BF16) return computeKernels().transposedGemmMinRows16;
+    return kTransposedKernelMinRows;
+}
+
 namespace {
 
 using Index = Eigen::Index;
@@ -62,15 +67,6 @@ std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, Index
 /// (Wᵀ rows contiguous: the unembedding, nn.Linear weights) times few rows, where streaming its rows once
 /// beats gathering them into micro-panels for too few x panels.
 bool useDotProducts(const GemmTarget& t, Index rows) { return t.W.transposed && rows < transposedKernelMinRows(t.W.type); }
-
-} // namespace
-
-Index transposedKernelMinRows(WeightType type) {
-    if (type == WeightType::F16 || type == WeightType::BF16) return computeKernels().transposedGemmMinRows16;
-    return kTransposedKernelMinRows;
-}
-
-namespace {
 
 void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets, bool parallel) {
     if (rows == 0 || targets.empty()) return;

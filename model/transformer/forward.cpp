@@ -289,7 +289,7 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     const float eps = float(cfg.norm_eps);
     y.resize(S, x.cols());
     if (scale) scale->resize(S);
-#pragma omp parallel for schedule(static) if (S >= 32)
+#pragma omp parallel for schedule(static) if (worthThreadsElementwise(double(S) * double(x.cols())))
     for (Eigen::Index i = 0; i < S; ++i) {
         auto row = x.row(i).array();
         float divisor;

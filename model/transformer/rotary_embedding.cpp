@@ -1,5 +1,7 @@
 #include "model/transformer/rotary_embedding.h"
 
+#include "model/core/parallel_threshold.h"
+
 #include <cmath>
 #include <mutex>
 
@@ -99,13 +101,13 @@ void rotateRow(const ModelConfig& cfg, const RopeTable& table, Matrix& x, Eigen:
 
 void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x) {
     const Eigen::Index S = x.rows();
-#pragma omp parallel for schedule(static) if (S * x.cols() >= (1 << 16))
+#pragma omp parallel for schedule(static) if (worthThreadsElementwise(double(S) * double(x.cols())))
     for (Eigen::Index p = 0; p < S; ++p) rotateRow(cfg, table, x, p, p);
 }
 
 void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x, std::span<const int> positions) {
     const Eigen::Index S = x.rows();
-#pragma omp parallel for schedule(static) if (S * x.cols() >= (1 << 16))
+#pragma omp parallel for schedule(static) if (worthThreadsElementwise(double(S) * double(x.cols())))
     for (Eigen::Index r = 0; r < S; ++r) rotateRow(cfg, table, x, r, positions[size_t(r)]);
 }
 

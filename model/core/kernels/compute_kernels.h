@@ -43,6 +43,9 @@ struct Int8Operands {
     const int* bTailNormMax = nullptr;   ///< per group: an integer ≥ max over its columns of ‖b̃_j‖₂ over the tail dims
     const int* bSum = nullptr;           ///< per column (in packed order): Σ_k b̃_jk over all dims (undoes int8AOffset)
     const int* bSumHead = nullptr;       ///< … over the head dims
+    /// The same values as signed int16 without offsets, for the portable loop (null for the others):
+    const int16_t* a16 = nullptr; ///< ã, [rows, aStride] in the layout's dim order
+    const int16_t* b16 = nullptr; ///< b̃ by packed column, [64 · groups, aStride] in the same dim order
 };
 
 /// One instruction set's kernels. Every function runs on the calling thread only; the callers

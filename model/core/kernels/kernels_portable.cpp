@@ -1,7 +1,8 @@
 // The portable kernels: GCC/Clang vector extensions of 4 floats at the target's baseline, with no
 // intrinsics: SSE2 on x86-64 (mul + add, no FMA), NEON on arm64 (fused multiply-add). Register tiles
 // of 6×8 (x86-64: 12 of 16 xmm accumulators) or 8×8 (arm64: 16 of 32), and the int8 candidate pass as
-// a plain loop. The fallback every CPU runs; see simd_kernels.h for why this file includes nothing else.
+// a loop of int16 multiply-adds that the compiler vectorises (pmaddwd on SSE2, smlal on NEON). The
+// fallback every CPU runs; see simd_kernels.h for why this file includes nothing else.
 
 #include "model/core/kernels/kernel_tables.h"
 
@@ -34,7 +35,7 @@ extern const ComputeKernels kPortableKernels = {
 #endif
     portable::kMr, portable::kNr, portable::kBlockRows, 64, &portable::packPanel, &portable::gemmColumns,
     &portable::dotRows, &portable::causalSoftmaxRow, &portable::geluNew, &portable::silu, &portable::sumExp,
-    0, 0, 127, 127, "plain C++ loop", &portable::int8FirstHitLoop,
+    0, 0, 127, 127, "int16 multiply-add loop", &portable::int8FirstHitLoop,
     portable::kLanes, &portable::fmaChains, portable::kFmaChains, &portable::sumFloats};
 
 } // namespace attnscope::kernels

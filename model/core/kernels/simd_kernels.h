@@ -661,38 +661,47 @@ inline int int8HeadThreshold(const Int8Operands& o, long row, long g, int thrDot
     return int(t < -kInt8Never ? -kInt8Never : t);
 }
 
-/// compute_kernels.h, int8FirstHit, in plain C++ for any offsets: the head dot products of each group's
-/// 6 × 64 cells (the compiler vectorises the column loop at the target's baseline), the tail only for
-/// the cells whose head passes.
+/// Σ_k a_r[k]·b[k] over n int16 for the six rows a_r = a + r·lda, in one loop: six reductions of widened
+/// products, which compilers vectorise into multiply-adds of int16 pairs (pmaddwd on SSE2, smlal on NEON).
+inline void int16Dots6(const int16_t* __restrict a, long lda, const int16_t* __restrict b, int n, int* __restrict out) {
+    int s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+    for (int k = 0; k < n; ++k) {
+        const int bk = b[k];
+        s0 += a[k] * bk;
+        s1 += a[lda + k] * bk;
+        s2 += a[2 * lda + k] * bk;
+        s3 += a[3 * lda + k] * bk;
+        s4 += a[4 * lda + k] * bk;
+        s5 += a[5 * lda + k] * bk;
+    }
+    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3, out[4] = s4, out[5] = s5;
+}
+inline int int16Dot(const int16_t* __restrict a, const int16_t* __restrict b, int n) {
+    int s = 0;
+    for (int k = 0; k < n; ++k) s += a[k] * b[k];
+    return s;
+}
+
+/// compute_kernels.h, int8FirstHit, in plain C++ on the operands' int16 copies (Int8Operands a16, b16; any
+/// offsets): per column, the six rows' head dot products in one vectorised loop, the tail only for the cells
+/// whose head passes.
 [[maybe_unused]] long int8FirstHitLoop(const Int8Operands& o, long row0, long g0, long g1, const int* thrDot) {
-    const int nkg = o.nkg;
+    const long stride = o.aStride;
+    const int headDims = 4 * o.nkgHead, tailDims = 4 * (o.nkg - o.nkgHead);
+    const int16_t* a = o.a16 + row0 * stride;
+    bool live = false;
+    for (int r = 0; r < 6; ++r) live = live || thrDot[r] < kInt8Never;
+    if (!live) return g1;
     for (long g = g0; g < g1; ++g) {
-        const uint8_t* bg = o.b + g * long(nkg) * 256;
-        for (int r = 0; r < 6; ++r) {
-            if (thrDot[r] >= kInt8Never) continue;
-            const uint8_t* ar = o.a + (row0 + r) * o.aStride;
-            // a stored byte minus its offset, read as the signed value it encodes
-            auto value = [](uint8_t byte, int offset) { return int(static_cast<int8_t>(static_cast<uint8_t>(int(byte) - offset))); };
-            auto dots = [&](int kg0, int kg1, int* dot) {
-                for (int j = 0; j < 64; ++j) dot[j] = 0;
-                for (int kg = kg0; kg < kg1; ++kg) {
-                    const uint8_t* bk = bg + kg * 256;
-                    const int a0 = value(ar[4 * kg], o.aOffset), a1 = value(ar[4 * kg + 1], o.aOffset);
-                    const int a2 = value(ar[4 * kg + 2], o.aOffset), a3 = value(ar[4 * kg + 3], o.aOffset);
-                    for (int j = 0; j < 64; ++j)
-                        dot[j] += a0 * value(bk[4 * j], o.bOffset) + a1 * value(bk[4 * j + 1], o.bOffset) +
-                                  a2 * value(bk[4 * j + 2], o.bOffset) + a3 * value(bk[4 * j + 3], o.bOffset);
-                }
-            };
-            int head[64], tail[64];
-            dots(0, o.nkgHead, head);
-            const int thr1 = int8HeadThreshold(o, row0 + r, g, thrDot[r]);
-            bool any = false;
-            for (int j = 0; j < 64; ++j) any = any || head[j] >= thr1;
-            if (!any) continue;
-            dots(o.nkgHead, nkg, tail);
-            for (int j = 0; j < 64; ++j)
-                if (head[j] + tail[j] >= thrDot[r]) return g;
+        int thrHead[6];
+        for (int r = 0; r < 6; ++r) thrHead[r] = int8HeadThreshold(o, row0 + r, g, thrDot[r]);
+        for (long j = g * 64; j < (g + 1) * 64; ++j) {
+            const int16_t* b = o.b16 + j * stride;
+            int head[6];
+            int16Dots6(a, stride, b, headDims, head);
+            for (int r = 0; r < 6; ++r)
+                if (head[r] >= thrHead[r] && head[r] + int16Dot(a + r * stride + headDims, b + headDims, tailDims) >= thrDot[r])
+                    return g;
         }
     }
     return g1;
