@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that the default binary runs on every x86-64 CPU: no AVX or AVX-512 instruction (a v-prefixed
 # mnemonic, a ymm/zmm or opmask register) outside the compute kernels compiled for those instruction
-# sets (attnscope::kernels::avx2, ::avx512, ::avx512vnni; model/core/kernels), and the kernels do have
+# sets (attnscope::kernels::avx2, ::avx512, ::avx512vnni, ::avxvnni, ::avx512ymmvnni; model/core/kernels), and the kernels do have
 # them (so the check is not vacuous). Usage: isa_containment.sh OBJDUMP BINARY
 set -euo pipefail
 objdump=$1
@@ -10,7 +10,7 @@ binary=$2
 /^[0-9a-f]+ <.*>:$/ {
     fn = $0
     ns = ""
-    if (match(fn, /attnscope::kernels::(avx2|avx512|avx512vnni)::/)) ns = substr(fn, RSTART + 20, RLENGTH - 22)
+    if (match(fn, /attnscope::kernels::(avx2|avx512|avx512vnni|avxvnni|avx512ymmvnni)::/)) ns = substr(fn, RSTART + 20, RLENGTH - 22)
     next
 }
 /^ +[0-9a-f]+:\t/ {

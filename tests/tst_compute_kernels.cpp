@@ -122,6 +122,16 @@ void TestComputeKernels::runnableKernelsIncludePortable() {
         QVERIFY((k->int8AMax == 127 && k->int8BMax == 127 && k->int8AOffset == 0) ||
                 (k->int8AOffset == 64 && k->int8AMax == 63 && k->int8BMax == 63 && 4 * 126 * 63 < 32768));
     }
+    // the int8 passes: the avx2 table takes AVX-VNNI where the CPU has it, and the AVX-VNNI code runs (in
+    // its EVEX twin) wherever AVX512-VNNI + VL do, so int8FirstHitIsExact checks it on such machines too
+    QStringList passes;
+    for (const Int8Pass& p : runnableInt8Passes()) passes << p.name;
+    if (f.avxvnni && f.osSavesYmm) {
+        QCOMPARE(QString::fromUtf8(kernelsFor(KernelIsa::Avx2)->int8Description), QStringLiteral("AVX-VNNI vpdpbusd (ymm)"));
+        QVERIFY(passes.contains(QStringLiteral("AVX-VNNI vpdpbusd (ymm)")));
+    }
+    if (f.avx512vnni && f.avx512vl && f.avx512f && f.osSavesZmm)
+        QVERIFY2(passes.contains(QStringLiteral("AVX512-VNNI vpdpbusd (ymm, EVEX)")), qPrintable(passes.join(", ")));
 }
 
 void TestComputeKernels::gemmMatchesFloat64_data() {
@@ -396,25 +406,31 @@ void TestComputeKernels::sumExpMatchesFloat64() {
     }
 }
 
-void TestComputeKernels::int8FirstHitIsExact_data() { kernelRows(); }
+void TestComputeKernels::int8FirstHitIsExact_data() {
+    // every int8 pass this CPU can run: the tables' and the twins (the AVX-VNNI code in EVEX encoding)
+    QTest::addColumn<int>("pass");
+    const std::vector<Int8Pass> passes = runnableInt8Passes();
+    for (size_t i = 0; i < passes.size(); ++i) QTest::newRow(qPrintable(passes[i].name)) << int(i);
+}
 
 void TestComputeKernels::int8FirstHitIsExact() {
     // Random ã ∈ [−127, 127] and b̃ ∈ [−int8BMax, int8BMax] laid out with the kernel's offsets, thresholds
     // at, just above and below the rows' maxima: the group returned must be the first one in which a cell's
     // exact integer dot product reaches its row's threshold (brute force here), with and without a tail
     // (head dims pruned by the Cauchy–Schwarz bound of the tail).
-    const ComputeKernels& K = fetchKernel();
+    QFETCH(int, pass);
+    const Int8Pass K = runnableInt8Passes()[size_t(pass)];
     std::mt19937 gen(11);
-    std::uniform_int_distribution<int> qa(-K.int8AMax, K.int8AMax), qb(-K.int8BMax, K.int8BMax);
+    std::uniform_int_distribution<int> qa(-K.aMax, K.aMax), qb(-K.bMax, K.bMax);
     for (int r : {4, 12, 64}) {
         for (bool withTail : {false, true}) {
             const int nkg = r / 4, nkgHead = withTail && nkg >= 2 ? nkg / 2 : nkg, groups = 9, cols = groups * 64;
             std::vector<int> a(size_t(6) * r), b(size_t(cols) * r); // ã [row][k], b̃ [column][k]
             for (auto& v : a) v = qa(gen);
             for (auto& v : b) v = qb(gen);
-            a[0] = K.int8AMax, a[1] = -K.int8AMax, b[0] = -K.int8BMax, b[1] = K.int8BMax; // the extremes (no int16 saturation)
+            a[0] = K.aMax, a[1] = -K.aMax, b[0] = -K.bMax, b[1] = K.bMax; // the extremes (no int16 saturation)
             std::vector<uint8_t> aBytes(a.size());
-            for (size_t i = 0; i < a.size(); ++i) aBytes[i] = uint8_t(a[i] + K.int8AOffset);
+            for (size_t i = 0; i < a.size(); ++i) aBytes[i] = uint8_t(a[i] + K.aOffset);
             alignas(64) static uint8_t packed[9 * 16 * 256];
             std::vector<int> bSum(static_cast<size_t>(cols)), bSumHead(static_cast<size_t>(cols)), aSum(6), aSumHead(6);
             std::vector<int> aTail(6), bTailMax(static_cast<size_t>(groups));
@@ -426,7 +442,7 @@ void TestComputeKernels::int8FirstHitIsExact() {
             for (int j = 0; j < cols; ++j) {
                 for (int k = 0; k < r; ++k) {
                     const int v = b[size_t(j) * r + size_t(k)];
-                    packed[(size_t(j / 64) * nkg + size_t(k / 4)) * 256 + size_t(j % 64) * 4 + size_t(k % 4)] = uint8_t(v + K.int8BOffset);
+                    packed[(size_t(j / 64) * nkg + size_t(k / 4)) * 256 + size_t(j % 64) * 4 + size_t(k % 4)] = uint8_t(v + K.bOffset);
                     bSum[size_t(j)] += v;
                     if (k < 4 * nkgHead) bSumHead[size_t(j)] += v;
                 }
@@ -440,8 +456,8 @@ void TestComputeKernels::int8FirstHitIsExact() {
                 aTail[size_t(row)] = norm(&a[size_t(row * r)], 4 * nkgHead, r);
             }
             Int8Operands o;
-            o.aOffset = K.int8AOffset;
-            o.bOffset = K.int8BOffset;
+            o.aOffset = K.aOffset;
+            o.bOffset = K.bOffset;
             o.a = aBytes.data();
             o.aStride = r;
             o.aTailNorm = aTail.data();
@@ -481,9 +497,9 @@ void TestComputeKernels::int8FirstHitIsExact() {
                                     expected = g;
                                     break;
                                 }
-                    const long got = K.int8FirstHit(o, 0, g0, groups, thr);
+                    const long got = K.firstHit(o, 0, g0, groups, thr);
                     QVERIFY2(got == expected, qPrintable(QStringLiteral("%1 r=%2%3 trial %4 from %5: group %6, expected %7")
-                                                             .arg(kernelTag(K)).arg(r).arg(withTail ? " (tail)" : "").arg(trial)
+                                                             .arg(K.name).arg(r).arg(withTail ? " (tail)" : "").arg(trial)
                                                              .arg(g0).arg(got).arg(expected)));
                 }
             }

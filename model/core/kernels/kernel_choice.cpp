@@ -67,13 +67,9 @@ QString isaList(const std::vector<KernelIsa>& isas) {
     return names.join(QStringLiteral(", "));
 }
 
-/// The AVX-512 table with the int8 pass it can run: vpdpbusd with VNNI, else the AVX2 one.
-ComputeKernels avx512WithInt8(const CpuFeatures& f) {
-    ComputeKernels k = kernels::kAvx512Kernels;
-    const kernels::Int8Kernel avx2{kernels::kAvx2Kernels.int8AOffset, kernels::kAvx2Kernels.int8BOffset,
-                                   kernels::kAvx2Kernels.int8AMax, kernels::kAvx2Kernels.int8BMax,
-                                   kernels::kAvx2Kernels.int8Description, kernels::kAvx2Kernels.int8FirstHit};
-    const kernels::Int8Kernel& int8 = f.avx512vnni ? kernels::kAvx512VnniInt8 : avx2;
+#ifdef ATTNSCOPE_X86
+/// `k` with `int8` as its int8 candidate pass (and the quantisation that pass needs).
+ComputeKernels withInt8(ComputeKernels k, const kernels::Int8Kernel& int8) {
     k.int8AOffset = int8.aOffset;
     k.int8BOffset = int8.bOffset;
     k.int8AMax = int8.aMax;
@@ -82,6 +78,20 @@ ComputeKernels avx512WithInt8(const CpuFeatures& f) {
     k.int8FirstHit = int8.firstHit;
     return k;
 }
+
+/// The AVX-512 table with the int8 pass it can run: vpdpbusd with VNNI, else the AVX2 one.
+ComputeKernels avx512WithInt8(const CpuFeatures& f) {
+    const kernels::Int8Kernel avx2{kernels::kAvx2Kernels.int8AOffset, kernels::kAvx2Kernels.int8BOffset,
+                                   kernels::kAvx2Kernels.int8AMax, kernels::kAvx2Kernels.int8BMax,
+                                   kernels::kAvx2Kernels.int8Description, kernels::kAvx2Kernels.int8FirstHit};
+    return withInt8(kernels::kAvx512Kernels, f.avx512vnni ? kernels::kAvx512VnniInt8 : avx2);
+}
+
+/// The AVX2 table with the int8 pass it can run: AVX-VNNI's vpdpbusd where present, else its own.
+ComputeKernels avx2WithInt8(const CpuFeatures& f) {
+    return f.avxvnni && f.osSavesYmm ? withInt8(kernels::kAvx2Kernels, kernels::kAvxVnniInt8) : kernels::kAvx2Kernels;
+}
+#endif
 
 } // namespace
 
@@ -107,6 +117,7 @@ CpuFeatures detectCpuFeatures() {
         f.avx512vl = (b >> 31) & 1;
         f.avx512vnni = (c >> 11) & 1;
     }
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = f.avx2 && ((a >> 4) & 1);
 #elif defined(__aarch64__)
     f.neon = true;
 #endif
@@ -178,13 +189,36 @@ std::vector<KernelIsa> runnableKernelIsas() {
     return out;
 }
 
+std::vector<Int8Pass> runnableInt8Passes() {
+    std::vector<Int8Pass> out;
+    for (KernelIsa isa : runnableKernelIsas()) {
+        const ComputeKernels* k = kernelsFor(isa);
+        out.push_back({QString::fromUtf8(k->int8Description), k->int8AOffset, k->int8BOffset, k->int8AMax, k->int8BMax,
+                       k->int8FirstHit});
+    }
+#ifdef ATTNSCOPE_X86
+    const CpuFeatures f = detectCpuFeatures();
+    auto add = [&](const kernels::Int8Kernel& p) {
+        for (const Int8Pass& q : out)
+            if (q.firstHit == p.firstHit) return;
+        out.push_back({QString::fromUtf8(p.description), p.aOffset, p.bOffset, p.aMax, p.bMax, p.firstHit});
+    };
+    if (f.avxvnni && f.osSavesYmm) add(kernels::kAvxVnniInt8);
+    if (f.avx512vnni && f.avx512vl && f.avx512f && f.osSavesZmm) add(kernels::kAvx512YmmVnniInt8);
+    if (f.avx512vnni && f.avx512bw && f.avx512f && f.osSavesZmm) add(kernels::kAvx512VnniInt8);
+#endif
+    return out;
+}
+
 const ComputeKernels* kernelsFor(KernelIsa isa) {
     switch (isa) {
     case KernelIsa::Portable:
         return &kernels::kPortableKernels;
 #ifdef ATTNSCOPE_X86
-    case KernelIsa::Avx2:
-        return &kernels::kAvx2Kernels;
+    case KernelIsa::Avx2: {
+        static const ComputeKernels k = avx2WithInt8(detectCpuFeatures());
+        return &k;
+    }
     case KernelIsa::Avx512: {
         static const ComputeKernels k = avx512WithInt8(detectCpuFeatures());
         return &k;

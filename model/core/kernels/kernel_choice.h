@@ -16,6 +16,7 @@ namespace attnscope {
 struct CpuFeatures {
     bool avx = false, avx2 = false, fma = false, f16c = false;
     bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false, avx512vnni = false;
+    bool avxvnni = false;     ///< AVX-VNNI (CPUID 7.1 EAX bit 4): vpdpbusd on ymm, VEX-encoded
     bool osSavesYmm = false;  ///< XCR0 bits 1–2 (SSE and AVX state): the OS saves the ymm registers
     bool osSavesZmm = false;  ///< XCR0 bits 5–7 (opmask, ZMM_Hi256, Hi16_ZMM) as well
     bool neon = false;        ///< arm64 (Advanced SIMD is part of the base architecture)
@@ -54,6 +55,17 @@ const KernelChoice& processKernelChoice();
 
 /// Every kernel set this CPU can run, most portable first.
 std::vector<KernelIsa> runnableKernelIsas();
+
+/// An int8 candidate pass (compute_kernels.h int8FirstHit) with the quantisation it needs.
+struct Int8Pass {
+    QString name; ///< its description, e.g. "AVX-VNNI vpdpbusd (ymm)"
+    int aOffset, bOffset, aMax, bMax;
+    long (*firstHit)(const Int8Operands& ops, long row0, long g0, long g1, const int* thrDot);
+};
+
+/// Every int8 pass this CPU can run: each runnable table's, the AVX-VNNI one where present, and its
+/// EVEX twin where AVX512-VNNI + VL are (for the tests: the twin runs the AVX-VNNI pass's code).
+std::vector<Int8Pass> runnableInt8Passes();
 
 /// One line for --version, the About box and the bench: the kernel in use, its tile and int8 path,
 /// how it was chosen, and the OpenMP threads. E.g. "compute kernel avx2 (AVX2+FMA, 6×16 register tile;

@@ -19,6 +19,8 @@ extern const ComputeKernels kAvx2Kernels;   ///< kernels_avx2.cpp
 extern const ComputeKernels kAvx512Kernels; ///< kernels_avx512.cpp; int8 members empty: kernel_choice.cpp takes
                                             ///< kAvx512VnniInt8 when the CPU has VNNI, else the AVX2 table's
 extern const Int8Kernel kAvx512VnniInt8;    ///< kernels_avx512_vnni.cpp, for CPUs with AVX512-VNNI
+extern const Int8Kernel kAvxVnniInt8;       ///< kernels_avx_vnni.cpp: the avx2 table's on CPUs with AVX-VNNI
+extern const Int8Kernel kAvx512YmmVnniInt8; ///< kernels_avx512_ymm_vnni.cpp: the same code, EVEX (tests only)
 #endif
 
 } // namespace attnscope::kernels

@@ -11,7 +11,7 @@
 namespace attnscope::kernels::avx512vnni {
 namespace {
 
-constexpr int kInt8Never = 1 << 30; // compute_kernels.h: a thrDot this high means the row never hits
+#include "model/core/kernels/int8_thresholds.h"
 
 /// acc + Σ_{4 bytes} u8(b)·s8(a) per int32 lane (vpdpbusd). GCC 12 spills the accumulators of a register
 /// tile around the _mm512_dpbusd_epi32 builtin, so GCC/Clang get the instruction through inline asm.
@@ -24,11 +24,6 @@ inline __m512i dpbusd(__m512i acc, __m512i b, __m512i a) {
 #endif
 }
 
-/// An integer ≥ what the tail dims can add (compute_kernels.h Int8Operands; as simd_kernels.h).
-inline long tailBound(const Int8Operands& o, long row, long g) {
-    return o.nkgHead >= o.nkg ? 0 : long(o.aTailNorm[row]) * o.bTailNormMax[g];
-}
-
 /// compute_kernels.h, int8FirstHit, for ã as the signed operand (broadcast) and b̃ + 128 as the unsigned
 /// one: acc = ã·(b̃ + 128) = ã·b̃ + 128·Σ_k ã_k, undone in the thresholds. Register tile 6 rows × 64
 /// columns (24 accumulators) over the head dims; a row whose head passes its threshold somewhere in the
@@ -36,21 +31,13 @@ inline long tailBound(const Int8Operands& o, long row, long g) {
 long int8FirstHit(const Int8Operands& o, long row0, long g0, long g1, const int* thrDot) {
     const int nkg = o.nkg, nkgHead = o.nkgHead;
     int full[6]; // per row: the threshold of the full accumulator, thrDot + 128·Σ_k ã_k
-    for (int r = 0; r < 6; ++r)
-        full[r] = thrDot[r] >= kInt8Never ? kInt8Never : thrDot[r] + 128 * o.aSum[row0 + r];
+    for (int r = 0; r < 6; ++r) full[r] = int8FullThreshold128(o, row0 + r, thrDot[r]);
     const uint8_t* a = o.a;
     const long aStride = o.aStride;
     for (long g = g0; g < g1; ++g) {
         const uint8_t* bg = o.b + g * long(nkg) * 256;
         int head[6]; // per row: the threshold of the head accumulator, headThreshold + 128·Σ_head ã_k
-        for (int r = 0; r < 6; ++r) {
-            if (thrDot[r] >= kInt8Never) {
-                head[r] = kInt8Never;
-                continue;
-            }
-            const long t = long(thrDot[r]) - tailBound(o, row0 + r, g);
-            head[r] = int((t < -kInt8Never ? -kInt8Never : t) + 128L * o.aSumHead[row0 + r]);
-        }
+        for (int r = 0; r < 6; ++r) head[r] = int8HeadThreshold128(o, row0 + r, g, thrDot[r]);
         // 24 named accumulators: GCC spills an __m512i[6][4] array to the stack.
 #define ATTNSCOPE_ROW(R) __m512i a##R##0 = _mm512_setzero_si512(), a##R##1 = a##R##0, a##R##2 = a##R##0, a##R##3 = a##R##0;
         ATTNSCOPE_ROW(0) ATTNSCOPE_ROW(1) ATTNSCOPE_ROW(2) ATTNSCOPE_ROW(3) ATTNSCOPE_ROW(4) ATTNSCOPE_ROW(5)

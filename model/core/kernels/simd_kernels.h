@@ -6,9 +6,10 @@
 //               fit the register file: 14 for 32 zmm, 6 for 16 ymm or xmm),
 //   kDotRows    rows of x per dotRows tile (kDotRows × 4 accumulators),
 //   kFmaChains  independent chains of the FMA-peak probe (≥ FMA latency × FMA ports).
-// No #pragma once and no #include: everything here gets internal linkage in each including file, so no
-// code compiled for one instruction set can be shared with another through the linker (a kernel
-// translation unit includes nothing but this file, compute_kernels.h and intrinsics headers).
+// No #pragma once and no #include but int8_thresholds.h (a fragment of the same kind): everything here gets
+// internal linkage in each including file, so no code compiled for one instruction set can be shared with
+// another through the linker (a kernel translation unit includes nothing but these fragments,
+// compute_kernels.h and intrinsics headers).
 //
 // GEMM method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x packed once into
 // panels of kMr rows stored k-major; W read in place (prefetched into L1 and, further ahead, L2) in
@@ -647,19 +648,7 @@ float sumFloats(const float* p, size_t n) {
 
 // ---- int8 candidate pass: shared pieces and the portable loop (the x86 tables use intrinsics) ------
 
-constexpr int kInt8Never = 1 << 30; // compute_kernels.h: a thrDot this high means the row never hits
-
-/// An integer ≥ ‖ã_row,tail‖₂·max_{j∈g}‖b̃_j,tail‖₂ (0 without a tail): what the tail dims can add at most.
-inline long int8TailBound(const Int8Operands& o, long row, long g) {
-    return o.nkgHead >= o.nkg ? 0 : long(o.aTailNorm[row]) * o.bTailNormMax[g];
-}
-
-/// The threshold a cell's head dot product must reach for the cell to be able to reach thrDot.
-inline int int8HeadThreshold(const Int8Operands& o, long row, long g, int thrDot) {
-    if (thrDot >= kInt8Never) return kInt8Never;
-    const long t = long(thrDot) - int8TailBound(o, row, g);
-    return int(t < -kInt8Never ? -kInt8Never : t);
-}
+#include "model/core/kernels/int8_thresholds.h"
 
 /// Σ_k a_r[k]·b[k] over n int16 for the six rows a_r = a + r·lda, in one loop: six reductions of widened
 /// products, which compilers vectorise into multiply-adds of int16 pairs (pmaddwd on SSE2, smlal on NEON).
