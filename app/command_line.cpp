@@ -133,7 +133,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption top("top", "Entries per projection / tokens per logit-lens cell (default 10).", "K", "10");
     const QCommandLineOption logitLens("logit-lens", "Add the logit lens (top --top tokens per layer boundary and position) to --dump-json.");
     const QCommandLineOption screenshot("screenshot", "Render VIEW of the window offscreen into --out (PNG); "
-                                                      "--width/--height set the window size (default 1600×1000).", "VIEW");
+                                                      "--width/--height set the window size (default 1600×1000; "
+                                                      "below the view's minimum, the minimum, with a warning).", "VIEW");
     const QCommandLineOption outFile("out", "Output file of --screenshot (.png).", "FILE");
     // not "--session": QGuiApplication takes -session/--session for X11 session management
     const QCommandLineOption session("session-file", "With --screenshot: restore this session first (.attnscope).", "FILE");
