@@ -336,8 +336,8 @@ void MainWindow::openModel(const QString& nameOrPath, const QString& prompt, con
     }
     openedAs_ = nameOrPath.isEmpty() ? QStringLiteral("demo") : nameOrPath;
     statusLabel_->showMessage(tr("Opening %1…").arg(resolved.path));
-    LoadOptions options;
-    options.tokenizerPath = tokenizerPath;
+    LoadOptions options; // absolute: the load runs later, and sessions store it (session_file.h)
+    options.tokenizerPath = tokenizerPath.isEmpty() ? QString() : QFileInfo(tokenizerPath).absoluteFilePath();
     session_.openModel(resolved.path, options);
 }
 

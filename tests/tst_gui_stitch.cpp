@@ -58,11 +58,13 @@ QString columnsFitContents(QTableWidget* t) {
     QCoreApplication::processEvents(); // the header sizes its sections on the next layout
     int used = 0;
     for (int c = 0; c < t->columnCount(); ++c) {
-        const int want = std::max(t->sizeHintForColumn(c), t->horizontalHeader()->sectionSizeHint(c));
-        used += t->columnWidth(c);
-        if (std::abs(t->columnWidth(c) - want) > 2)
+        const int width = t->columnWidth(c);
+        t->resizeColumnToContents(c); // the width its cells and header need
+        const int want = t->columnWidth(c);
+        used += width;
+        if (std::abs(width - want) > 2)
             return QStringLiteral("column %1 (%2) is %3 px wide, its contents %4 px")
-                .arg(c).arg(t->horizontalHeaderItem(c)->text()).arg(t->columnWidth(c)).arg(want);
+                .arg(c).arg(t->horizontalHeaderItem(c)->text()).arg(width).arg(want);
     }
     if (t->horizontalHeader()->stretchLastSection()) return QStringLiteral("the last column stretches");
     if (used <= 0 || used >= t->viewport()->width()) // free width is left: what a stretched column would take
