@@ -2,6 +2,7 @@
 
 #include "app/about_text.h"
 #include "app/screenshot.h"
+#include "model/analysis/patching_metric.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -42,6 +43,8 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (patchOptions && !patching)
         return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch");
     if (patching && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(c.pathPatch ? "--path-patch" : "--patch");
+    if (const QString e = patching ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
+        return QStringLiteral("--metric \"%1\": %2").arg(c.metric, e);
     if (c.direction != QLatin1String("denoise") && c.direction != QLatin1String("noise"))
         return QStringLiteral("--direction must be denoise or noise, got '%1'").arg(c.direction);
     if (!c.ablate.isEmpty() && !QStringList{"zero", "mean", "reference-mean", "resample"}.contains(c.ablate))
@@ -88,8 +91,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
         "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
         "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
-        "  stitching        attnscope --model demo --stitch resources/demo-variant --layer all --text genesis.txt --dump-json stitch.json\n"
-        "  fine-tuning      attnscope --model demo --finetune-diff resources/demo-variant --dump-json ranking.json\n"
+        "  stitching        attnscope --model demo --stitch demo-variant --layer all --text genesis.txt --dump-json stitch.json\n"
+        "  fine-tuning      attnscope --model demo --finetune-diff demo-variant --dump-json ranking.json\n"
         "  screenshot       attnscope --screenshot logit-lens --out lens.png [--model demo --prompt … --layer 1 --head 1]\n"
         "                   attnscope --screenshot compare-models --out compare.png --session-file compare.attnscope\n"
         "  version          attnscope --version\n\n"
@@ -130,7 +133,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption top("top", "Entries per projection / tokens per logit-lens cell (default 10).", "K", "10");
     const QCommandLineOption logitLens("logit-lens", "Add the logit lens (top --top tokens per layer boundary and position) to --dump-json.");
     const QCommandLineOption screenshot("screenshot", "Render VIEW of the window offscreen into --out (PNG); "
-                                                      "--width/--height set the window size (default 1600×1000).", "VIEW");
+                                                      "--width/--height set the window size (default 1600×1000; "
+                                                      "below the view's minimum, the minimum, with a warning).", "VIEW");
     const QCommandLineOption outFile("out", "Output file of --screenshot (.png).", "FILE");
     // not "--session": QGuiApplication takes -session/--session for X11 session management
     const QCommandLineOption session("session-file", "With --screenshot: restore this session first (.attnscope).", "FILE");

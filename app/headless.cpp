@@ -175,10 +175,10 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             QJsonObject json;
             if (cmd.project == QLatin1String("ov") || cmd.project == QLatin1String("qk"))
                 json = toJson(projectPairs(*model, cmd.project == QLatin1String("ov") ? PairProjectionKind::OV : PairProjectionKind::QK,
-                                           cmd.layer, cmd.head, cmd.top));
+                                           cmd.layer, cmd.head, cmd.top), model->tokenizer());
             else
                 json = toJson(projectNeuron(*model, cmd.project == QLatin1String("ffkey") ? NeuronVectorKind::FFKey : NeuronVectorKind::FFValue,
-                                            cmd.layer, cmd.neuron, cmd.top));
+                                            cmd.layer, cmd.neuron, cmd.top), model->tokenizer());
             // which matrix read each side (embedding_projection.h): "tied" (W_E both) or "untied" (W_E in, W_U out)
             json["unembedding"] = unembeddingTied(*model) ? QStringLiteral("tied") : QStringLiteral("untied");
             QString error;
@@ -213,7 +213,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (!cmd.dla.isEmpty())
                 dump.insert(QStringLiteral("dla"),
                             dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));
-            if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, logitLens(*model, cache, cmd.top)));
+            if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, model->tokenizer(), logitLens(*model, cache, cmd.top)));
             addCircuits(*model, cmd, ids, cache, dump);
             if (cmd.generate > 0) {
                 QJsonArray generated;

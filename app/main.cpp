@@ -8,6 +8,7 @@
 #include "app/session_controller.h"
 #include "model/core/heap_reuse.h"
 #include "model/core/kernels/kernel_choice.h"
+#include "model/transformer/cache_budget.h"
 #include "app/startup_model.h"
 
 #include <QApplication>
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
     // the compute kernel is chosen before any work: a forced one the CPU cannot run is a clear error
     if (const attnscope::KernelChoice& choice = attnscope::processKernelChoice(); !choice.error.isEmpty()) {
         err << "attnscope: " << choice.error << "\n";
+        return 1;
+    }
+    if (const QString e = attnscope::memoryBudgetError(); !e.isEmpty()) { // likewise a budget that is not a number
+        err << "attnscope: " << e << "\n";
         return 1;
     }
     attnscope::CommandLine cmd;

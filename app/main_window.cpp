@@ -111,7 +111,7 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
             [this](const QString& m) { showError(tr("Cannot open model"), m); });
     connect(&session_, &ModelSession::forwardFailed, this,
             [this](const QString& m) { showError(tr("Cannot run the prompt"), m); });
-    connect(&session_, &ModelSession::cancelled, this, [this] { statusLabel_->setText(tr("Cancelled.")); });
+    connect(&session_, &ModelSession::cancelled, this, [this] { statusLabel_->showFinished(tr("Cancelled.")); });
     // the second model (comparison, stitching): opened by the session, handed to every panel
     connect(&session_, &ModelSession::secondModelProgress, this,
             [this](const QString& path, qint64 done, qint64 total, const QString& what) {
@@ -120,25 +120,25 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     connect(&session_, &ModelSession::secondModelLoaded, this, [this] {
         const auto second = session_.secondModel();
         for (AnalysisPanel* p : panels_) p->setSecondModel(second);
-        statusLabel_->setText(tr("Opened %1 as the second model.").arg(second->info().path));
+        statusLabel_->showFinished(tr("Opened %1 as the second model.").arg(second->info().path));
     });
     connect(&session_, &ModelSession::secondModelLoadFailed, this, [this](const QString& path, const QString& message) {
         if (secondRequester_) secondRequester_->setSecondModelStatus({path, false, 0, 0, {}, message});
-        statusLabel_->setText(message.isEmpty() ? tr("Opening %1 was cancelled.").arg(path)
-                                                : tr("Cannot open the second model: %1").arg(message));
+        if (message.isEmpty()) statusLabel_->showFinished(tr("Opening %1 was cancelled.").arg(path));
+        else statusLabel_->showMessage(tr("Cannot open the second model: %1").arg(message));
     });
     connect(&gridTask_, &BackgroundTask::progressChanged, this, [this](qint64, qint64, const QString& what) {
-        if (!layerTask_.isRunning()) statusLabel_->setText(what);
+        if (!layerTask_.isRunning()) statusLabel_->showMessage(what);
     });
-    connect(&gridTask_, &BackgroundTask::failed, statusLabel_, &QLabel::setText);
+    connect(&gridTask_, &BackgroundTask::failed, statusLabel_, &StatusLine::showMessage);
     connect(&layerTask_, &BackgroundTask::failed, this, [this](const QString& m) {
-        statusLabel_->setText(m);
+        statusLabel_->showMessage(m);
         startGridFill();
     });
     connect(&session_, &ModelSession::progressChanged, this, [this](qint64 done, qint64 total, const QString& what) {
         progress_->setRange(0, int(total));
         progress_->setValue(int(done));
-        statusLabel_->setText(what);
+        statusLabel_->showMessage(what);
     });
 
     sessions_ = new SessionController(this); // after the connections above: it acts once the window has updated
@@ -235,7 +235,7 @@ void MainWindow::buildUi() {
     setCentralWidget(main);
 
     // status bar: message, progress, cancel
-    statusLabel_ = new QLabel;
+    statusLabel_ = new StatusLine;
     progress_ = new QProgressBar;
     progress_->setMaximumWidth(220);
     progress_->setVisible(false);
@@ -312,7 +312,7 @@ void MainWindow::addPanel(AnalysisPanel* panel) {
         selectHead(l, h);
         tabs_->setCurrentIndex(0);
     });
-    connect(panel, &AnalysisPanel::statusMessage, statusLabel_, &QLabel::setText);
+    connect(panel, &AnalysisPanel::statusMessage, statusLabel_, &StatusLine::showFinished); // a panel's job is done
     connect(panel, &AnalysisPanel::secondModelRequested, this, [this, panel](const QString& path) {
         secondRequester_ = panel;
         session_.openSecondModel(path);
@@ -335,9 +335,9 @@ void MainWindow::openModel(const QString& nameOrPath, const QString& prompt, con
         return;
     }
     openedAs_ = nameOrPath.isEmpty() ? QStringLiteral("demo") : nameOrPath;
-    statusLabel_->setText(tr("Opening %1…").arg(resolved.path));
-    LoadOptions options;
-    options.tokenizerPath = tokenizerPath;
+    statusLabel_->showMessage(tr("Opening %1…").arg(resolved.path));
+    LoadOptions options; // absolute: the load runs later, and sessions store it (session_file.h)
+    options.tokenizerPath = tokenizerPath.isEmpty() ? QString() : QFileInfo(tokenizerPath).absoluteFilePath();
     session_.openModel(resolved.path, options);
 }
 
@@ -368,7 +368,7 @@ void MainWindow::runPrompt() {
     const auto model = session_.model();
     const int nCtx = model->config().n_ctx;
     const size_t n = tokenizePrompt(model->tokenizer(), prompt_->text(), prependBos_->isChecked()).size();
-    bool keepLast = !desktop_ && n > size_t(nCtx);
+    bool keepLast = false; // offscreen (--screenshot): the forward pass refuses it, as --dump-json does
     if (n > size_t(nCtx) && desktop_) {
         QMessageBox box(QMessageBox::Warning, tr("Prompt too long"),
                         tr("The prompt has %1 tokens but the model's context (n_ctx) is %2 tokens.").arg(n).arg(nCtx),
@@ -377,7 +377,7 @@ void MainWindow::runPrompt() {
         box.setDefaultButton(truncate);
         box.exec();
         if (box.clickedButton() != truncate) {
-            statusLabel_->setText(tr("Not run: the prompt has %1 tokens, more than n_ctx = %2.").arg(n).arg(nCtx));
+            statusLabel_->showMessage(tr("Not run: the prompt has %1 tokens, more than n_ctx = %2.").arg(n).arg(nCtx));
             return;
         }
         keepLast = true;
@@ -423,11 +423,11 @@ void MainWindow::onModelLoaded() {
         bosChosen_.reset();
     }
     updatePanels();
-    statusLabel_->setText(tr("Opened %1.").arg(model->info().path));
+    statusLabel_->showFinished(tr("Opened %1.").arg(model->info().path));
     watcher_->watch(modelFilesOnDisk(model->info()));
     if (desktop_) addRecentModel(openedAs_.isEmpty() ? model->info().path : openedAs_);
     if (model->info().hasNonFiniteWeights)
-        statusLabel_->setText(tr("Warning: %1 has NaN or Inf weights; results may be NaN.").arg(model->info().path));
+        statusLabel_->showMessage(tr("Warning: %1 has NaN or Inf weights; results may be NaN.").arg(model->info().path));
     runPrompt();
 }
 
@@ -442,14 +442,15 @@ void MainWindow::onForwardFinished() {
     updatePanels();
     for (AnalysisPanel* p : panels_) p->setSelectedHead(layer(), head());
     const auto cache = session_.cache();
-    statusLabel_->setText(cache->residualsOnly() ? tr("Ran %1 tokens. Only the residual streams fit in memory: layers are "
-                                                      "recomputed as they are shown.").arg(cache->nPositions())
-                                                 : tr("Ran %1 tokens.").arg(cache->nPositions()));
+    if (cache->residualsOnly()) // how the views behave from now on: it stays
+        statusLabel_->showMessage(tr("Ran %1 tokens. Only the residual streams fit in memory: layers are recomputed as "
+                                     "they are shown.").arg(cache->nPositions()));
+    else statusLabel_->showFinished(tr("Ran %1 tokens.").arg(cache->nPositions()));
     if (!cache->logits.allFinite()) {
         const QStringList bad = nonFiniteWeights(*session_.model(), 5);
-        statusLabel_->setText(bad.isEmpty() ? tr("Warning: the logits contain NaN or Inf.")
-                                            : tr("Warning: the logits contain NaN or Inf; NaN/Inf weights in %1.")
-                                                  .arg(bad.join(QStringLiteral(", "))));
+        statusLabel_->showMessage(bad.isEmpty() ? tr("Warning: the logits contain NaN or Inf.")
+                                                : tr("Warning: the logits contain NaN or Inf; NaN/Inf weights in %1.")
+                                                      .arg(bad.join(QStringLiteral(", "))));
     }
     saveSettings();
 }
@@ -462,7 +463,7 @@ void MainWindow::onBusyChanged(bool busy) {
 }
 
 void MainWindow::showError(const QString& title, const QString& message) {
-    statusLabel_->setText(message);
+    statusLabel_->showMessage(message);
     if (desktop_) QMessageBox::critical(this, title, message);
 }
 
@@ -503,14 +504,14 @@ void MainWindow::showHead(const std::shared_ptr<const LayerCache>& layerCache) {
 
 void MainWindow::requestLayer(int l) {
     const auto cache = session_.cache();
-    statusLabel_->setText(tr("Computing layer %1…").arg(l));
+    statusLabel_->showMessage(tr("Computing layer %1…").arg(l));
     gridTask_.cancel(); // the selected layer first; the grid resumes when it is done
     // start() cancels an older request still waiting (LayerRecomputer checks the flag before computing)
     layerTask_.start([this, cache, l](const BackgroundTask::Context& ctx) -> std::function<void()> {
         std::shared_ptr<const LayerCache> lc = cache->layer(l, ctx.progress);
         return [this, cache, l, lc] {
             if (session_.cache() != cache) return;
-            statusLabel_->setText(tr("Layer %1 recomputed.").arg(l));
+            statusLabel_->showFinished(tr("Layer %1 recomputed.").arg(l));
             if (layer() == l) showHead(lc);
             startGridFill();
         };
@@ -533,7 +534,7 @@ void MainWindow::startGridFill() {
             });
         }
         return [this, cache] {
-            if (session_.cache() == cache) statusLabel_->setText(tr("Head grid complete (%1 layers).").arg(cache->nLayers()));
+            if (session_.cache() == cache) statusLabel_->showFinished(tr("Head grid complete (%1 layers).").arg(cache->nLayers()));
         };
     });
 }
@@ -642,7 +643,7 @@ void MainWindow::exportHeatmapDialog() {
     double scale = 1.0;
     if (!askImageSize(this, &size, &scale)) return;
     if (QString e = exportCurrentHeatmap(path, size, scale); !e.isEmpty()) showError(tr("Export failed"), e);
-    else statusLabel_->setText(tr("Exported %1").arg(path));
+    else statusLabel_->showFinished(tr("Exported %1").arg(path));
 }
 
 void MainWindow::exportAllHeadsDialog() {
@@ -663,7 +664,7 @@ void MainWindow::exportAllHeadsDialog() {
             QMessageBox::Yes)
         return;
     if (QString e = exportAllHeads(dir, ext, size, scale); !e.isEmpty()) showError(tr("Export failed"), e);
-    else statusLabel_->setText(tr("Exported %1 heads to %2").arg(cfg.n_layers * cfg.n_heads).arg(dir));
+    else statusLabel_->showFinished(tr("Exported %1 heads to %2").arg(cfg.n_layers * cfg.n_heads).arg(dir));
 }
 
 void MainWindow::openDialog() {
@@ -686,16 +687,16 @@ void MainWindow::saveSessionDialog() {
     if (path.isEmpty()) return;
     if (!path.endsWith(QLatin1Char('.') + kSessionSuffix)) path += QLatin1Char('.') + kSessionSuffix;
     if (const QString e = sessions_->saveFile(path); !e.isEmpty()) return showError(tr("Cannot save session"), e);
-    statusLabel_->setText(tr("Saved the session to %1").arg(path));
+    statusLabel_->showFinished(tr("Saved the session to %1").arg(path));
     if (desktop_) addRecentModel(path);
 }
 
 void MainWindow::onSessionRestored(const QStringList& problems) {
     if (problems.isEmpty()) {
-        statusLabel_->setText(tr("Session restored."));
+        statusLabel_->showFinished(tr("Session restored."));
         return;
     }
-    statusLabel_->setText(tr("Session restored, except: %1").arg(problems.join(QStringLiteral("; "))));
+    statusLabel_->showMessage(tr("Session restored, except: %1").arg(problems.join(QStringLiteral("; ")))); // stays
     if (!desktop_) return;
     auto* box = new QMessageBox(QMessageBox::Warning, tr("Session restored in part"),
                                 tr("The session was restored except for:"), QMessageBox::Ok, this);
@@ -801,7 +802,7 @@ void MainWindow::askReload(const QString& file) {
     box.exec();
     askingReload_ = false;
     if (box.clickedButton() == reload) sessions_->restore(sessions_->capture(), {}, true);
-    else statusLabel_->setText(tr("%1 changed on disk; the loaded model was kept (File → Reload Model reloads it).").arg(file));
+    else statusLabel_->showMessage(tr("%1 changed on disk; the loaded model was kept (File → Reload Model reloads it).").arg(file));
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {

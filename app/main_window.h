@@ -9,6 +9,7 @@
 // (app/session_controller.h); a change of the open model's files on disk offers a reload.
 
 #include "app/model_session.h"
+#include "app/status_line.h"
 #include "views/background_task.h"
 
 #include <QMainWindow>
@@ -150,7 +151,7 @@ private:
     QSpinBox* layerSpin_ = nullptr;
     QSpinBox* headSpin_ = nullptr;
     QLabel* modelInfo_ = nullptr;
-    QLabel* statusLabel_ = nullptr;
+    StatusLine* statusLabel_ = nullptr; ///< finished jobs' messages are temporary (status_line.h)
     QProgressBar* progress_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     AttentionHeatmap* heatmap_ = nullptr;

@@ -11,6 +11,8 @@
 #include <QEventLoop>
 #include <QFileInfo>
 #include <QImage>
+#include <QLayout>
+#include <QMainWindow>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -23,6 +25,23 @@ const QStringList kTabs{QStringLiteral("attention"),  QStringLiteral("logit-attr
                         QStringLiteral("attention-by-hand"), QStringLiteral("logit-lens"), QStringLiteral("embedding-space"),
                         QStringLiteral("compare-models"), QStringLiteral("circuits")};
 } // namespace
+
+QSize fitWindow(QMainWindow& window, QSize size) {
+    for (QTabWidget* tabs : window.findChildren<QTabWidget*>()) // the main tabs and every view's sub-tabs
+        for (int i = 0; i < tabs->count(); ++i)
+            if (i != tabs->currentIndex()) tabs->widget(i)->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Ignored);
+    for (int i = 0; i < 2; ++i) { // the new minimum is known once the layouts have run again
+        if (QWidget* central = window.centralWidget()) central->updateGeometry(); // its cached minimum goes
+        if (QLayout* l = window.layout()) {
+            l->invalidate();
+            l->activate();
+        }
+        QCoreApplication::processEvents();
+        window.resize(size);
+        QCoreApplication::processEvents();
+    }
+    return window.size();
+}
 
 QStringList screenshotViews() { return kTabs + QStringList{kDetectors, kAblation, kStitch, kFinetune}; }
 
@@ -51,6 +70,7 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         state.model = m.path;
         state.modelName = cmd.modelPath;
     }
+    if (!cmd.tokenizerPath.isEmpty()) state.tokenizer = QFileInfo(cmd.tokenizerPath).absoluteFilePath(); // as the window's --tokenizer
     if (!cmd.prompt.isEmpty()) state.prompt = cmd.prompt;
     if (cmd.prependBos) state.prependBos = cmd.prependBos; // --bos / --no-bos; else the session's, else the model's
     if (cmd.layer >= 0) {
@@ -63,7 +83,8 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
 
     MainWindow window(nullptr, MainWindow::Mode::Offscreen);
     if (state.prompt.isEmpty()) state.prompt = window.prompt(); // the default prompt
-    window.resize(cmd.sizeGiven ? cmd.size : QSize(1600, 1000)); // at least the window's minimum size
+    const QSize wanted = cmd.sizeGiven ? cmd.size : QSize(1600, 1000);
+    window.resize(wanted);
     window.show();
     QString failure;
     QEventLoop loop;
@@ -89,6 +110,10 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         compare->subTabs()->setCurrentIndex(cmd.screenshot == kStitch ? 1 : 2);
     }
     window.waitForIdle();
+    if (const QSize used = fitWindow(window, wanted); used != wanted)
+        err << "attnscope: warning: --width " << wanted.width() << " --height " << wanted.height() << " is smaller than the "
+            << cmd.screenshot << " view can be laid out; the picture is " << used.width() << "×" << used.height() << "\n";
+    window.waitForIdle(); // views that redo their work at the new size
     for (int i = 0; i < 3; ++i) QCoreApplication::processEvents(); // layouts and deferred repaints
     const QImage image = window.grab().toImage();
     if (!image.save(cmd.out, "PNG")) {

@@ -6,8 +6,11 @@
 
 #include "app/command_line.h"
 
+#include <QSize>
 #include <QStringList>
 #include <QTextStream>
+
+class QMainWindow;
 
 namespace attnscope {
 
@@ -15,6 +18,11 @@ namespace attnscope {
 /// logit-attribution, "head-detectors" and "ablation" (which runs the session's ablation), and two of
 /// compare-models, "stitch" (sweeps k) and "finetune-directions" (ranks), which need the session's second model.
 QStringList screenshotViews();
+
+/// Resizes `window` to `size` as far as the shown view lets it: the pages of every tab widget but the current
+/// one stop counting toward the window's minimum size (they are not in the picture). Returns the size it got (larger than `size` in a
+/// dimension the current view cannot shrink to).
+QSize fitWindow(QMainWindow& window, QSize size);
 
 /// Opens the model (or restores --session-file), selects the view and writes the PNG. Returns the exit
 /// code: 0, 1 on an error (message on `err`), as runHeadless.

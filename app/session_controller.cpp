@@ -37,6 +37,7 @@ SessionState SessionController::capture() const {
         s.model = model->info().path;
         const QString as = w_->openedAs();
         if (!as.isEmpty() && !QFileInfo::exists(as) && resolveModelName(as).path == s.model) s.modelName = as;
+        if (const QString tok = model->info().tokenizerPath; !tok.isEmpty()) s.tokenizer = QFileInfo(tok).absoluteFilePath();
     }
     s.prompt = w_->prompt();
     s.prependBos = w_->prependBos();
@@ -70,12 +71,16 @@ void SessionController::restore(const SessionState& state, QStringList problems,
     }
     const ResolvedModel target = resolveModelName(open);
     const auto model = session.model();
+    const auto sameFile = [](const QString& a, const QString& b) {
+        return a.isEmpty() == b.isEmpty() && (a.isEmpty() || QFileInfo(a).absoluteFilePath() == QFileInfo(b).absoluteFilePath());
+    };
     if (!open.isEmpty() && !target.ok()) {
         problems_ << (model ? tr("the session's model %1 was not found; its settings were applied to %2")
                                   .arg(state.model, model->info().name)
                             : tr("the session's model %1 was not found").arg(state.model));
-    } else if (!open.isEmpty() && (!model || model->info().path != target.path || reload)) {
-        w_->openModel(open); // runs the prompt when loaded; finish() follows the forward pass
+    } else if (!open.isEmpty() && (!model || model->info().path != target.path || reload ||
+                                   !sameFile(model->info().tokenizerPath, state.tokenizer))) {
+        w_->openModel(open, {}, state.tokenizer); // runs the prompt when loaded; finish() follows the forward pass
         return;
     }
     if (model) {

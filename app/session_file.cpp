@@ -24,6 +24,7 @@ QJsonObject sessionToJson(const SessionState& s) {
                   {QStringLiteral("tab"), s.tab},
                   {QStringLiteral("panels"), s.panels}};
     if (!s.modelName.isEmpty()) o.insert(QStringLiteral("modelName"), s.modelName);
+    if (!s.tokenizer.isEmpty()) o.insert(QStringLiteral("tokenizer"), s.tokenizer);
     if (s.prependBos) o.insert(QStringLiteral("prependBos"), *s.prependBos);
     return o;
 }
@@ -43,6 +44,7 @@ bool sessionFromJson(const QJsonObject& o, SessionState* out, QStringList* probl
     if (auto v = r.string(QStringLiteral("model"))) s.model = *v;
     else r.problem(QStringLiteral("no model is named"));
     s.modelName = r.string(QStringLiteral("modelName")).value_or(QString());
+    s.tokenizer = r.string(QStringLiteral("tokenizer")).value_or(QString());
     s.prompt = r.string(QStringLiteral("prompt")).value_or(QString());
     s.prependBos = r.boolean(QStringLiteral("prependBos"));
     s.layer = r.integer(QStringLiteral("layer"), 0, 1 << 20).value_or(0);

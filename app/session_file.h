@@ -1,6 +1,7 @@
 #pragma once
 // Session files (.attnscope): what the window shows, to reopen it later or send to someone.
 // JSON: {"format": "attnscope-session", "version": 1, "model": PATH, "modelName": NAME,
+//        "tokenizer": PATH (a llama2.c checkpoint's tokenizer.bin given apart, absolute; only then),
 //        "prompt": TEXT, "prependBos": BOOL, "layer": L, "head": H, "tab": VIEW_ID,
 //        "panels": {VIEW_ID: <that panel's saveState()>, ...}}
 // (view ids: app/view_ids.h). Reading validates every value and keeps what it can: a file that is not
@@ -21,6 +22,7 @@ inline const QString kSessionSuffix = QStringLiteral("attnscope");
 struct SessionState {
     QString model;           ///< what the loader opens (":/demo" for the demo)
     QString modelName;       ///< the name it was opened by ("gpt2", "ollama:…"), "" when opened by path
+    QString tokenizer;       ///< the tokenizer file it was opened with (--tokenizer), absolute; "" when with the weights
     QString prompt;
     std::optional<bool> prependBos; ///< absent: the model's default (Tokenizer::addsBos)
     int layer = 0, head = 0;

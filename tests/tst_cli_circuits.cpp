@@ -11,6 +11,8 @@
 #include "support/reference_json.h"
 #include "support/test_paths.h"
 
+#include <QDir>
+#include <QFile>
 #include <QJsonArray>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -159,6 +161,23 @@ private slots:
         }
     }
 
+    /// The section the sources point to for these modes exists under that name, and every pointer names it.
+    void readmeSectionOfTheCircuitFlags() {
+        const QString root = QDir(demoDir() + QStringLiteral("/../..")).absolutePath();
+        const auto text = [&](const QString& rel) {
+            QFile f(root + QLatin1Char('/') + rel);
+            return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+        };
+        const QString readme = text("README.md");
+        const int at = readme.indexOf("\n### Circuits on the command line\n");
+        QVERIFY2(at > 0, "README has no section \"Circuits on the command line\"");
+        const QString section = readme.mid(at, readme.indexOf("\n## ", at + 1) - at);
+        for (const char* flag : {"--patch", "--path-patch", "--flow", "--attend", "--composition", "--metric", "--corrupt-prompt"})
+            QVERIFY2(section.contains(flag), flag);
+        for (const char* rel : {"app/command_line.h", "model/analysis/circuits_json.h", "resources/help/circuits.md"})
+            QVERIFY2(text(rel).contains("README \"Circuits on the command line\""), rel);
+    }
+
     void errors() {
         const QString out = dir_.filePath("err.json");
         const auto fails = [&](const QStringList& args, const QString& words, int code) {
@@ -168,7 +187,19 @@ private slots:
         fails({"--prompt", kClean, "--corrupt-prompt", "In the end", "--metric", kMetric, "--patch", "z"}, "same number of tokens", 1);
         fails({"--prompt", kClean, "--corrupt-prompt", "In the end", "--metric", kMetric, "--patch", "z"}, "␣end", 1);
         fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--patch", "z"}, "--metric", 2);
-        fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "entropy", "--patch", "z"}, "Unknown metric", 1);
+        // a --metric of the wrong form is a usage error (2), found before the model opens: the value and the forms
+        fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "entropy", "--patch", "z"},
+              "--metric \"entropy\": Unknown metric 'entropy': use \"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", "
+              "\"prob: TOKEN\" or \"kl\".", 2);
+        fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "logit_diff", "--path-patch", "--receivers", "logits"},
+              "--metric \"logit_diff\": The logit_diff metric needs its tokens after a colon, e.g. \"logit_diff: Mary, John\".", 2);
+        fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "kl: created", "--patch", "z"},
+              "--metric \"kl: created\": The kl metric takes no tokens", 2);
+        fails({"--model", "no/such/model", "--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "entropy", "--patch", "z"},
+              "Unknown metric 'entropy'", 2); // before the model is looked for
+        // a form that is right but a text that is not one token of this vocabulary: the model's answer (1)
+        fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "prob: created made", "--patch", "z"},
+              "' created made' is not a single token", 1);
         fails({"--prompt", kClean, "--metric", kMetric, "--patch", "z"}, "--corrupt-prompt", 2);
         fails({"--prompt", kClean, "--patch", "w", "--metric", kMetric, "--corrupt-prompt", kCorrupt}, "--patch must be", 2);
         fails({"--prompt", kClean, "--flow", "--patch", "z"}, "one of", 2);

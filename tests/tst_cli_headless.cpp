@@ -33,6 +33,7 @@ private slots:
     void reportsErrors();
     void refusesToOverwriteWithoutForce();
     void dumpStepsMatchesDumpJson();
+    void memoryBudgetFromTheEnvironment();
 };
 
 void TestCliHeadless::dumpJsonMatchesReference() {
@@ -196,6 +197,33 @@ void TestCliHeadless::dumpStepsMatchesDumpJson() {
     r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "hi", "--dump-steps", dir.filePath("x.json")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains("--dump-steps needs --layer L and --head H"), qPrintable(r.err));
+}
+
+// ATTNSCOPE_MEMORY_BUDGET: a value that is not a positive integer stops before any work (exit 1, as a bad
+// ATTNSCOPE_ISA does); a budget too small for the cache is refused naming the variable as its source.
+void TestCliHeadless::memoryBudgetFromTheEnvironment() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("o.json");
+    struct Unset {
+        ~Unset() { qunsetenv("ATTNSCOPE_MEMORY_BUDGET"); }
+    } unset;
+    qputenv("ATTNSCOPE_MEMORY_BUDGET", "abc"); // inherited by the process
+    Run r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "x", "--dump-json", out});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains(QStringLiteral("attnscope: ATTNSCOPE_MEMORY_BUDGET=abc is not a number of bytes: give a positive "
+                                           "integer, e.g. ATTNSCOPE_MEMORY_BUDGET=4000000000 for 4 GB, or unset it for half of "
+                                           "the available memory.\n")),
+             qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(out));
+    qputenv("ATTNSCOPE_MEMORY_BUDGET", "1000");
+    r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "The cat sat", "--dump-json", out});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("but the budget is 1000 bytes (set by ATTNSCOPE_MEMORY_BUDGET). Use a shorter prompt."), qPrintable(r.err));
+    QVERIFY2(!r.err.contains("half of the available memory"), qPrintable(r.err));
+    qputenv("ATTNSCOPE_MEMORY_BUDGET", "100000000");
+    r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "The cat", "--dump-json", out});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QCOMPARE(readJsonObject(out)["token_ids"].toArray().size(), 4);
 }
 
 QTEST_GUILESS_MAIN(TestCliHeadless)

@@ -37,6 +37,7 @@ private slots:
     void screenshotsHaveTheSizeAndContent();
     void screenshotOfASession();
     void screenshotUsageErrors();
+    void screenshotSizeTokenizerAndContext();
     void helpListsEveryMode();
 
 private:
@@ -180,6 +181,46 @@ void TestCliModelNames::screenshotUsageErrors() {
     r = runExe({"--screenshot", "attention", "--out", tmp_.filePath("x.png"), "--model", "nobody/none"});
     QCOMPARE(r.exitCode, 1);
     QVERIFY(r.err.contains("nobody/none: no such file or folder"));
+}
+
+/// --width/--height below the window's full minimum are honoured for a view that lays out smaller, and said
+/// on stderr (with the size used) where it cannot; --tokenizer reaches the model; a prompt longer than n_ctx
+/// fails as --dump-json does, instead of silently showing its last n_ctx tokens.
+void TestCliModelNames::screenshotSizeTokenizerAndContext() {
+    const QString small = tmp_.filePath("small.png");
+    CliRun r = runExe({"--screenshot", "attention", "--out", small, "--model", "demo", "--width", "1100", "--height", "650"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QVERIFY2(!r.err.contains("warning"), qPrintable(r.err));
+    QCOMPARE(QImage(small).size(), QSize(1100, 650));
+    QVERIFY2(r.out.contains("(1100×650, attention)"), qPrintable(r.out));
+    QVERIFY(distinctColours(QImage(small)) > 60);
+    // too small for any layout: the picture is the smallest the view allows, and stderr says so
+    const QString tiny = tmp_.filePath("tiny.png");
+    r = runExe({"--screenshot", "attention", "--out", tiny, "--model", "demo", "--width", "200", "--height", "150"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QSize used = QImage(tiny).size();
+    QVERIFY2(used.width() > 200 && used.height() > 150, qPrintable(QString("%1×%2").arg(used.width()).arg(used.height())));
+    QVERIFY2(r.err.contains(QStringLiteral("attnscope: warning: --width 200 --height 150 is smaller than the attention view can be "
+                                           "laid out; the picture is %1×%2\n").arg(used.width()).arg(used.height())),
+             qPrintable(r.err));
+    QVERIFY2(r.out.contains(QStringLiteral("(%1×%2, attention)").arg(used.width()).arg(used.height())), qPrintable(r.out));
+    // a llama2.c checkpoint whose tokenizer is not beside it under the name tokenizer.bin
+    const QString stories = tmp_.filePath("stories.png");
+    r = runExe({"--screenshot", "attention", "--out", stories, "--model", testdata("stories260K/stories260K.bin"), "--tokenizer",
+                testdata("stories260K/tok512.bin"), "--prompt", "Once upon a time"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QCOMPARE(QImage(stories).size(), QSize(1600, 1000));
+    r = runExe({"--screenshot", "attention", "--out", tmp_.filePath("notok.png"), "--model", testdata("stories260K/stories260K.bin"),
+                "--prompt", "Once upon a time"});
+    QCOMPARE(r.exitCode, 1); // without it: no tokenizer, as before
+    QVERIFY2(r.err.contains("tokenizer.bin"), qPrintable(r.err));
+    // 200 tokens on tiny-gpt2 (n_ctx 64): the --dump-json message and exit code, no picture
+    const QString tooLong = tmp_.filePath("long.png");
+    r = runExe({"--screenshot", "attention", "--out", tooLong, "--model", testdata("tiny-gpt2"), "--prompt",
+                QString(200, 'x').replace("x", "ab ")});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("but the model's context (n_ctx) is 64 tokens. Shorten the prompt by"), qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(tooLong));
 }
 
 void TestCliModelNames::helpListsEveryMode() {

@@ -31,6 +31,18 @@ std::vector<ScoredPair> pairsFromJson(const QJsonArray& a) {
     return out;
 }
 
+/// Every entry of `a` carries the text of its `idKey` token under `textKey` ("" when all do).
+QString missingTokenText(const Tokenizer& tok, const QJsonArray& a, const QString& idKey, const QString& textKey) {
+    if (a.isEmpty()) return QStringLiteral("no entries");
+    for (const QJsonValue& v : a) {
+        const QJsonObject o = v.toObject();
+        const QString want = QString::fromUtf8(tok.tokenBytes(o[idKey].toInt(-1)));
+        if (!o[textKey].isString() || o[textKey].toString() != want)
+            return QStringLiteral("%1 %2: %3 is '%4', not '%5'").arg(idKey).arg(o[idKey].toInt(-1)).arg(textKey, o[textKey].toString(), want);
+    }
+    return {};
+}
+
 std::vector<ScoredToken> tokensFromJson(const QJsonArray& a) {
     std::vector<ScoredToken> out;
     for (const QJsonValue& v : a) out.push_back({v.toObject()["token_id"].toInt(-1), float(v.toObject()["score"].toDouble())});
@@ -81,6 +93,12 @@ void TestCliProjection::pairProjectionMatchesBruteForce() {
     const QString err = compareTopK(pairsFromJson(json["top"].toArray()), sortedCells(S), S, 25,
                                     1e-4 * S.cwiseAbs().maxCoeff());
     QVERIFY2(err.isEmpty(), qPrintable(err));
+    // the token texts beside the ids, as --dump-json's "tokens"
+    for (const char* side : {"row", "col"}) {
+        const QString e = missingTokenText(tiny_->tokenizer(), json["top"].toArray(), side + QStringLiteral("_token_id"),
+                                           side + QStringLiteral("_token"));
+        QVERIFY2(e.isEmpty(), qPrintable(e));
+    }
 }
 
 void TestCliProjection::neuronProjectionMatchesBruteForce_data() {
@@ -110,6 +128,10 @@ void TestCliProjection::neuronProjectionMatchesBruteForce() {
     QVERIFY2(err.isEmpty(), qPrintable("top: " + err));
     err = compareTopK(tokensFromJson(json["bottom"].toArray()), sortedEntries(v, false), v, 12, tol);
     QVERIFY2(err.isEmpty(), qPrintable("bottom: " + err));
+    for (const char* list : {"top", "bottom"}) {
+        const QString e = missingTokenText(tiny_->tokenizer(), json[list].toArray(), "token_id", "token");
+        QVERIFY2(e.isEmpty(), qPrintable(list + QStringLiteral(": ") + e));
+    }
 }
 
 void TestCliProjection::logitLensLastBoundaryIsTheLogits() {
@@ -128,6 +150,8 @@ void TestCliProjection::logitLensLastBoundaryIsTheLogits() {
         QCOMPARE(cell["layer"].toString(), names[i / S]);
         QCOMPARE(cell["position"].toInt(), i % S);
         QCOMPARE(cell["top"].toArray().size(), 5);
+        const QString e = missingTokenText(tiny_->tokenizer(), cell["top"].toArray(), "token_id", "token");
+        QVERIFY2(e.isEmpty(), qPrintable(QStringLiteral("cell %1: ").arg(i) + e));
     }
     const Matrix logits = matrixFromJson(ref["variants"].toObject()["float32"].toObject()["logits"].toArray());
     for (int p = 0; p < S; ++p) {

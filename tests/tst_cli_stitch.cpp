@@ -52,6 +52,7 @@ private slots:
     void modelFilesNeverChange();
     void reportsBadInput();
     void finetuneDiffWritesTheRanking();
+    void bundledVariantByName();
 
 private:
     QTemporaryDir dir_;
@@ -230,6 +231,30 @@ void TestCliStitch::finetuneDiffWritesTheRanking() {
     QCOMPARE(t["heads"].toArray().size(), 3);
     QCOMPARE(t["neurons"].toArray().size(), 3);
     QCOMPARE(t["heads"].toArray()[0].toObject(), h0);
+}
+
+/// The installed program has no resources/ folder: "demo-variant" names the copy inside the executable
+/// (app/CMakeLists.txt), from any working directory, and gives the numbers of the source folder.
+void TestCliStitch::bundledVariantByName() {
+    QTemporaryDir empty; // the working directory: no demo-variant folder here
+    const QString before = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(empty.path()));
+    const CliRun byName = runExe({"--model", "demo", "--finetune-diff", "demo-variant", "--top", "3", "--dump-json", "name.json"});
+    const CliRun stitch = runExe({"--model", "demo", "--stitch", "demo-variant", "--layer", "1", "--prompt", kText.left(60),
+                                  "--dump-json", "stitch.json"});
+    QDir::setCurrent(before);
+    QVERIFY2(byName.exitCode == 0, qPrintable(byName.err));
+    QVERIFY2(stitch.exitCode == 0, qPrintable(stitch.err));
+    const CliRun byPath = runExe({"--model", "demo", "--finetune-diff", demoDir() + "/../demo-variant", "--top", "3", "--dump-json",
+                                  dir_.filePath("path.json")});
+    QVERIFY2(byPath.exitCode == 0, qPrintable(byPath.err));
+    const QJsonObject n = readJson(empty.filePath("name.json"))["finetune_diff"].toObject(),
+                      p = readJson(dir_.filePath("path.json"))["finetune_diff"].toObject();
+    QCOMPARE(n["model_b"].toString(), QString("demo-variant"));
+    QCOMPARE(n["heads"].toArray().size(), 3);
+    QCOMPARE(n["heads"], p["heads"]);
+    QCOMPARE(n["neurons"], p["neurons"]);
+    QCOMPARE(readJson(empty.filePath("stitch.json"))["stitch"].toObject()["model_b"].toString(), QString("demo-variant"));
 }
 
 QTEST_MAIN(TestCliStitch)

@@ -238,7 +238,9 @@ void TestEmbeddingProjection::rejectsBadIndices() {
 
 void TestEmbeddingProjection::json() {
     const PairProjection p = projectPairs(*tiny_, PairProjectionKind::QK, 1, 2, 3);
-    const QJsonObject o = toJson(p);
+    const Tokenizer& tok = tiny_->tokenizer();
+    const auto text = [&](int id) { return QString::fromUtf8(tok.tokenBytes(id)); };
+    const QJsonObject o = toJson(p, tok);
     QCOMPARE(o["projection"].toString(), QString("qk"));
     QCOMPARE(o["layer"].toInt(), 1);
     QCOMPARE(o["head"].toInt(), 2);
@@ -246,18 +248,22 @@ void TestEmbeddingProjection::json() {
     QCOMPARE(top.size(), 3);
     QCOMPARE(top[0].toObject()["row_token_id"].toInt(), p.top[0].row);
     QCOMPARE(top[0].toObject()["col_token_id"].toInt(), p.top[0].col);
+    QCOMPARE(top[0].toObject()["row_token"].toString(), text(p.top[0].row)); // the texts beside the ids
+    QCOMPARE(top[2].toObject()["col_token"].toString(), text(p.top[2].col));
     QCOMPARE(float(top[0].toObject()["score"].toDouble()), p.top[0].score);
     QVERIFY(top[0].toObject()["score"].toDouble() >= top[2].toObject()["score"].toDouble());
 
     const NeuronProjection n = projectNeuron(*tiny_, NeuronVectorKind::FFValue, 0, 7, 4);
-    const QJsonObject j = toJson(n);
+    const QJsonObject j = toJson(n, tok);
     QCOMPARE(j["projection"].toString(), QString("ffvalue"));
     QCOMPARE(j["neuron"].toInt(), 7);
     QCOMPARE(j["top"].toArray().size(), 4);
     QCOMPARE(j["top"].toArray()[1].toObject()["token_id"].toInt(), n.top[1].id);
     QCOMPARE(j["bottom"].toArray()[0].toObject()["token_id"].toInt(), n.bottom[0].id);
-    QCOMPARE(toJson(projectNeuron(*tiny_, NeuronVectorKind::FFKey, 0, 7, 4))["projection"].toString(), QString("ffkey"));
-    QCOMPARE(toJson(projectPairs(*tiny_, PairProjectionKind::OV, 0, 0, 1))["projection"].toString(), QString("ov"));
+    QCOMPARE(j["top"].toArray()[1].toObject()["token"].toString(), text(n.top[1].id));
+    QCOMPARE(j["bottom"].toArray()[0].toObject()["token"].toString(), text(n.bottom[0].id));
+    QCOMPARE(toJson(projectNeuron(*tiny_, NeuronVectorKind::FFKey, 0, 7, 4), tok)["projection"].toString(), QString("ffkey"));
+    QCOMPARE(toJson(projectPairs(*tiny_, PairProjectionKind::OV, 0, 0, 1), tok)["projection"].toString(), QString("ov"));
 }
 
 QTEST_GUILESS_MAIN(TestEmbeddingProjection)

@@ -31,6 +31,7 @@
 #include "views/token_picker.h"
 
 #include <QFile>
+#include <QFontMetricsF>
 #include <QImage>
 #include <QJsonDocument>
 #include <QTableWidget>
@@ -266,6 +267,46 @@ private slots:
         }
         // an unwritable file: the error names it
         QVERIFY(v->exportJson("/nonexistent/dir/flow.json").startsWith("/nonexistent/dir/flow.json: "));
+    }
+
+    /// 200 positions on an 900 px wide plot: every k-th position is labelled ("k·i ␣tok"), from 0, with at
+    /// least a line height between labels (the x labels are rotated); 8 positions are all labelled.
+    void flowGraphLabelsDoNotOverlap() {
+        FlowGraphPlot plot;
+        plot.resize(900, 500);
+        plot.show();
+        const QStringList boundaries{"embed", "L0attn", "L0mlp"};
+        const auto draw = [&](int n) {
+            QStringList tokens;
+            for (int p = 0; p < n; ++p) tokens << QStringLiteral("␣tok%1").arg(p);
+            FlowGraph g;
+            g.nLayers = 1;
+            g.nPositions = n;
+            g.edges.push_back({FlowEdge::Kind::Attention, 0, 0, 1, n - 1, 0.5, {0.5}});
+            plot.setGraph(g, tokens, boundaries);
+            QCoreApplication::processEvents();
+            plot.plot()->replot();
+        };
+        draw(200);
+        const QVector<double> ticks = plot.plot()->xAxis->tickVector();
+        const QVector<QString> labels = plot.plot()->xAxis->tickVectorLabels();
+        QVERIFY2(ticks.size() >= 5 && ticks.size() < 100, qPrintable(QString::number(ticks.size())));
+        QCOMPARE(ticks.first(), 0.0);
+        const double step = ticks[1] - ticks[0];
+        QVERIFY(step >= 2);
+        const double lineHeight = QFontMetricsF(plot.plot()->xAxis->tickLabelFont()).height();
+        for (int i = 0; i < ticks.size(); ++i) {
+            QCOMPARE(ticks[i], i * step);
+            QCOMPARE(labels[i], QStringLiteral("%1 ␣tok%1").arg(int(ticks[i])));
+            if (i > 0) {
+                const double gap = plot.plot()->xAxis->coordToPixel(ticks[i]) - plot.plot()->xAxis->coordToPixel(ticks[i - 1]);
+                QVERIFY2(gap >= lineHeight, qPrintable(QString("%1 px between labels, %2 px a line").arg(gap).arg(lineHeight)));
+            }
+        }
+        QCOMPARE(plot.plot()->xAxis->tickLabelRotation(), -90.0);
+        draw(8);
+        QCOMPARE(plot.plot()->xAxis->tickVector(), (QVector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+        QCOMPARE(plot.plot()->xAxis->tickVectorLabels().last(), QStringLiteral("7 ␣tok7"));
     }
 
     void attendSplitSumsToTheScore() {

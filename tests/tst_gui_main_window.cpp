@@ -1,8 +1,10 @@
 // The main window, offscreen: open a model, run a prompt, move between heads with the keyboard,
 // click the head grid, export the current heatmap as PNG/SVG/PDF and all heads; values shown are
-// the forward cache's (checked against the picoGPT reference pattern of tiny-gpt2 L1H3, 1e-5).
+// the forward cache's (checked against the picoGPT reference pattern of tiny-gpt2 L1H3, 1e-5); a finished
+// job's status message goes away, an error stays.
 
 #include "app/main_window.h"
+#include "app/status_line.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
 #include "views/attention_heatmap.h"
@@ -11,6 +13,7 @@
 #include <QImage>
 #include <QMessageBox>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -25,6 +28,7 @@ private slots:
     void keyboardMovesBetweenHeads();
     void exportsCurrentAndAllHeads();
     void failedLoadKeepsPreviousModel();
+    void finishedJobMessagesAreTemporary();
 
 private:
     std::unique_ptr<MainWindow> w_;
@@ -115,6 +119,34 @@ void TestGuiMainWindow::failedLoadKeepsPreviousModel() {
     QCOMPARE(dialogText, failed.first().first().toString());
     QCOMPARE(w_->session().model(), before);
     QVERIFY(w_->session().cache());
+}
+
+void TestGuiMainWindow::finishedJobMessagesAreTemporary() {
+    auto* status = w_->statusBar()->findChild<StatusLine*>();
+    QVERIFY(status);
+    QCOMPARE(status->finishedTimeout(), StatusLine::kFinishedMs);
+    status->setFinishedTimeout(300); // the test's patience, not the app's 6 s
+    QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
+    w_->setPrompt("The cat sat");
+    w_->runPrompt();
+    QVERIFY(ran.wait(30000));
+    // "Ran 4 tokens." (or a panel's job that finished right after it, such as the logit lens)
+    QVERIFY2(status->isTemporary() && !status->text().isEmpty(), qPrintable(status->text()));
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString(), 5000); // cleared: it no longer describes the last job
+    status->showFinished("Exported x.png");
+    QCOMPARE(status->text(), QString("Exported x.png"));
+    QTRY_COMPARE_WITH_TIMEOUT(status->text(), QString(), 5000);
+    // a message that is no job's result (progress, a warning, an error) stays until replaced
+    status->showMessage("Warning: kept");
+    QVERIFY(!status->isTemporary());
+    QTest::qWait(600);
+    QCOMPARE(status->text(), QString("Warning: kept"));
+    // a finished message replaced by progress: the progress is not cleared by the old timer
+    status->showFinished("Exported x.png");
+    status->showMessage("Computing layer 1…");
+    QTest::qWait(600);
+    QCOMPARE(status->text(), QString("Computing layer 1…"));
+    status->setFinishedTimeout(StatusLine::kFinishedMs);
 }
 
 QTEST_MAIN(TestGuiMainWindow)

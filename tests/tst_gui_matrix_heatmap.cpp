@@ -62,6 +62,7 @@ private slots:
     void csvMatrixExact();
     void csvQuotingExact();
     void csvUnwritablePathNamesFile();
+    void longTitleIsWrappedNotCut();
 };
 
 void TestGuiMatrixHeatmap::signedPngHasSizeAndColours() {
@@ -251,6 +252,44 @@ void TestGuiMatrixHeatmap::csvUnwritablePathNamesFile() {
     const QString path = QStringLiteral("/nonexistent-dir/x.csv");
     QVERIFY(!writeCsv(path, {QStringLiteral("a")}, {}, &error));
     QVERIFY2(error.startsWith(path + QStringLiteral(": ")), qPrintable(error));
+}
+
+/// The DLA heatmap's title for a logit difference is wider than its half of the tab: it breaks into lines
+/// that fit, and no ink of it touches the picture's left or right edge (its first letter was cut off).
+void TestGuiMatrixHeatmap::longTitleIsWrappedNotCut() {
+    MatrixFigure f = signedFigure();
+    f.title = QStringLiteral("DLA to logit[␣created] − logit[␣said] at position 15 (␣God)");
+    const QSize size(360, 300);
+    MatrixHeatmap view;
+    view.setFigure(f);
+    view.plot()->setViewport(QRect(QPoint(0, 0), size));
+    view.fitCells();
+    auto* title = qobject_cast<QCPTextElement*>(view.plot()->plotLayout()->elementAt(0));
+    QVERIFY(title);
+    const QStringList lines = title->text().split('\n');
+    QVERIFY2(lines.size() >= 2, qPrintable(title->text()));
+    QCOMPARE(lines.join(' '), f.title);
+    const QFontMetricsF fm(title->font());
+    for (const QString& line : lines) QVERIFY2(fm.horizontalAdvance(line) <= size.width() - 16, qPrintable(line));
+    QCOMPARE(view.figureTitle(), f.title); // files keep the whole title
+    // the exported picture: the title's ink lies inside, with air at both edges
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("title.png"));
+    QString error;
+    QVERIFY2(exportMatrixFigure(f, path, ImageFormat::Png, size, 1.0, &error), qPrintable(error));
+    const QImage img(path);
+    QCOMPARE(img.size(), size);
+    const int bottom = title->outerRect().bottom();
+    QVERIFY(bottom > 2 * fm.height() - 4); // two lines high
+    int ink = 0;
+    for (int y = 0; y <= bottom; ++y)
+        for (int x = 0; x < size.width(); ++x) {
+            const bool dark = qGray(img.pixel(x, y)) < 100;
+            ink += dark;
+            if (dark && (x < 4 || x >= size.width() - 4))
+                QFAIL(qPrintable(QStringLiteral("title ink at the edge, pixel (%1, %2)").arg(x).arg(y)));
+        }
+    QVERIFY2(ink > 200, qPrintable(QString::number(ink)));
 }
 
 QTEST_MAIN(TestGuiMatrixHeatmap)

@@ -1,7 +1,7 @@
 // Sessions, offscreen: every setting of the window and of every panel survives a save and a restore
 // into a fresh window; a corrupt file, a file with bad values, a newer version and a missing model each
 // give their message and restore what they can; the last session is what the next start restores; the
-// window layout (splitters) is remembered.
+// window layout (splitters) is remembered; a llama2.c checkpoint's separate tokenizer.bin is stored and restored.
 
 #include "app/main_window.h"
 #include "app/session_controller.h"
@@ -73,6 +73,7 @@ private slots:
     void restoredAblationRunsAtItsPosition();
     void lastSessionIsTheStartupPlan();
     void splittersAreRemembered();
+    void llama2cTokenizerRoundTrips();
 
 private:
     QString writeSession(const QJsonObject& o, const QString& name);
@@ -369,6 +370,48 @@ void TestGuiSessions::splittersAreRemembered() {
     MainWindow again;
     again.show();
     QCOMPARE(again.findChild<QSplitter*>("attentionSplitter")->sizes(), sizes);
+}
+
+/// stories260K.bin with its tokenizer elsewhere under another name (--tokenizer tokenizers/tok512.bin, relative):
+/// the session stores the tokenizer's absolute path, and a fresh window restores the model with it (without
+/// it the checkpoint does not open: there is no tokenizer.bin beside it).
+void TestGuiSessions::llama2cTokenizerRoundTrips() {
+    const QString weights = tmp_.filePath("stories"), tokenizers = tmp_.filePath("tokenizers");
+    QVERIFY(QDir().mkpath(weights) && QDir().mkpath(tokenizers));
+    copyFiles(testdata("stories260K"), weights, {"stories260K.bin"});
+    copyFiles(testdata("stories260K"), tokenizers, {"tok512.bin"});
+    const QString tokenizer = tokenizers + "/tok512.bin", file = tmp_.filePath("stories.attnscope");
+    const std::vector<int> runC{1, 403, 407, 261, 378}; // run.c's ids of "Once upon a time" (tst_gui_open_model)
+    {
+        MainWindow a;
+        a.show();
+        const QString before = QDir::currentPath();
+        QVERIFY(QDir::setCurrent(tmp_.path()));
+        QSignalSpy ran(&a.session(), &ModelSession::forwardFinished);
+        a.openModel(weights + "/stories260K.bin", "Once upon a time", "tokenizers/tok512.bin");
+        QDir::setCurrent(before);
+        QVERIFY(ran.wait(30000));
+        QCOMPARE(a.session().cache()->tokens, runC);
+        QCOMPARE(a.sessions().capture().tokenizer, tokenizer);
+        QCOMPARE(a.sessions().saveFile(file), QString());
+    }
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject json = QJsonDocument::fromJson(f.readAll()).object();
+    QCOMPARE(json["tokenizer"].toString(), tokenizer);
+    QCOMPARE(json["model"].toString(), weights + "/stories260K.bin");
+    MainWindow b;
+    b.show();
+    const QStringList problems = restoreAndWait(b, [&] { QCOMPARE(b.sessions().openFile(file), QString()); });
+    QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+    QCOMPARE(b.session().model()->info().path, weights + "/stories260K.bin");
+    QCOMPARE(b.session().model()->info().tokenizerPath, tokenizer);
+    QCOMPARE(b.session().model()->tokenizer().vocabSize(), 512);
+    QCOMPARE(b.session().cache()->tokens, runC);
+    // a model with its tokenizer inside stores none
+    openAndRun(b, model_, "The cat");
+    QCOMPARE(b.sessions().capture().tokenizer, QString());
+    QVERIFY(!sessionToJson(b.sessions().capture()).contains("tokenizer"));
 }
 
 QTEST_MAIN(TestGuiSessions)

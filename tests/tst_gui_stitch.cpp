@@ -27,6 +27,7 @@
 #include "views/table_figure.h"
 
 #include <QElapsedTimer>
+#include <QHeaderView>
 #include <QImage>
 #include <QLabel>
 #include <QSignalSpy>
@@ -49,6 +50,26 @@ void openAndRun(MainWindow& w, const QString& model, const QString& prompt) {
     QSignalSpy ran(&w.session(), &ModelSession::forwardFinished);
     w.openModel(model, prompt);
     if (!ran.wait(30000)) qFatal("the prompt did not run");
+}
+
+/// "" when every column of `t` is as wide as its contents (the last one does not spread over the free width),
+/// else which column is not.
+QString columnsFitContents(QTableWidget* t) {
+    QCoreApplication::processEvents(); // the header sizes its sections on the next layout
+    int used = 0;
+    for (int c = 0; c < t->columnCount(); ++c) {
+        const int width = t->columnWidth(c);
+        t->resizeColumnToContents(c); // the width its cells and header need
+        const int want = t->columnWidth(c);
+        used += width;
+        if (std::abs(width - want) > 2)
+            return QStringLiteral("column %1 (%2) is %3 px wide, its contents %4 px")
+                .arg(c).arg(t->horizontalHeaderItem(c)->text()).arg(width).arg(want);
+    }
+    if (t->horizontalHeader()->stretchLastSection()) return QStringLiteral("the last column stretches");
+    if (used <= 0 || used >= t->viewport()->width()) // free width is left: what a stretched column would take
+        return QStringLiteral("columns %1 px in a %2 px table").arg(used).arg(t->viewport()->width());
+    return {};
 }
 
 } // namespace
@@ -152,6 +173,9 @@ void TestGuiStitch::stitchSweepShowsTheNumbers() {
     QCOMPARE(t->rowCount(), 3);
     QCOMPARE(t->item(1, 1)->data(Qt::UserRole).toDouble(), ref.points[1].loss);
     QCOMPARE(t->item(1, 4)->data(Qt::UserRole).toDouble(), ref.points[1].agreeB);
+    QVERIFY2(w.isVisible() && t->isVisible(), "the stitch table is not on screen");
+    QString fit = columnsFitContents(t);
+    QVERIFY2(fit.isEmpty(), qPrintable(fit));
     QVERIFY(s->lossChart()->hasFigureData());
     QVERIFY(s->agreementChart()->hasFigureData());
     const ValueTable v = s->lossChart()->figureValues();
@@ -170,6 +194,8 @@ void TestGuiStitch::stitchSweepShowsTheNumbers() {
     QCOMPARE(s->positionTable()->item(0, 1)->data(Qt::UserRole).toInt(), base.a.top[3][0].id);
     QCOMPARE(s->positionTable()->item(0, 3)->data(Qt::UserRole).toInt(), base.b.top[3][0].id);
     QCOMPARE(s->positionTable()->item(0, 5)->data(Qt::UserRole).toInt(), ref.points[2].predictions.top[3][0].id);
+    fit = columnsFitContents(s->positionTable());
+    QVERIFY2(fit.isEmpty(), qPrintable(fit));
     // CSV: every variant's points
     const QString csv = tmp_.filePath("stitch.csv");
     QCOMPARE(s->exportCsv(csv), QString());
@@ -257,10 +283,14 @@ void TestGuiStitch::longSweepIsCancelled() {
 void TestGuiStitch::finetuneRanksProjectsAndExports() {
     FinetuneView f;
     f.resize(1400, 900);
+    f.show();
     f.setModels(demo_, variant_);
     f.rank();
     f.waitForIdle();
     QVERIFY(f.ranking());
+    const QString fit = columnsFitContents(f.rankingTable()); // no column spreads over the free width
+    QVERIFY2(fit.isEmpty(), qPrintable(fit));
+    QVERIFY(!f.tensorTable()->horizontalHeader()->stretchLastSection()); // (on a tab not shown)
     const FinetuneRanking ref = rankFinetuneChanges(*demo_, *variant_);
     QCOMPARE(f.rankingTable()->rowCount(), FinetuneView::kShownRows);
     QCOMPARE(f.rankingTable()->item(0, 1)->text(), ref.components().front().name());

@@ -170,8 +170,32 @@ private slots:
         QVERIFY2(available > 0 && available <= totalKb * 1024, qPrintable(QString::number(available)));
         const qint64 budget = cacheBudgetBytes(0.5);
         QVERIFY(budget > 0 && budget <= totalKb * 512);
-        const ScopedEnv env("ATTNSCOPE_MEMORY_BUDGET", "12345");
-        QCOMPARE(cacheBudgetBytes(), qint64(12345));
+        QCOMPARE(cacheBudgetOrigin(), QStringLiteral("half of the available memory"));
+        {
+            const ScopedEnv env("ATTNSCOPE_MEMORY_BUDGET", "12345");
+            QCOMPARE(cacheBudgetBytes(), qint64(12345));
+            QCOMPARE(memoryBudgetError(), QString());
+            QCOMPARE(cacheBudgetOrigin(), QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET"));
+        }
+        {
+            const ScopedEnv env("ATTNSCOPE_MEMORY_BUDGET", ""); // empty is unset, as for ATTNSCOPE_ISA
+            QCOMPARE(memoryBudgetError(), QString());
+            QCOMPARE(cacheBudgetOrigin(), QStringLiteral("half of the available memory"));
+        }
+        // a value that is not a positive integer is an error, never ignored
+        for (const char* bad : {"abc", "0", "-5", "4G"}) {
+            const ScopedEnv env("ATTNSCOPE_MEMORY_BUDGET", bad);
+            const QString expected = QStringLiteral("ATTNSCOPE_MEMORY_BUDGET=%1 is not a number of bytes: give a positive "
+                                                    "integer, e.g. ATTNSCOPE_MEMORY_BUDGET=4000000000 for 4 GB, or unset "
+                                                    "it for half of the available memory.").arg(bad);
+            QCOMPARE(memoryBudgetError(), expected);
+            try {
+                cacheBudgetBytes();
+                QFAIL(qPrintable(QStringLiteral("no InputError for '%1'").arg(bad)));
+            } catch (const InputError& e) {
+                QCOMPARE(e.message(), expected);
+            }
+        }
     }
 
     void runForwardUnderABudget() {
@@ -197,7 +221,9 @@ private slots:
                 QVERIFY2(err.message().startsWith(QStringLiteral("The activation cache for %1 tokens would need %2 ")
                                                       .arg(S).arg(formatBytes(e.residualsOnlyTotal(1, false)))),
                          qPrintable(err.message()));
-                QVERIFY(err.message().contains(QStringLiteral("the budget is %1").arg(formatBytes(1000))));
+                QVERIFY2(err.message().contains(QStringLiteral("the budget is %1 (set by ATTNSCOPE_MEMORY_BUDGET). Use a shorter "
+                                                               "prompt.").arg(formatBytes(1000))),
+                         qPrintable(err.message()));
             }
         }
     }

@@ -208,7 +208,7 @@ void TestLogitLens::headOutputWithoutCachedResults() {
 
 void TestLogitLens::json() {
     const std::vector<LensCell> cells = logitLens(*model_, cache_, 3);
-    const QJsonArray a = logitLensToJson(model_->config(), cells);
+    const QJsonArray a = logitLensToJson(model_->config(), model_->tokenizer(), cells);
     QCOMPARE(a.size(), 90);
     const QJsonObject o = a[18 + 4].toObject();
     QCOMPARE(o["layer"].toString(), QString("L0attn"));
@@ -216,6 +216,7 @@ void TestLogitLens::json() {
     const QJsonArray top = o["top"].toArray();
     QCOMPARE(top.size(), 3);
     QCOMPARE(top[0].toObject()["token_id"].toInt(), cells[22].top[0].id);
+    QCOMPARE(top[0].toObject()["token"].toString(), QString::fromUtf8(model_->tokenizer().tokenBytes(cells[22].top[0].id)));
     QCOMPARE(float(top[0].toObject()["prob"].toDouble()), cells[22].top[0].prob);
     QCOMPARE(a[0].toObject()["layer"].toString(), QString("embed"));
     QCOMPARE(a[89].toObject()["layer"].toString(), QString("L1mlp"));

@@ -339,6 +339,9 @@ void TestModelDiscovery::resolvesNames() {
     QCOMPARE(resolveModelName("ollama:llama3.2:1b").path, stores_.ollamaBlob);
     QCOMPARE(resolveModelName("").path, QString(":/demo"));
     QCOMPARE(resolveModelName("demo").path, QString(":/demo"));
+    // demo-variant is bundled in the attnscope executable (tst_cli_stitch), not in this test's binary
+    QCOMPARE(resolveModelName("demo-variant").error,
+             QString("demo-variant: no such file or folder, and this program has no bundled demo-variant"));
     QCOMPARE(resolveModelName(testdata("tiny-gpt2")).path, testdata("tiny-gpt2"));
     const ResolvedModel none = resolveModelName("someone/nothing");
     QVERIFY(!none.ok());

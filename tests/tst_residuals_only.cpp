@@ -225,7 +225,7 @@ private slots:
                 QCOMPARE(err.message(),
                          QStringLiteral("The activation cache for %1 tokens would need %2 of memory even keeping only the "
                                         "residual streams (the full cache: %3, attention patterns alone: %4), but the "
-                                        "budget is %5 (half of the available memory). Use a shorter prompt.")
+                                        "budget is %5 (set by ATTNSCOPE_MEMORY_BUDGET). Use a shorter prompt.")
                              .arg(S)
                              .arg(formatBytes(e.residualsOnlyTotal(1, false)), formatBytes(e.totalWithoutHeadResults()),
                                   formatBytes(e.patternBytes), formatBytes(budget.toLongLong())));

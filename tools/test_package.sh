@@ -2,7 +2,8 @@
 # CI step: builds the Debian package (cpack -G DEB) from BUILD_DIR (default ./build, reused when
 # tools/test.sh built it), installs it with apt like a user would (apt install ./attnscope_*.deb, which
 # resolves the dependencies dpkg-shlibdeps declared), checks the installed files, runs
-# /usr/bin/attnscope --version and a headless --dump-json on the demo model, and removes the package.
+# /usr/bin/attnscope --version, a headless --dump-json on the demo model and --finetune-diff on the bundled
+# demo-variant, and removes the package.
 # Needs root or sudo. Usage: tools/test_package.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,13 @@ for key in '"token_ids"' '"logits_last"' '"top_next_tokens"' '"pattern"'; do
   grep -q "$key" "$work/demo.json" || { echo "demo.json lacks $key" >&2; exit 1; }
 done
 echo "dump-json ok: $(du -h "$work/demo.json" | cut -f1) of JSON"
+# the second bundled model (stitching and fine-tuning examples) is found by name from any folder
+(cd "$work" && env -u DISPLAY -u QT_QPA_PLATFORM HOME="$work" /usr/bin/attnscope --model demo \
+   --finetune-diff demo-variant --top 3 --dump-json variant.json)
+for key in '"finetune_diff"' '"model_b":"demo-variant"' '"heads"' '"neurons"'; do
+  grep -q "$key" "$work/variant.json" || { echo "variant.json lacks $key" >&2; exit 1; }
+done
+echo "demo-variant ok"
 cleanup
 trap 'rm -rf "$work"' EXIT
 if dpkg-query -W -f='${Status}' attnscope 2>/dev/null | grep -q "install ok installed"; then

@@ -35,8 +35,7 @@ void AttentionHeatmap::setData(const AttentionHeatmapData& data) {
     xTicker_->setTokens(tokens_);
     yTicker_->setTokens(tokens_);
     titleText_ = data.title;
-    parts_.title->setText(data.title);
-    parts_.title->setVisible(!data.title.isEmpty());
+    setTitle(data.title);
     dataChanged();
 }
 

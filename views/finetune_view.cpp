@@ -81,6 +81,7 @@ void FinetuneView::buildUi() {
     table_ = makeScoreTable({tr("#"), tr("component"), tr("‖Δθ‖"), tr("‖θ_A‖"), tr("‖Δθ‖/‖θ_A‖"), tr("parts: ‖Δ‖/‖θ‖")},
                             QStringLiteral("finetune_ranking"), empty);
     table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    sizeColumnsToContents(table_);
     table_->setToolTip(tr("Click a component to read its change in embedding space; double-click a head to show it."));
 
     parameter_ = new QComboBox;
@@ -111,6 +112,7 @@ void FinetuneView::buildUi() {
     neurons_->figureActions()->setBaseName(QStringLiteral("finetune_neurons"));
     neurons_->setEmptyText(empty);
     tensors_ = makeScoreTable({tr("tensor"), tr("‖Δ‖"), tr("‖θ_A‖"), tr("‖Δ‖/‖θ_A‖")}, QStringLiteral("finetune_tensors"), empty);
+    sizeColumnsToContents(tensors_);
     overview_ = new QTabWidget;
     overview_->addTab(heads_, tr("Heads"));
     overview_->addTab(neurons_, tr("Neurons"));

@@ -1,6 +1,7 @@
 #include "views/flow_graph_plot.h"
 
 #include "views/chart_figure.h"
+#include "views/token_axis.h"
 
 #include <qcustomplot.h>
 
@@ -51,9 +52,9 @@ void FlowGraphPlot::setGraph(const FlowGraph& graph, const QStringList& position
     graph_ = graph;
     positions_ = positions;
     boundaries_ = boundaries;
-    auto xt = QSharedPointer<QCPAxisTickerText>::create();
-    for (int p = 0; p < positions.size(); ++p) xt->addTick(p, QStringLiteral("%1\n%2").arg(p).arg(positions[p]));
-    plot_->xAxis->setTicker(xt);
+    // "3 ␣cat" rotated, thinned to every k-th position when they do not fit (token_axis.h), as the heatmaps do
+    if (auto t = plot_->xAxis->ticker().dynamicCast<TokenAxisTicker>()) t->setTokens(positions);
+    else setTokenAxis(plot_->xAxis, positions, true);
     auto yt = QSharedPointer<QCPAxisTickerText>::create();
     for (int b = 0; b < boundaries.size(); ++b) yt->addTick(b, boundaries[b]);
     plot_->yAxis->setTicker(yt);

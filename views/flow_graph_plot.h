@@ -24,7 +24,8 @@ class FlowGraphPlot : public QWidget {
     Q_OBJECT
 public:
     explicit FlowGraphPlot(QWidget* parent = nullptr);
-    /// Draws `graph`; `positions` labels the x axis, `boundaries` the y axis (lensBoundaryName of each).
+    /// Draws `graph`; `positions` labels the x axis ("3 ␣cat", every k-th when they do not fit: token_axis.h),
+    /// `boundaries` the y axis (lensBoundaryName of each).
     void setGraph(const FlowGraph& graph, const QStringList& positions, const QStringList& boundaries);
     void clear();
     const FlowGraph& graph() const { return graph_; }

@@ -1,6 +1,7 @@
 #include "views/heatmap_plot.h"
 
 #include <QFontInfo>
+#include <QFontMetricsF>
 #include <cmath>
 
 namespace attnscope {
@@ -101,8 +102,26 @@ void fillHeatmapCells(QCPColorMap* map, int rows, int cols, int k, const std::fu
         }
 }
 
+QString wrapToWidth(const QString& text, const QFont& font, int width) {
+    const QFontMetricsF fm(font);
+    if (text.isEmpty() || fm.horizontalAdvance(text) <= width) return text;
+    QStringList lines;
+    QString line;
+    for (const QString& word : text.split(QLatin1Char(' '))) {
+        const QString longer = line.isEmpty() ? word : line + QLatin1Char(' ') + word;
+        if (!line.isEmpty() && fm.horizontalAdvance(longer) > width) {
+            lines << line;
+            line = word;
+        } else {
+            line = longer;
+        }
+    }
+    lines << line;
+    return lines.join(QLatin1Char('\n'));
+}
+
 void fitHeatmapCells(LayoutablePlot* plot, QCPAxisRect* rect, bool square) {
-    const int pad = 8;
+    const int pad = kHeatmapPad;
     QMargins m(pad, pad, pad, pad);
     plot->plotLayout()->setMargins(m);
     if (!square) {

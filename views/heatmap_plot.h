@@ -43,6 +43,13 @@ HeatmapPlotParts buildHeatmapPlot(QCustomPlot* plot, const QFont& base, const QS
 /// value(row, col) = NaN draws the cell in the gradient's NaN colour.
 void fillHeatmapCells(QCPColorMap* map, int rows, int cols, int k, const std::function<double(int, int)>& value);
 
+/// `text` broken at spaces into lines ('\n') no wider than `width` pixels in `font` (a word wider than that
+/// gets a line of its own), so a centred title longer than its plot is wrapped instead of cut at both ends.
+QString wrapToWidth(const QString& text, const QFont& font, int width);
+
+/// The margin fitHeatmapCells keeps around the plot layout, in pixels.
+inline constexpr int kHeatmapPad = 8;
+
 /// Lays `plot` out for its current viewport. square = true: cells become square, the spare width
 /// or height becomes equal margins; false: the cells fill the area. Returns nothing; `rect`'s
 /// axis ranges decide the number of cells across and down.

@@ -94,7 +94,16 @@ void HeatmapView::setCellOversampling(int k) {
     plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-void HeatmapView::fitCells() { fitHeatmapCells(plot_, parts_.rect, wantsSquareCells()); }
+void HeatmapView::setTitle(const QString& text) {
+    title_ = text;
+    parts_.title->setText(text);
+    parts_.title->setVisible(!text.isEmpty());
+}
+
+void HeatmapView::fitCells() {
+    parts_.title->setText(wrapToWidth(title_, parts_.title->font(), plot_->viewport().width() - 2 * kHeatmapPad));
+    fitHeatmapCells(plot_, parts_.rect, wantsSquareCells());
+}
 
 void HeatmapView::replot() { plot_->replot(immediateReplot_ ? QCustomPlot::rpRefreshHint : QCustomPlot::rpQueuedReplot); }
 

@@ -69,6 +69,8 @@ protected:
     virtual bool wantsSquareCells() const = 0;
     /// The colour map for the theme (NaN colour included).
     virtual QCPColorGradient gradient(bool dark) const = 0;
+    /// The title over cells and colour bar (hidden when empty), wrapped to the plot's width by fitCells.
+    void setTitle(const QString& text);
     /// Redraws after the data changed: empty state, cells, colour map, full view. Subclass constructors
     /// call it once at their end (the base cannot: it needs the subclass' virtuals).
     void dataChanged();
@@ -86,6 +88,7 @@ private:
     void applyTheme(bool dark);
     bool eventFilter(QObject* watched, QEvent* event) override;
 
+    QString title_;
     EmptyState* empty_;
     FigureActions* actions_;
     int oversampling_ = 1;

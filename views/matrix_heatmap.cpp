@@ -48,8 +48,7 @@ void MatrixHeatmap::setFigure(const MatrixFigure& figure) {
     if (!figure.colLabels.isEmpty() && figure.colLabels.size() != cols)
         throw InputError(tr("%1 column labels for a matrix with %2 columns").arg(figure.colLabels.size()).arg(cols));
     figure_ = figure;
-    parts_.title->setText(figure.title);
-    parts_.title->setVisible(!figure.title.isEmpty());
+    setTitle(figure.title);
     QCPAxis* x = parts_.rect->axis(QCPAxis::atBottom);
     QCPAxis* y = parts_.rect->axis(QCPAxis::atLeft);
     x->setLabel(figure.colTitle);

@@ -320,7 +320,7 @@ void ModelComparePanel::compare() {
         h->setEmptyText(model_ && other_ ? tr("Comparing the layers of the two models…")
                                          : tr("Open a second model to compare its layers with this one: type its folder "
                                               "or .safetensors file above and press Load, or use Open second "
-                                              "checkpoint… (try resources/demo-variant)."));
+                                              "checkpoint… (try demo-variant, the demo's fine-tuned copy)."));
     if (!model_ || !other_) {
         compareTask_.cancel();
         embedding_->setFigure({});

@@ -22,6 +22,11 @@ QTableWidget* makeScoreTable(const QStringList& headers, const QString& baseName
     return t;
 }
 
+void sizeColumnsToContents(QTableWidget* table) {
+    table->horizontalHeader()->setStretchLastSection(false);
+    table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+}
+
 QTableWidgetItem* tokenCell(const Tokenizer& tokenizer, int id) {
     auto* item = new QTableWidgetItem(tokenizer.displayToken(id));
     item->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));

@@ -21,6 +21,11 @@ namespace attnscope {
 QTableWidget* makeScoreTable(const QStringList& headers, const QString& baseName, const QString& emptyText,
                              QWidget* parent = nullptr);
 
+/// Every column as wide as its contents, the last one too (makeScoreTable stretches the last column over the
+/// free width, which puts a number column's right-aligned values far from the rest of their row): for tables
+/// of several number columns, such as the stitch and fine-tuning tables.
+void sizeColumnsToContents(QTableWidget* table);
+
 /// Columns: #, token, score. Rank starts at 1.
 void fillTokenTable(QTableWidget* table, const std::vector<ScoredToken>& tokens, const Tokenizer& tokenizer);
 

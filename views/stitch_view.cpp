@@ -133,6 +133,7 @@ void StitchView::buildUi() {
     layers_ = makeScoreTable({tr("k"), tr("loss"), tr("loss − loss_B"), tr("agree A"), tr("agree B"), tr("‖h·M‖/‖h‖")},
                              QStringLiteral("stitch_layers"), empty);
     layers_->setSelectionMode(QAbstractItemView::SingleSelection);
+    sizeColumnsToContents(layers_);
     auto* layerBox = new QGroupBox(tr("Per stitch layer"));
     auto* lv = new QVBoxLayout(layerBox);
     auto* lh = new QHBoxLayout;
@@ -148,6 +149,7 @@ void StitchView::buildUi() {
     positionInfo_->setTextFormat(Qt::PlainText);
     positions_ = makeScoreTable({tr("#"), tr("A"), tr("p_A"), tr("B"), tr("p_B"), tr("stitched"), tr("p_stitched")},
                                 QStringLiteral("stitch_position"), empty);
+    sizeColumnsToContents(positions_);
     auto* posBox = new QGroupBox(tr("Next-token distributions at one position"));
     auto* pv = new QVBoxLayout(posBox);
     auto* ph = new QHBoxLayout;

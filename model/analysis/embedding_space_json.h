@@ -1,12 +1,14 @@
 #pragma once
 // JSON for the command line (and exports) of the embedding-space analyses. Formats:
 //   pair projection:   {"projection": "ov"|"qk", "layer": L, "head": H,
-//                       "top": [{"row_token_id": r, "col_token_id": c, "score": s}, ...]}   highest first
+//                       "top": [{"row_token_id": r, "row_token": TEXT, "col_token_id": c, "col_token": TEXT,
+//                                "score": s}, ...]}                                          highest first
 //   neuron projection: {"projection": "ffkey"|"ffvalue", "layer": L, "neuron": N,
-//                       "top": [{"token_id": t, "score": s}, ...],
-//                       "bottom": [{"token_id": t, "score": s}, ...]}                       bottom: lowest first
+//                       "top": [{"token_id": t, "token": TEXT, "score": s}, ...],
+//                       "bottom": [{"token_id": t, "token": TEXT, "score": s}, ...]}      bottom: lowest first
 //   logit lens:        [{"layer": "embed"|"L{l}attn"|"L{l}mlp", "position": p,
-//                        "top": [{"token_id": t, "prob": q}, ...]}, ...]   (the value of a "logit_lens" key)
+//                        "top": [{"token_id": t, "token": TEXT, "prob": q}, ...]}, ...]   (the value of a "logit_lens" key)
+// TEXT is the token's bytes as UTF-8, as "tokens" and "top_next_tokens" of --dump-json spell it.
 
 #include "model/analysis/embedding_projection.h"
 #include "model/analysis/logit_lens.h"
@@ -21,9 +23,9 @@ QString pairProjectionName(PairProjectionKind kind);
 /// "ffkey" / "ffvalue".
 QString neuronVectorName(NeuronVectorKind kind);
 
-QJsonObject toJson(const PairProjection& p);
-QJsonObject toJson(const NeuronProjection& p);
+QJsonObject toJson(const PairProjection& p, const Tokenizer& tokenizer);
+QJsonObject toJson(const NeuronProjection& p, const Tokenizer& tokenizer);
 /// The array for a "logit_lens" key; boundary names from the model config.
-QJsonArray logitLensToJson(const ModelConfig& cfg, const std::vector<LensCell>& cells);
+QJsonArray logitLensToJson(const ModelConfig& cfg, const Tokenizer& tokenizer, const std::vector<LensCell>& cells);
 
 } // namespace attnscope

@@ -7,6 +7,7 @@
 #include <QCoreApplication>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace attnscope {
 
@@ -33,29 +34,42 @@ QString patchingMetricKindName(PatchingMetricKind kind) {
     return QStringLiteral("kl");
 }
 
-PatchingMetric parsePatchingMetric(const Tokenizer& tokenizer, const QString& text) {
+namespace {
+/// The kind named before the colon; nullopt when it names none.
+std::optional<PatchingMetricKind> metricKind(const QString& kind) {
+    for (PatchingMetricKind k : {PatchingMetricKind::LogitDiff, PatchingMetricKind::Logit, PatchingMetricKind::Prob, PatchingMetricKind::KL})
+        if (kind == patchingMetricKindName(k)) return k;
+    return std::nullopt;
+}
+} // namespace
+
+QString patchingMetricForms() {
+    return QStringLiteral("\"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", \"prob: TOKEN\" or \"kl\"");
+}
+
+QString patchingMetricFormError(const QString& text) {
     const int colon = text.indexOf(QLatin1Char(':'));
     const QString kind = (colon < 0 ? text : text.left(colon)).trimmed().toLower();
     const QString rest = colon < 0 ? QString() : text.mid(colon + 1);
-    PatchingMetric m;
-    if (kind == QLatin1String("kl")) {
-        if (!rest.trimmed().isEmpty()) throw InputError(tr("The kl metric takes no tokens (it compares with the clean run's distribution)."));
-        m.kind = PatchingMetricKind::KL;
-        return m;
-    }
-    bool found = false;
-    for (PatchingMetricKind k : {PatchingMetricKind::LogitDiff, PatchingMetricKind::Logit, PatchingMetricKind::Prob})
-        if (kind == patchingMetricKindName(k)) {
-            m.kind = k;
-            found = true;
-        }
-    if (!found)
-        throw InputError(tr("Unknown metric '%1': use \"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", \"prob: TOKEN\" or \"kl\".")
-                             .arg(kind));
+    const std::optional<PatchingMetricKind> k = metricKind(kind);
+    if (!k) return tr("Unknown metric '%1': use %2.").arg(kind, patchingMetricForms());
+    if (*k == PatchingMetricKind::KL)
+        return rest.trimmed().isEmpty() ? QString() : tr("The kl metric takes no tokens (it compares with the clean run's distribution).");
     if (rest.isEmpty())
-        throw InputError(tr("The %1 metric needs its token%2 after a colon, e.g. \"%1: Mary%3\".")
-                             .arg(kind, m.kind == PatchingMetricKind::LogitDiff ? QStringLiteral("s") : QString(),
-                                  m.kind == PatchingMetricKind::LogitDiff ? QStringLiteral(", John") : QString()));
+        return tr("The %1 metric needs its token%2 after a colon, e.g. \"%1: Mary%3\".")
+            .arg(kind, *k == PatchingMetricKind::LogitDiff ? QStringLiteral("s") : QString(),
+                 *k == PatchingMetricKind::LogitDiff ? QStringLiteral(", John") : QString());
+    return {};
+}
+
+PatchingMetric parsePatchingMetric(const Tokenizer& tokenizer, const QString& text) {
+    if (const QString e = patchingMetricFormError(text); !e.isEmpty()) throw InputError(e);
+    const int colon = text.indexOf(QLatin1Char(':'));
+    const QString kind = (colon < 0 ? text : text.left(colon)).trimmed().toLower();
+    PatchingMetric m;
+    m.kind = *metricKind(kind);
+    if (m.kind == PatchingMetricKind::KL) return m;
+    const QString rest = text.mid(colon + 1);
     const auto [t, t2] = parseTokenPair(tokenizer, rest);
     if (m.kind == PatchingMetricKind::LogitDiff && t2 < 0)
         throw InputError(tr("logit_diff needs two tokens separated by a comma, e.g. \"logit_diff: Mary, John\"; got '%1'.").arg(rest));

@@ -28,6 +28,12 @@ struct PatchingMetric {
 /// "logit_diff", "logit", "prob", "kl".
 QString patchingMetricKindName(PatchingMetricKind kind);
 
+/// The forms --metric accepts, for messages: "logit_diff: TOKEN, TOKEN2", "logit: TOKEN", "prob: TOKEN" or "kl".
+QString patchingMetricForms();
+/// What is wrong with a --metric text's form, read without a tokenizer (unknown kind, no tokens after the
+/// colon, tokens after kl); "" when the form is right. The command line checks it before opening the model.
+QString patchingMetricFormError(const QString& text);
+
 /// Parses the CLI's --metric: "logit_diff: Mary, John" (the text after the colon is read as the --dla
 /// tokens are, parseTokenPair: " Mary" and " John" with their leading spaces), "logit: X", "prob: X" or "kl".
 /// Throws InputError naming what is wrong (unknown kind, missing or extra tokens, text that is not one token).

@@ -11,6 +11,10 @@ namespace attnscope {
 ResolvedModel resolveModelName(const QString& nameOrPath) {
     const QString name = nameOrPath.trimmed();
     if (name.isEmpty() || (name == QLatin1String("demo") && !QFileInfo::exists(name))) return {QStringLiteral(":/demo"), {}};
+    if (name == QLatin1String("demo-variant") && !QFileInfo::exists(name)) {
+        if (QFileInfo::exists(QStringLiteral(":/demo-variant/config.json"))) return {QStringLiteral(":/demo-variant"), {}};
+        return {{}, QStringLiteral("demo-variant: no such file or folder, and this program has no bundled demo-variant")};
+    }
     if (name.startsWith(QLatin1String("ollama:"))) {
         const OllamaModel m = findOllamaModel(ollamaModelsDir(), name.mid(7));
         return m.problem.isEmpty() ? ResolvedModel{m.blob, {}} : ResolvedModel{{}, m.problem};

@@ -3,6 +3,7 @@
 // into a path the loader opens.
 //   PATH                 an existing file or folder (or Qt resource path such as ":/demo")
 //   "" or demo           the bundled demo model (":/demo"), unless a file or folder "demo" exists
+//   demo-variant         its bundled fine-tuned copy (":/demo-variant", in the attnscope executable), likewise
 //   ollama:NAME[:TAG]    the GGUF blob of an Ollama model (model/discovery/ollama_store.h)
 //   [hf:]ORG/NAME, NAME  the newest snapshot of a model in the Hugging Face cache (hf_cache.h), offline
 

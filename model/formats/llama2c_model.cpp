@@ -113,6 +113,7 @@ std::shared_ptr<const Model> loadLlama2cModel(const QString& path, const QString
     info.weightFiles << label;
     info.fileBytes = fi.size();
     info.storageDtype = QStringLiteral("F32");
+    info.tokenizerPath = tokenizerPath;
     progress.step(3, 3, QStringLiteral("Loaded %1").arg(info.name));
     return std::make_shared<const Model>(c, std::move(info), std::move(tokenizer), std::make_unique<Llama2cWeightResolver>(file));
 }

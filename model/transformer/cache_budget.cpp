@@ -78,12 +78,30 @@ qint64 availableMemoryBytes() {
     return available;
 }
 
-qint64 cacheBudgetBytes(double fraction) {
+QString memoryBudgetError() {
+    if (qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET")) return {}; // empty = unset, as ATTNSCOPE_ISA
+    const QString value = qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET");
     bool ok = false;
-    const qint64 forced = qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET").toLongLong(&ok);
-    if (ok) return forced;
+    const qint64 bytes = value.trimmed().toLongLong(&ok);
+    if (ok && bytes > 0) return {};
+    return QCoreApplication::translate("forward", "ATTNSCOPE_MEMORY_BUDGET=%1 is not a number of bytes: give a positive integer, "
+                                                  "e.g. ATTNSCOPE_MEMORY_BUDGET=4000000000 for 4 GB, or unset it for half of "
+                                                  "the available memory.")
+        .arg(value);
+}
+
+qint64 cacheBudgetBytes(double fraction) {
+    if (!qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET")) {
+        if (const QString e = memoryBudgetError(); !e.isEmpty()) throw InputError(e);
+        return qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET").trimmed().toLongLong();
+    }
     const qint64 available = availableMemoryBytes();
     return available < 0 ? -1 : qint64(double(available) * fraction);
+}
+
+QString cacheBudgetOrigin() {
+    return !qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET") ? QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET")
+                                                                : QStringLiteral("half of the available memory");
 }
 
 QString formatBytes(qint64 bytes) {
@@ -119,11 +137,11 @@ CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions
     }
     throw InputError(QCoreApplication::translate("forward",
                          "The activation cache for %1 tokens would need %2 of memory even keeping only the residual "
-                         "streams (the full cache: %3, attention patterns alone: %4), but the budget is %5 (half of "
-                         "the available memory). Use a shorter prompt.")
+                         "streams (the full cache: %3, attention patterns alone: %4), but the budget is %5 (%6). "
+                         "Use a shorter prompt.")
                          .arg(nPositions)
                          .arg(formatBytes(e.residualsOnlyTotal(1, false)), formatBytes(e.totalWithoutHeadResults()),
-                              formatBytes(e.patternBytes), formatBytes(budget)));
+                              formatBytes(e.patternBytes), formatBytes(budget), cacheBudgetOrigin()));
 }
 
 } // namespace attnscope

@@ -62,8 +62,14 @@ qint64 availableMemoryBytes();
 
 /// The cache budget: `fraction` of availableMemoryBytes(), or the value of the environment variable
 /// ATTNSCOPE_MEMORY_BUDGET (bytes; for tests and for users who know better) when set.
-/// Returns -1 (no limit) when the available memory is unknown.
+/// Returns -1 (no limit) when the available memory is unknown. Throws memoryBudgetError() as InputError
+/// when the variable is set to anything but a positive integer (never ignored silently).
 qint64 cacheBudgetBytes(double fraction = 0.5);
+/// "" or why ATTNSCOPE_MEMORY_BUDGET's value is not a budget ("ATTNSCOPE_MEMORY_BUDGET=abc is not a number of
+/// bytes: …"); checked at start-up like ATTNSCOPE_ISA, so a bad value stops before any work.
+QString memoryBudgetError();
+/// Where the budget comes from, for messages: "set by ATTNSCOPE_MEMORY_BUDGET" or "half of the available memory".
+QString cacheBudgetOrigin();
 
 /// What runForward does for a given estimate and budget.
 struct CachePlan {
@@ -82,7 +88,8 @@ struct CachePlan {
 ///     fit next to the residuals, at most options.recomputedLayers, at least 1;
 ///  4. throws InputError("The activation cache for N tokens would need X of memory even keeping only the
 ///     residual streams (the full cache: F, attention patterns alone: P), but the budget is Y (half of the
-///     available memory). Use a shorter prompt.") with X = residualsOnlyTotal(1, false).
+///     available memory). Use a shorter prompt.") with X = residualsOnlyTotal(1, false); "(set by
+///     ATTNSCOPE_MEMORY_BUDGET)" instead when that variable gives the budget (cacheBudgetOrigin).
 CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budget);
 
 /// "1.5 GB"-style size for messages.

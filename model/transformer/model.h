@@ -22,6 +22,7 @@ struct ModelInfo {
     qint64 fileBytes = 0;  ///< total size of the weight files
     QStringList weightFiles;
     bool hasNonFiniteWeights = false; ///< NaN/Inf seen in a weight tensor (checked lazily)
+    QString tokenizerPath; ///< the tokenizer file given apart from the weights (LoadOptions), "" when found with them
 };
 
 /// Owned by a shared_ptr (loadModel) so residuals-only caches can keep it alive (weak_from_this).
