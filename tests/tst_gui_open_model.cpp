@@ -218,7 +218,7 @@ void TestGuiOpenModel::reloadIsOfferedWhenTheModelChanges() {
     QVERIFY(changed.wait(5000));
     QTRY_COMPARE(keep.texts.size(), 3);
     // the demo in the binary has no files to watch
-    QCOMPARE(modelFilesOnDisk(ModelInfo{"demo", ":/demo", "F32", 0, {"model.safetensors"}, false}), QStringList());
+    QCOMPARE(modelFilesOnDisk(ModelInfo{"demo", ":/demo", "F32", 0, {"model.safetensors"}, false, {}}), QStringList());
 }
 
 void TestGuiOpenModel::openDialogAcceptsModelFolders() {
