@@ -125,7 +125,7 @@ void TestComputeKernels::runnableKernelsIncludePortable() {
     // the int8 passes: the avx2 table takes AVX-VNNI where the CPU has it, and the AVX-VNNI code runs (in
     // its EVEX twin) wherever AVX512-VNNI + VL do, so int8FirstHitIsExact checks it on such machines too
     QStringList passes;
-    for (const Int8Pass& p : runnableInt8Passes()) passes << p.name;
+    for (const Int8Pass& p : runnableInt8Passes()) passes << QString::fromUtf8(p.description);
     if (f.avxvnni && f.osSavesYmm) {
         QCOMPARE(QString::fromUtf8(kernelsFor(KernelIsa::Avx2)->int8Description), QStringLiteral("AVX-VNNI vpdpbusd (ymm)"));
         QVERIFY(passes.contains(QStringLiteral("AVX-VNNI vpdpbusd (ymm)")));
@@ -410,7 +410,7 @@ void TestComputeKernels::int8FirstHitIsExact_data() {
     // every int8 pass this CPU can run: the tables' and the twins (the AVX-VNNI code in EVEX encoding)
     QTest::addColumn<int>("pass");
     const std::vector<Int8Pass> passes = runnableInt8Passes();
-    for (size_t i = 0; i < passes.size(); ++i) QTest::newRow(qPrintable(passes[i].name)) << int(i);
+    for (size_t i = 0; i < passes.size(); ++i) QTest::newRow(passes[i].description) << int(i);
 }
 
 void TestComputeKernels::int8FirstHitIsExact() {
@@ -499,7 +499,7 @@ void TestComputeKernels::int8FirstHitIsExact() {
                                 }
                     const long got = K.firstHit(o, 0, g0, groups, thr);
                     QVERIFY2(got == expected, qPrintable(QStringLiteral("%1 r=%2%3 trial %4 from %5: group %6, expected %7")
-                                                             .arg(K.name).arg(r).arg(withTail ? " (tail)" : "").arg(trial)
+                                                             .arg(QString::fromUtf8(K.description)).arg(r).arg(withTail ? " (tail)" : "").arg(trial)
                                                              .arg(g0).arg(got).arg(expected)));
                 }
             }

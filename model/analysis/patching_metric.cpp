@@ -35,11 +35,31 @@ QString patchingMetricKindName(PatchingMetricKind kind) {
 }
 
 namespace {
-/// The kind named before the colon; nullopt when it names none.
-std::optional<PatchingMetricKind> metricKind(const QString& kind) {
+/// A --metric text split at its first colon: the kind before it (trimmed, lower case), the text after it
+/// ("" without a colon), and the kind it names (nullopt when none).
+struct MetricText {
+    QString kind, rest;
+    std::optional<PatchingMetricKind> named;
+};
+MetricText splitMetric(const QString& text) {
+    const int colon = text.indexOf(QLatin1Char(':'));
+    MetricText m{(colon < 0 ? text : text.left(colon)).trimmed().toLower(), colon < 0 ? QString() : text.mid(colon + 1), {}};
     for (PatchingMetricKind k : {PatchingMetricKind::LogitDiff, PatchingMetricKind::Logit, PatchingMetricKind::Prob, PatchingMetricKind::KL})
-        if (kind == patchingMetricKindName(k)) return k;
-    return std::nullopt;
+        if (m.kind == patchingMetricKindName(k)) m.named = k;
+    return m;
+}
+
+/// What is wrong with the form of a split metric; "" when it is right.
+QString formError(const MetricText& m) {
+    const QString& kind = m.kind;
+    if (!m.named) return tr("Unknown metric '%1': use %2.").arg(kind, patchingMetricForms());
+    if (*m.named == PatchingMetricKind::KL)
+        return m.rest.trimmed().isEmpty() ? QString() : tr("The kl metric takes no tokens (it compares with the clean run's distribution).");
+    if (m.rest.isEmpty())
+        return tr("The %1 metric needs its token%2 after a colon, e.g. \"%1: Mary%3\".")
+            .arg(kind, *m.named == PatchingMetricKind::LogitDiff ? QStringLiteral("s") : QString(),
+                 *m.named == PatchingMetricKind::LogitDiff ? QStringLiteral(", John") : QString());
+    return {};
 }
 } // namespace
 
@@ -47,29 +67,15 @@ QString patchingMetricForms() {
     return QStringLiteral("\"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", \"prob: TOKEN\" or \"kl\"");
 }
 
-QString patchingMetricFormError(const QString& text) {
-    const int colon = text.indexOf(QLatin1Char(':'));
-    const QString kind = (colon < 0 ? text : text.left(colon)).trimmed().toLower();
-    const QString rest = colon < 0 ? QString() : text.mid(colon + 1);
-    const std::optional<PatchingMetricKind> k = metricKind(kind);
-    if (!k) return tr("Unknown metric '%1': use %2.").arg(kind, patchingMetricForms());
-    if (*k == PatchingMetricKind::KL)
-        return rest.trimmed().isEmpty() ? QString() : tr("The kl metric takes no tokens (it compares with the clean run's distribution).");
-    if (rest.isEmpty())
-        return tr("The %1 metric needs its token%2 after a colon, e.g. \"%1: Mary%3\".")
-            .arg(kind, *k == PatchingMetricKind::LogitDiff ? QStringLiteral("s") : QString(),
-                 *k == PatchingMetricKind::LogitDiff ? QStringLiteral(", John") : QString());
-    return {};
-}
+QString patchingMetricFormError(const QString& text) { return formError(splitMetric(text)); }
 
 PatchingMetric parsePatchingMetric(const Tokenizer& tokenizer, const QString& text) {
-    if (const QString e = patchingMetricFormError(text); !e.isEmpty()) throw InputError(e);
-    const int colon = text.indexOf(QLatin1Char(':'));
-    const QString kind = (colon < 0 ? text : text.left(colon)).trimmed().toLower();
+    const MetricText split = splitMetric(text);
+    if (const QString e = formError(split); !e.isEmpty()) throw InputError(e);
+    const QString &kind = split.kind, &rest = split.rest;
     PatchingMetric m;
-    m.kind = *metricKind(kind);
+    m.kind = *split.named;
     if (m.kind == PatchingMetricKind::KL) return m;
-    const QString rest = text.mid(colon + 1);
     const auto [t, t2] = parseTokenPair(tokenizer, rest);
     if (m.kind == PatchingMetricKind::LogitDiff && t2 < 0)
         throw InputError(tr("logit_diff needs two tokens separated by a comma, e.g. \"logit_diff: Mary, John\"; got '%1'.").arg(rest));

@@ -78,29 +78,46 @@ qint64 availableMemoryBytes() {
     return available;
 }
 
-QString memoryBudgetError() {
-    if (qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET")) return {}; // empty = unset, as ATTNSCOPE_ISA
-    const QString value = qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET");
+namespace {
+/// ATTNSCOPE_MEMORY_BUDGET read once: unset (or empty, as ATTNSCOPE_ISA), a positive number of bytes, or
+/// neither (bytes ≤ 0).
+struct ForcedBudget {
+    bool set = false;
+    qint64 bytes = 0;
+    QString value;
+};
+ForcedBudget forcedBudget() {
+    ForcedBudget f;
+    if (qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET")) return f;
+    f.set = true;
+    f.value = qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET");
     bool ok = false;
-    const qint64 bytes = value.trimmed().toLongLong(&ok);
-    if (ok && bytes > 0) return {};
+    const qint64 bytes = f.value.trimmed().toLongLong(&ok);
+    f.bytes = ok ? bytes : 0;
+    return f;
+}
+} // namespace
+
+QString memoryBudgetError() {
+    const ForcedBudget f = forcedBudget();
+    if (!f.set || f.bytes > 0) return {};
     return QCoreApplication::translate("forward", "ATTNSCOPE_MEMORY_BUDGET=%1 is not a number of bytes: give a positive integer, "
                                                   "e.g. ATTNSCOPE_MEMORY_BUDGET=4000000000 for 4 GB, or unset it for half of "
                                                   "the available memory.")
-        .arg(value);
+        .arg(f.value);
 }
 
 qint64 cacheBudgetBytes(double fraction) {
-    if (!qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET")) {
-        if (const QString e = memoryBudgetError(); !e.isEmpty()) throw InputError(e);
-        return qEnvironmentVariable("ATTNSCOPE_MEMORY_BUDGET").trimmed().toLongLong();
+    if (const ForcedBudget f = forcedBudget(); f.set) {
+        if (f.bytes <= 0) throw InputError(memoryBudgetError());
+        return f.bytes;
     }
     const qint64 available = availableMemoryBytes();
     return available < 0 ? -1 : qint64(double(available) * fraction);
 }
 
 QString cacheBudgetOrigin() {
-    return !qEnvironmentVariableIsEmpty("ATTNSCOPE_MEMORY_BUDGET") ? QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET")
+    return forcedBudget().set ? QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET")
                                                                 : QStringLiteral("half of the available memory");
 }
 

@@ -48,6 +48,14 @@ struct Int8Operands {
     const int16_t* b16 = nullptr; ///< b̃ by packed column, [64 · groups, aStride] in the same dim order
 };
 
+/// An int8 candidate pass (ComputeKernels::int8FirstHit) with the quantisation it needs: a table's own,
+/// or one that kernel_choice.cpp puts into a table (VNNI where the CPU has it), or a test-only twin.
+struct Int8Pass {
+    int aOffset, bOffset, aMax, bMax; ///< as ComputeKernels::int8AOffset … int8BMax
+    const char* description;          ///< e.g. "AVX-VNNI vpdpbusd (ymm)"
+    long (*firstHit)(const Int8Operands& ops, long row0, long g0, long g1, const int* thrDot);
+};
+
 /// One instruction set's kernels. Every function runs on the calling thread only; the callers
 /// (weight_gemm.cpp, forward.cpp, quantized_topk.cpp, bench) own the threading. Matrices are row-major
 /// float32 with explicit row strides (in elements).

@@ -67,9 +67,14 @@ QString isaList(const std::vector<KernelIsa>& isas) {
     return names.join(QStringLiteral(", "));
 }
 
+/// A table's own int8 pass.
+Int8Pass int8PassOf(const ComputeKernels& k) {
+    return {k.int8AOffset, k.int8BOffset, k.int8AMax, k.int8BMax, k.int8Description, k.int8FirstHit};
+}
+
 #ifdef ATTNSCOPE_X86
 /// `k` with `int8` as its int8 candidate pass (and the quantisation that pass needs).
-ComputeKernels withInt8(ComputeKernels k, const kernels::Int8Kernel& int8) {
+ComputeKernels withInt8(ComputeKernels k, const Int8Pass& int8) {
     k.int8AOffset = int8.aOffset;
     k.int8BOffset = int8.bOffset;
     k.int8AMax = int8.aMax;
@@ -81,10 +86,7 @@ ComputeKernels withInt8(ComputeKernels k, const kernels::Int8Kernel& int8) {
 
 /// The AVX-512 table with the int8 pass it can run: vpdpbusd with VNNI, else the AVX2 one.
 ComputeKernels avx512WithInt8(const CpuFeatures& f) {
-    const kernels::Int8Kernel avx2{kernels::kAvx2Kernels.int8AOffset, kernels::kAvx2Kernels.int8BOffset,
-                                   kernels::kAvx2Kernels.int8AMax, kernels::kAvx2Kernels.int8BMax,
-                                   kernels::kAvx2Kernels.int8Description, kernels::kAvx2Kernels.int8FirstHit};
-    return withInt8(kernels::kAvx512Kernels, f.avx512vnni ? kernels::kAvx512VnniInt8 : avx2);
+    return withInt8(kernels::kAvx512Kernels, f.avx512vnni ? kernels::kAvx512VnniInt8 : int8PassOf(kernels::kAvx2Kernels));
 }
 
 /// The AVX2 table with the int8 pass it can run: AVX-VNNI's vpdpbusd where present, else its own.
@@ -191,17 +193,13 @@ std::vector<KernelIsa> runnableKernelIsas() {
 
 std::vector<Int8Pass> runnableInt8Passes() {
     std::vector<Int8Pass> out;
-    for (KernelIsa isa : runnableKernelIsas()) {
-        const ComputeKernels* k = kernelsFor(isa);
-        out.push_back({QString::fromUtf8(k->int8Description), k->int8AOffset, k->int8BOffset, k->int8AMax, k->int8BMax,
-                       k->int8FirstHit});
-    }
+    for (KernelIsa isa : runnableKernelIsas()) out.push_back(int8PassOf(*kernelsFor(isa)));
 #ifdef ATTNSCOPE_X86
     const CpuFeatures f = detectCpuFeatures();
-    auto add = [&](const kernels::Int8Kernel& p) {
+    auto add = [&](const Int8Pass& p) {
         for (const Int8Pass& q : out)
             if (q.firstHit == p.firstHit) return;
-        out.push_back({QString::fromUtf8(p.description), p.aOffset, p.bOffset, p.aMax, p.bMax, p.firstHit});
+        out.push_back(p);
     };
     if (f.avxvnni && f.osSavesYmm) add(kernels::kAvxVnniInt8);
     if (f.avx512vnni && f.avx512vl && f.avx512f && f.osSavesZmm) add(kernels::kAvx512YmmVnniInt8);

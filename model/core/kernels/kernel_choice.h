@@ -56,14 +56,7 @@ const KernelChoice& processKernelChoice();
 /// Every kernel set this CPU can run, most portable first.
 std::vector<KernelIsa> runnableKernelIsas();
 
-/// An int8 candidate pass (compute_kernels.h int8FirstHit) with the quantisation it needs.
-struct Int8Pass {
-    QString name; ///< its description, e.g. "AVX-VNNI vpdpbusd (ymm)"
-    int aOffset, bOffset, aMax, bMax;
-    long (*firstHit)(const Int8Operands& ops, long row0, long g0, long g1, const int* thrDot);
-};
-
-/// Every int8 pass this CPU can run: each runnable table's, the AVX-VNNI one where present, and its
+/// Every int8 pass (compute_kernels.h Int8Pass) this CPU can run: each runnable table's, the AVX-VNNI one where present, and its
 /// EVEX twin where AVX512-VNNI + VL are (for the tests: the twin runs the AVX-VNNI pass's code).
 std::vector<Int8Pass> runnableInt8Passes();
 

@@ -98,7 +98,7 @@ long int8FirstHit(const Int8Operands& o, long row0, long g0, long g1, const int*
 
 namespace attnscope::kernels {
 
-extern const Int8Kernel kAvx512VnniInt8 = {0, 128, 127, 127, "AVX512-VNNI vpdpbusd", &avx512vnni::int8FirstHit};
+extern const Int8Pass kAvx512VnniInt8 = {0, 128, 127, 127, "AVX512-VNNI vpdpbusd", &avx512vnni::int8FirstHit};
 
 } // namespace attnscope::kernels
 #endif

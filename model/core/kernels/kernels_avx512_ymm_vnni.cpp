@@ -19,8 +19,8 @@ namespace {
 
 namespace attnscope::kernels {
 
-extern const Int8Kernel kAvx512YmmVnniInt8 = {0, 128, 127, 127, "AVX512-VNNI vpdpbusd (ymm, EVEX)",
-                                              &avx512ymmvnni::int8FirstHit};
+extern const Int8Pass kAvx512YmmVnniInt8 = {0, 128, 127, 127, "AVX512-VNNI vpdpbusd (ymm, EVEX)",
+                                            &avx512ymmvnni::int8FirstHit};
 
 } // namespace attnscope::kernels
 #endif

@@ -19,7 +19,7 @@ namespace {
 
 namespace attnscope::kernels {
 
-extern const Int8Kernel kAvxVnniInt8 = {0, 128, 127, 127, "AVX-VNNI vpdpbusd (ymm)", &avxvnni::int8FirstHit};
+extern const Int8Pass kAvxVnniInt8 = {0, 128, 127, 127, "AVX-VNNI vpdpbusd (ymm)", &avxvnni::int8FirstHit};
 
 } // namespace attnscope::kernels
 #endif
