@@ -111,7 +111,9 @@ CpuFeatures detectCpuFeatures() {
         f.osSavesYmm = (xcr0 & 0x6) == 0x6;
         f.osSavesZmm = f.osSavesYmm && (xcr0 & 0xe0) == 0xe0;
     }
+    unsigned maxLeaf7 = 0; // the highest sub-leaf of leaf 7
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        maxLeaf7 = a;
         f.avx2 = (b >> 5) & 1;
         f.avx512f = (b >> 16) & 1;
         f.avx512dq = (b >> 17) & 1;
@@ -119,7 +121,7 @@ CpuFeatures detectCpuFeatures() {
         f.avx512vl = (b >> 31) & 1;
         f.avx512vnni = (c >> 11) & 1;
     }
-    if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = f.avx2 && ((a >> 4) & 1);
+    if (maxLeaf7 >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avxvnni = f.avx2 && ((a >> 4) & 1);
 #elif defined(__aarch64__)
     f.neon = true;
 #endif
