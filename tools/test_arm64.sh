@@ -20,7 +20,7 @@ $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-rec
 # arm64 one removes the amd64 one), and libqcustomplot-dev:arm64 would pull Qt 5 for arm64.
 mkdir -p "$SYSROOT/debs"
 (cd "$SYSROOT/debs" && apt-get download -qq libsentencepiece-dev:arm64 libsentencepiece0:arm64 \
-  libqcustomplot-dev:arm64 libqcustomplot2.1-qt6:arm64 2>&1 | grep -v "unsandboxed as root" || true)
+  libqcustomplot-dev:arm64 libqcustomplot2.1-qt6:arm64 2>&1 | { grep -v "unsandboxed as root" || true; })
 for d in "$SYSROOT"/debs/*.deb; do dpkg -x "$d" "$SYSROOT"; done
 PKG_CONFIG_LIBDIR="$SYSROOT/usr/lib/aarch64-linux-gnu/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$SYSROOT" \
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$(pwd)/tools/arm64-toolchain.cmake" \
