@@ -2,8 +2,8 @@
 # Cross-builds AttnScope for arm64 (aarch64) and runs its tests under qemu-aarch64 (Debian qemu-user): the
 # portable kernels' NEON code (fmla, smlal) and the rest against the same references as on x86-64.
 # Usage: tools/test_arm64.sh [BUILD_DIR] (default build-arm64). ARM64_TESTS=kernels builds and runs only
-# the kernel-dependent suites (tests/CMakeLists.txt ATTNSCOPE_PER_KERNEL_SUITES and tst_compute_kernels;
-# what .ci/run does), otherwise every suite but those that start processes (tests/CMakeLists.txt).
+# the kernel-dependent suites (tests/CMakeLists.txt ATTNSCOPE_KERNEL_SUITES, ctest label "kernels"; what
+# .ci/run does), otherwise every suite but those that start processes (tests/CMakeLists.txt).
 # Needs root or sudo: it adds arm64 to dpkg's architectures and installs the cross compiler and Qt 6 for
 # arm64 (about 170 packages, 0.5 GB).
 set -euo pipefail
@@ -26,11 +26,8 @@ PKG_CONFIG_LIBDIR="$SYSROOT/usr/lib/aarch64-linux-gnu/pkgconfig" PKG_CONFIG_SYSR
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$(pwd)/tools/arm64-toolchain.cmake" \
   -DATTNSCOPE_ARM64_SYSROOT="$SYSROOT"
 if [ "${ARM64_TESTS:-all}" = kernels ]; then
-  suites=$(sed -n '/^set(ATTNSCOPE_PER_KERNEL_SUITES/,/)/p' tests/CMakeLists.txt | tr -d '()' | tr ' ' '\n' |
-           grep '^tst_' | tr '\n' ' ')
-  suites="tst_compute_kernels $suites"
-  cmake --build "$BUILD" -j"$(nproc)" --target $suites
-  cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" -R "^($(echo $suites | tr ' ' '|'))\$"
+  cmake --build "$BUILD" -j"$(nproc)" --target attnscope_kernel_suites
+  cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" -L kernels
 else
   cmake --build "$BUILD" -j"$(nproc)"
   cd "$BUILD" && ctest --output-on-failure -j"$(nproc)"

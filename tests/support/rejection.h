@@ -4,7 +4,7 @@
 // std::bad_alloc and fail the test instead).
 
 #include "model/core/errors.h"
-#include "time_scale.h"
+#include "tests/support/time_scale.h"
 
 #include <QElapsedTimer>
 #include <QStringList>
