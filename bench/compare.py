@@ -50,6 +50,10 @@ def main():
             print(f"{name:12} {what:44} {a['median_ms']:9.1f} {b['median_ms']:9.1f} {r:7.2f} {best:6.2f} {bs}")
 
         row("open (ours: loadModel; torch: read+views)", o.get("open"), t.get("open"))
+        if "open_first_forward" in o:
+            f = o["open_first_forward"]
+            row(f"open + first forward, S={f.get('S')} (ours: app cache, packs {f.get('packed_weight_mib', 0):.0f} MiB)",
+                f, t.get("open_first_forward"))
         stream_ms = o["file_mib"] * 1048576 / (bandwidth * 1e6) if bandwidth else 0.0
 
         def bound(gflop):  # ms

@@ -361,6 +361,20 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
     out["circuits"] = bench_circuits(m, V, runs)
     if circuits_only:
         return out
+    if seqs and seqs[0] <= n_ctx:
+        # open + the first forward with the full cache, the shortest prompt: what a notebook user waits for
+        S0 = seqs[0]
+        tokens0 = torch.from_numpy(np.random.default_rng(S0).integers(0, V, S0))
+
+        def open_and_forward():
+            cfg1, t1 = load_model(folder)
+            m1 = HookedLlama(cfg1, t1) if llama else HookedGPT2(cfg1, t1)
+            c = {}
+            c["logits"] = m1.forward(tokens0, cache=c)
+
+        out["open_first_forward"] = time_it(runs, open_and_forward)
+        out["open_first_forward"]["S"] = S0
+        print(f"  open + first forward S={S0}: {out['open_first_forward']['median_ms']:.1f} ms", flush=True)
     full, logits_only, lens = {}, {}, {}
     for S in seqs:
         if S > n_ctx:

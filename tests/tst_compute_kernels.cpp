@@ -3,11 +3,13 @@
 // tolerances for every kernel; and the choice of kernel from CPU features and ATTNSCOPE_ISA.
 
 #include "model/core/kernels/kernel_choice.h"
+#include "model/core/weight_panels.h"
 
 #include <Eigen/Core>
 #include <QtTest>
 #include <QFloat16>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -200,6 +202,25 @@ void TestComputeKernels::gemmMatchesFloat64() {
             worst = std::max(worst, err / (mag + 1e-30));
         }
     QVERIFY(worst < 1e-5);
+
+    // The weight's packed copy (weight_panels.h) for this kernel's micro-panels, through gemmPanels in two
+    // column ranges that start on micro-panels (as weightGemm's blocks do): bitwise the in-place result.
+    const Weight stored{tw.data(), inner, cols, ldw, tw.type, transposed};
+    std::vector<unsigned char> panels(panelBytes(stored, K.nr), 0xCD); // 0xCD: no byte may be left unwritten
+    packPanels(stored, K.nr, panels.data());
+    const long nPanels = (cols + K.nr - 1) / K.nr, eb = stored.elementBytes();
+    for (long c = cols; c < nPanels * K.nr; ++c) // the padding columns of the last panel are zero
+        for (long k = 0; k < inner; ++k)
+            for (long b = 0; b < eb; ++b)
+                QCOMPARE(int(panels[size_t((((nPanels - 1) * inner + k) * K.nr + c - (nPanels - 1) * K.nr) * eb + b)]), 0);
+    std::vector<float> yp(size_t(rows) * cols, -1.0f);
+    const long midPanel = std::min<long>(cols, K.nr);
+    K.gemmPanels(pack.data(), rows, inner, mr, panels.data(), tw.type, 0, midPanel, yp.data(), cols);
+    if (midPanel < cols) K.gemmPanels(pack.data(), rows, inner, mr, panels.data(), tw.type, midPanel, cols, yp.data(), cols);
+    for (size_t i = 0; i < y.size(); ++i)
+        QVERIFY2(std::memcmp(&yp[i], &y[i], sizeof(float)) == 0,
+                 qPrintable(QStringLiteral("%1: packed y(%2,%3) = %4, in place %5").arg(kernelTag(K)).arg(long(i) / cols)
+                                .arg(long(i) % cols).arg(double(yp[i])).arg(double(y[i]))));
 }
 
 void TestComputeKernels::dotRowsMatchesFloat64AndIsRowIndependent_data() {

@@ -3,6 +3,7 @@
 // Tolerances from that README: a float32 implementation is expected within 1e-4 on logits (observed
 // float32-vs-float64 drift 6.6e-6) and 1e-5 on attention probabilities (observed 1.2e-6).
 
+#include "model/core/kernels/compute_kernels.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "support/reference_json.h"
@@ -41,6 +42,18 @@ void TestForward::matchesPicoGptReference() {
     QCOMPARE(model->info().storageDtype, v["safetensors_dtype"].toString());
     const std::vector<int> ids = intsFromJson(ref["token_ids"].toArray());
     const ActivationCache cache = runForward(*model, ids);
+    // every projection went through its packed copy (Model::layer, weight_panels.h): these results are the
+    // packed path's (tst_weight_gemm and tst_compute_kernels check it bitwise against the in-place one)
+    size_t expectedPacked = 0;
+    for (int l = 0; l < model->config().n_layers; ++l) {
+        const LayerWeights& w = model->layer(l);
+        for (const Weight* m : {&w.W_Q, &w.W_K, &w.W_V, &w.W_O, &w.W_in, &w.W_out}) {
+            QVERIFY(m->panels != nullptr);
+            expectedPacked += panelBytes(*m, computeKernels().nr);
+        }
+    }
+    QVERIFY(expectedPacked > 0);
+    QCOMPARE(model->packedWeightBytes(), expectedPacked);
 
     const Matrix refLogits = matrixFromJson(v["logits"].toArray());
     QCOMPARE(cache.logits.rows(), Eigen::Index(18));

@@ -2,9 +2,12 @@
 // on shapes that exercise every edge: row counts 1–29 (full and partial 14-row panels), column tails
 // that are not multiples of 32, inner sizes below, at and above the 256-deep blocks, strided weights
 // (column blocks of a fused matrix), x given by pointer with a row stride, and the bias. Also: the
-// result is bitwise independent of the OpenMP thread count (each column is one thread's fixed sum).
+// result is bitwise independent of the OpenMP thread count (each column is one thread's fixed sum), and
+// a weight's packed copy (weight_panels.h) gives the in-place product's bits.
 
+#include "model/core/kernels/compute_kernels.h"
 #include "model/core/weight_gemm.h"
+#include "model/core/weight_panels.h"
 
 #include <QtTest>
 #include <random>
@@ -212,6 +215,68 @@ private slots:
         QCOMPARE(yt.rows(), y.rows());
         QCOMPARE(yt.cols(), y.cols());
         QCOMPARE(std::memcmp(yt.data(), y.data(), size_t(y.size()) * sizeof(float)), 0);
+    }
+
+    void packedCopyEqualsInPlaceBitwise_data() {
+        QTest::addColumn<int>("rows");
+        QTest::addColumn<bool>("transposed");
+        for (int rows : {1, 5, 20, 128, 350})
+            for (bool t : {false, true})
+                QTest::newRow(qPrintable(QStringLiteral("%1 rows%2").arg(rows).arg(t ? QStringLiteral(", Wᵀ stored") : QString())))
+                    << rows << t;
+    }
+    void packedCopyEqualsInPlaceBitwise() {
+        // A weight with its packed copy attached (weight_panels.h, as Model::layer attaches them): the
+        // product reads the micro-panels from the copy and gives the in-place product's bits. The weight is
+        // a column block of a wider stored matrix (W_Q inside c_attn), 300 deep (two depth blocks), 70
+        // columns (a tail panel on every kernel). A column block of it, which keeps the pointer but not the
+        // geometry, is read in place. Wᵀ stored: few rows go through dot products and pack nothing.
+        QFETCH(int, rows);
+        QFETCH(bool, transposed);
+        const Matrix x = randomMatrix(rows, 300, 31), store = randomMatrix(transposed ? 70 : 300, transposed ? 310 : 200, 32);
+        const Weight plain = transposed ? Weight{store.data() + 5, 300, 70, 310, WeightType::F32, true}
+                                        : Weight{store.data() + 50, 300, 70, 200};
+        const WeightPanels panels(plain);
+        Weight packed = plain;
+        packed.panels = &panels;
+        Matrix yPlain, yPacked, yBlock, yBlockPlain;
+        weightGemm(x, plain, Weight{}, yPlain);
+        QCOMPARE(panels.packedBytes(), size_t(0)); // nothing packed before the first product that uses it
+        weightGemm(x, packed, Weight{}, yPacked);
+        const bool dots = transposed && rows < transposedKernelMinRows(WeightType::F32);
+        QCOMPARE(panels.packedBytes(), dots ? size_t(0) : panelBytes(plain, computeKernels().nr));
+        QCOMPARE(std::memcmp(yPacked.data(), yPlain.data(), size_t(yPlain.size()) * sizeof(float)), 0);
+        Eigen::MatrixXd ref, mag;
+        const Matrix dense = plain.toMatrix();
+        reference(x, Weight{dense.data(), 300, 70, 70}, Weight{}, ref, mag);
+        QVERIFY(relativeError(yPacked, ref, mag) < 1e-5);
+        QVERIFY(yPacked.cwiseAbs().maxCoeff() > 10.0f);
+        weightGemm(x, packed.colBlock(3, 40), Weight{}, yBlock);
+        weightGemm(x, plain.colBlock(3, 40), Weight{}, yBlockPlain);
+        QCOMPARE(std::memcmp(yBlock.data(), yBlockPlain.data(), size_t(yBlock.size()) * sizeof(float)), 0);
+        QVERIFY(relativeError(yBlock, ref.middleCols(3, 40), mag.middleCols(3, 40)) < 1e-5);
+
+        // Once packed, reading the weight (toMatrix, copyRow, as the analyses do) takes the values from the
+        // copy, not from the stored memory it replaced: overwritten here, the packed weight and its blocks
+        // still read the values it was packed from; the plain view reads the new ones.
+        const Matrix before = plain.toMatrix(), blockBefore = plain.colBlock(3, 40).rowBlock(7, 64).toMatrix();
+        Matrix& mutableStore = const_cast<Matrix&>(store);
+        mutableStore.setConstant(0.5f);
+        QCOMPARE(plain.toMatrix().maxCoeff(), 0.5f);
+        QCOMPARE(plain.toMatrix().minCoeff(), 0.5f);
+        const Matrix after = packed.toMatrix(), blockAfter = packed.colBlock(3, 40).rowBlock(7, 64).toMatrix();
+        std::vector<float> row(size_t(plain.cols));
+        packed.copyRow(11, row.data());
+        if (dots) { // nothing packed: read in place
+            QCOMPARE(after.maxCoeff(), 0.5f);
+            return;
+        }
+        QCOMPARE(after.rows(), before.rows());
+        QCOMPARE(after.cols(), before.cols());
+        QCOMPARE(std::memcmp(after.data(), before.data(), size_t(before.size()) * sizeof(float)), 0);
+        QCOMPARE(std::memcmp(blockAfter.data(), blockBefore.data(), size_t(blockBefore.size()) * sizeof(float)), 0);
+        QCOMPARE(std::memcmp(row.data(), before.row(11).data(), row.size() * sizeof(float)), 0);
+        QVERIFY(before.cwiseAbs().maxCoeff() > 1.0f);
     }
 
     void emptyInnerGivesZerosPlusBias() {

@@ -1,6 +1,9 @@
 #include "model/core/tensor.h"
 
+#include "model/core/weight_panels.h"
+
 #include <QtGlobal>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -22,6 +25,40 @@ float halfToFloat(std::uint16_t h) {
     bits |= sign;
     std::memcpy(&f, &bits, 4);
     return f;
+}
+
+/// Rows [r, r + n) of w as float32 into out (n × w.cols) from its packed copy (weight_panels.h) when it has
+/// one that covers w: the stored values, so the same floats as reading w in place, without bringing back
+/// the file pages the copy replaced. False when there is none.
+bool copyRowsFromPanels(const Weight& w, Eigen::Index r, Eigen::Index n, float* out) {
+    if (!w.panels || w.type == WeightType::Blocks) return false;
+    Eigen::Index r0 = 0, c0 = 0, inner = 0;
+    int nr = 0;
+    const void* packed = w.panels->packedBlock(w, r0, c0, inner, nr);
+    if (!packed) return false;
+    for (Eigen::Index i = 0; i < n; ++i) {
+        const Eigen::Index R = r0 + r + i;
+        float* o = out + i * w.cols;
+        for (Eigen::Index c = 0; c < w.cols;) {
+            const Eigen::Index C = c0 + c, j = C % nr, run = std::min<Eigen::Index>(nr - j, w.cols - c);
+            const size_t e = size_t((C / nr * inner + R) * nr + j);
+            if (w.type == WeightType::F32) {
+                std::memcpy(o + c, static_cast<const float*>(packed) + e, size_t(run) * sizeof(float));
+            } else {
+                const std::uint16_t* h = static_cast<const std::uint16_t*>(packed) + e;
+                for (Eigen::Index k = 0; k < run; ++k) {
+                    if (w.type == WeightType::F16) {
+                        o[c + k] = halfToFloat(h[k]);
+                    } else {
+                        const std::uint32_t bits = std::uint32_t(h[k]) << 16;
+                        std::memcpy(o + c + k, &bits, 4);
+                    }
+                }
+            }
+            c += run;
+        }
+    }
+    return true;
 }
 
 } // namespace
@@ -71,6 +108,7 @@ float Weight::at(Eigen::Index r, Eigen::Index c) const {
 }
 
 void Weight::copyRow(Eigen::Index r, float* out) const {
+    if (copyRowsFromPanels(*this, r, 1, out)) return;
     if (isF32View()) {
         std::memcpy(out, static_cast<const float*>(ptr) + r * stride, size_t(cols) * sizeof(float));
         return;
@@ -109,6 +147,10 @@ bool Weight::allFinite() const {
 }
 
 Matrix Weight::toMatrix() const {
+    if (panels) {
+        Matrix m(rows, cols);
+        if (copyRowsFromPanels(*this, 0, rows, m.data())) return m;
+    }
     if (isF32View()) return view();
     Matrix m(rows, cols);
     if (transposed) {

@@ -8,6 +8,8 @@
 
 namespace attnscope {
 
+class WeightPanels;
+
 /// Row-major float32 matrix: rows are the first axis (e.g. [pos, d_model]).
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using RowVector = Eigen::Matrix<float, 1, Eigen::Dynamic, Eigen::RowMajor>;
@@ -36,6 +38,11 @@ struct Weight {
     WeightType type = WeightType::F32;
     bool transposed = false;
     const BlockDecoder* decoder = nullptr; ///< for type Blocks
+    /// The weight's packed copy for the GEMM kernel (model/core/weight_panels.h), made on first use, or
+    /// nullptr. Views derived from this one (colBlock, rowBlock, t) keep the pointer, which then does not
+    /// match their geometry: weightGemm reads those in place. Once packed, toMatrix() and copyRow() of the
+    /// weight and of its blocks read the copy (the same values) instead of the file pages it replaced.
+    const WeightPanels* panels = nullptr;
 
     bool empty() const { return ptr == nullptr; }
     /// True when the weight is float32 stored [rows, cols]: view() and data() apply.

@@ -2,6 +2,7 @@
 
 #include "model/core/kernels/compute_kernels.h"
 #include "model/core/parallel_threshold.h"
+#include "model/core/weight_panels.h"
 
 #include <algorithm>
 #include <vector>
@@ -90,6 +91,10 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     // panels of equal height (20 rows on a 6-row tile: 4 of 5, not 6, 6, 6 and 2, whose 4 accumulators
     // cannot keep the FMA units busy)
     const Index nPanels = packNeeded ? (rows + K.mr - 1) / K.mr : 0, kRows = nPanels ? (rows + nPanels - 1) / nPanels : 1;
+    // the weights' packed copies where they have one (packed here on first use, before the threads start)
+    std::vector<const void*> panels(targets.size(), nullptr);
+    for (size_t t = 0; t < targets.size(); ++t)
+        if (targets[t].W.panels && !useDotProducts(targets[t], rows)) panels[t] = targets[t].W.panels->panelsFor(targets[t].W, K.nr);
 #ifdef _OPENMP
     const Index threads = parallel ? omp_get_max_threads() : 1;
     double macs = 0;
@@ -112,6 +117,8 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
             const GemmTarget& t = targets[blk.target];
             if (useDotProducts(t, rows))
                 K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
+            else if (const void* p = panels[blk.target])
+                K.gemmPanels(packed, rows, inner, kRows, p, t.W.type, blk.c0, blk.c1, t.y, t.ldy);
             else
                 K.gemmColumns(packed, rows, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, t.W.transposed,
                               blk.c0, blk.c1, t.y, t.ldy);

@@ -6,9 +6,10 @@
 // the memory traffic of a pass that should stream each weight once at DRAM speed, and its threads
 // busy-wait for each other, which under a second process's load costs 5–10×.
 //
-// Method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x is packed once into
-// panels of mr rows stored k-major; W is read in place (prefetched into L1 and, further ahead, L2) in
-// micro-panels of nr columns × 256 rows by the first x panel's kernel, which also leaves a contiguous
+// Method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W per call): x is packed once
+// into panels of mr rows stored k-major; W is read from its packed copy when it has one (Weight::panels,
+// weight_panels.h: made once, on first use, for the model's projection weights) or else in place, prefetched
+// into L1 and, further ahead, L2, in micro-panels of nr columns × 256 rows by the first x panel's kernel, which also leaves a contiguous
 // copy in L1 for the other x panels of the block (L2-resident), all multiplied by a register-tile kernel
 // of the instruction set chosen at start-up (model/core/kernels: 14×32 for AVX-512, 6×16 for AVX2, 6×8
 // portable). This file is the driver: packing, column blocks and threads. Column blocks are handed to

@@ -1,6 +1,7 @@
 #include "model/formats/mapped_file.h"
 
 #include "model/core/errors.h"
+#include "model/core/file_mappings.h"
 
 #include <QFileInfo>
 
@@ -20,7 +21,11 @@ void MappedFile::open(const QString& path, const QString& label) {
     if (size_ == 0) return;
     base_ = file_.map(0, size_);
     mapped_ = base_ != nullptr;
-    if (mapped_) return;
+    if (mapped_) {
+        // a Qt resource "maps" into the executable's data: not a mapping of its own to drop pages of
+        if (!path.startsWith(QLatin1Char(':'))) registerFileMapping(base_, size_t(size_));
+        return;
+    }
     if (!path.startsWith(QLatin1Char(':')))
         throw ModelError(label_, QStringLiteral("cannot memory-map the file: %1").arg(file_.errorString()));
     memory_ = file_.readAll(); // compressed Qt resource: no mapping possible
@@ -36,7 +41,9 @@ void MappedFile::adopt(const QByteArray& bytes, const QString& label) {
 }
 
 MappedFile::~MappedFile() {
-    if (mapped_) file_.unmap(const_cast<uchar*>(base_));
+    if (!mapped_) return;
+    unregisterFileMapping(base_);
+    file_.unmap(const_cast<uchar*>(base_));
 }
 
 } // namespace attnscope

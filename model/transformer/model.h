@@ -4,10 +4,12 @@
 
 #include "model/tokenizers/tokenizer.h"
 #include "model/transformer/model_config.h"
+#include "model/core/weight_panels.h"
 #include "model/transformer/weights.h"
 
 #include <QString>
 #include <QStringList>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -38,7 +40,13 @@ public:
     /// W_E, W_pos, ln_final, W_U. Resolved on first call (thread-safe).
     const GlobalWeights& globals() const;
     /// Weights of layer l in [0, n_layers). Resolved (F16/BF16 converted) on first call, thread-safe.
+    /// Its projection matrices (W_Q, W_K, W_V, W_O, W_in, W_gate, W_out; not block-quantized ones) carry
+    /// a WeightPanels each (Weight::panels), which weightGemm packs on first use, while the packed copies
+    /// of this model stay within a quarter of the memory available when the layer was resolved; with
+    /// ATTNSCOPE_PACKED_WEIGHTS=0 none, and every product reads its weight in place (the same results).
     const LayerWeights& layer(int l) const;
+    /// Bytes of this model's packed weight copies so far (Weight::panels).
+    size_t packedWeightBytes() const;
 
 private:
     ModelConfig config_;
@@ -49,6 +57,9 @@ private:
     mutable GlobalWeights globals_;
     mutable std::vector<std::once_flag> layerOnce_;
     mutable std::vector<LayerWeights> layers_;
+    mutable std::mutex panelsMutex_; ///< guards layerPanels_
+    mutable std::vector<std::vector<std::unique_ptr<WeightPanels>>> layerPanels_;
+    mutable std::atomic<qint64> panelBytesAttached_ = 0;
 };
 
 } // namespace attnscope

@@ -90,6 +90,14 @@ struct ComputeKernels {
     void (*gemmColumns)(const float* pack, long rows, long inner, long mrPanel, const void* W, WeightType wType,
                         const BlockDecoder* dec, long ldw, bool transposed, long c0, long c1, float* y, long ldy);
 
+    /// The same product with W given as its packed copy (model/core/weight_panels.h): micro-panel
+    /// p = columns [p·nr, p·nr + nr) of W [inner, cols] stored as inner × nr elements of wType (F32, F16 or
+    /// BF16; columns past cols zero) at panels + p·inner·nr elements, so a micro-panel streams from
+    /// consecutive addresses instead of from rows 3–12 KiB apart. c0 is a multiple of nr. Bitwise the
+    /// result gemmColumns computes from the weight in place (the same kernels on the same values).
+    void (*gemmPanels)(const float* pack, long rows, long inner, long mrPanel, const void* panels, WeightType wType,
+                       long c0, long c1, float* y, long ldy);
+
     /// y[i, j] = x_i · wt_j for rows i < m of x (row stride ldx, k columns) and rows j ∈ [j0, j1) of
     /// wt (element type wType, row stride ldw): products with a weight stored [out, in] (the unembedding,
     /// nn.Linear weights) for few rows of x, streaming wt once per call. Each entry's summation order is

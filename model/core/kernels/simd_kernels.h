@@ -11,8 +11,9 @@
 // another through the linker (a kernel translation unit includes nothing but these fragments,
 // compute_kernels.h and intrinsics headers).
 //
-// GEMM method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W): x packed once into
-// panels of kMr rows stored k-major; W read in place (prefetched into L1 and, further ahead, L2) in
+// GEMM method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W per call): x packed once
+// into panels of kMr rows stored k-major; W read in place or from its packed copy (gemmPanels: micro-panels
+// stored one after the other, model/core/weight_panels.h), prefetched into L1 and, further ahead, L2, in
 // micro-panels of kNr = 2·kLanes columns × kDepth rows by the first x panel's kernel, which also leaves a
 // contiguous copy in L1 for the other x panels of the block (L2-resident); each output is one sequential
 // float32 sum over k (fused multiply-adds where the instruction set has them).
@@ -192,9 +193,12 @@ inline const typename E::T* at(const void* p, long i) {
 /// first x panel leaves an L1-resident copy of the micro-panel for the others (W's rows in place are
 /// 3–12 KiB apart, which maps a micro-panel's rows onto 1–4 L1 sets, so it never stays in L1).
 /// Stream = false: b is such an L1 copy (or another L1-resident panel); then `next` (when not null) is the
-/// micro-panel the next streaming call will read (rows ldn floats apart), prefetched into L2 row by row, so
+/// micro-panel the next streaming call will read (rows ldn bytes apart), prefetched into L2 row by row, so
 /// that the DRAM traffic of a short prompt's pass is spread over all x panels' calls, not only the first
 /// (with 16 ymm registers the streaming call covers 6 of 20 rows).
+/// Stream = true: the prefetches run ahead of b's rows and past its last row into the micro-panel the next
+/// streaming call reads: `next` with the same row stride ldb when not null (a packed weight's next panel),
+/// else the kNr columns right of b.
 template <int MR, bool Stream, typename E>
 void microKernel(const float* __restrict a, const void* __restrict bRaw, long ldb, long kc, float* __restrict c,
                  long ldc, bool accumulate, float* __restrict copy, const void* next, long ldn) {
@@ -209,8 +213,9 @@ void microKernel(const float* __restrict a, const void* __restrict bRaw, long ld
         if constexpr (Stream) {
             // W rows ahead: the first x panel streams each micro-panel from DRAM; past the panel's last row,
             // the first rows of the next micro-panel (the next kNr columns), which the next call streams
-            const T* l1 = k + pf1 < kc ? b + (k + pf1) * ldb : b + kNr + (k + pf1 - kc) * ldb;
-            const T* l2 = k + pf2 < kc ? b + (k + pf2) * ldb : b + kNr + (k + pf2 - kc) * ldb;
+            const T* after = next ? static_cast<const T*>(next) : b + kNr;
+            const T* l1 = k + pf1 < kc ? b + (k + pf1) * ldb : after + (k + pf1 - kc) * ldb;
+            const T* l2 = k + pf2 < kc ? b + (k + pf2) * ldb : after + (k + pf2 - kc) * ldb;
 #pragma GCC unroll 2
             for (long byte = 0; byte < rowBytes; byte += 64) {
                 __builtin_prefetch(reinterpret_cast<const char*>(l1) + byte);
@@ -313,12 +318,18 @@ void transposeIntoPanel(const typename E::T* wt, long ldw, long w, long kc, floa
         for (long c = w; c < kNr; ++c) pad[k * kNr + c] = 0.0f;
 }
 
-/// compute_kernels.h, gemmColumns, for weights of element type E.
+/// compute_kernels.h, gemmColumns (panelMajor false) and gemmPanels (panelMajor true: W is the packed copy,
+/// micro-panel p = columns [p·kNr, p·kNr + kNr) stored as inner × kNr elements at W + p·inner·kNr, so each
+/// micro-panel block streams from consecutive addresses; ldw and transposed are unused), for weights of
+/// element type E. Both run the same kernels on the same values in the same order: the same bits.
 template <typename E>
 void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const void* Wraw, long ldw, bool transposed,
-                   long c0, long c1, float* y, long ldy) {
+                   bool panelMajor, long c0, long c1, float* y, long ldy) {
     using T = typename E::T;
     const T* W = static_cast<const T*>(Wraw);
+    // where column j's micro-panel starts at depth k, and its row stride
+    const auto panelAt = [&](long j, long k) { return panelMajor ? W + (j / kNr * inner + k) * kNr : W + k * ldw + j; };
+    const long ldp = panelMajor ? kNr : ldw;
     const long blockRows = blockRowsFor(mrFull);
     alignas(64) float padB[kDepth * kNr];
     alignas(64) float padC[kMr * kNr];
@@ -329,17 +340,17 @@ void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const 
             const long m1 = lmin(rows, m0 + blockRows);
             for (long j = c0; j < c1; j += kNr) {
                 const long w = lmin(kNr, c1 - j);
-                const void* b = W + k0 * ldw + j;
-                long ldb = ldw;
+                const void* b = panelAt(j, k0);
+                long ldb = ldp;
                 bool inPlace = true; // b points into W (type E); else into padB (float32)
-                if (transposed) { // W(k, j) = Wᵀ(j, k): gather kNr rows of Wᵀ into a k-major micro-panel
+                if (transposed && !panelMajor) { // W(k, j) = Wᵀ(j, k): gather kNr rows of Wᵀ into a k-major micro-panel
                     const bool nextFull = j + 2 * kNr <= c1;
                     transposeIntoPanel<E>(W + j * ldw + k0, ldw, w, kc, padB, nextFull ? W + (j + kNr) * ldw + k0 : nullptr);
                     b = padB, ldb = kNr, inPlace = false;
                 } else if (w < kNr) { // tail columns: a zero-padded float32 copy of the micro-panel
-                    const T* src = W + k0 * ldw + j;
+                    const T* src = panelAt(j, k0);
                     for (long k = 0; k < kc; ++k) {
-                        for (long cc = 0; cc < w; ++cc) padB[k * kNr + cc] = E::scalar(src[k * ldw + cc]);
+                        for (long cc = 0; cc < w; ++cc) padB[k * kNr + cc] = E::scalar(src[k * ldp + cc]);
                         for (long cc = w; cc < kNr; ++cc) padB[k * kNr + cc] = 0.0f;
                     }
                     b = padB, ldb = kNr, inPlace = false;
@@ -347,10 +358,11 @@ void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const 
                 // the micro-panel the next streaming call reads: the next one of this block, or the first of the
                 // next depth block (prefetched into L2 by the calls that use the L1 copy; float32 only, where
                 // its row bytes are those the prefetch loop covers)
+                // (a packed weight's rows are contiguous, so any element type)
                 const void* next = nullptr;
-                if (!transposed && m0 == 0 && sizeof(T) == 4) {
-                    if (j + kNr < c1) next = W + k0 * ldw + j + kNr;
-                    else if (k0 + kDepth < inner) next = W + (k0 + kDepth) * ldw + c0;
+                if ((panelMajor || !transposed) && m0 == 0 && (panelMajor || sizeof(T) == 4)) {
+                    if (j + kNr < c1) next = panelAt(j + kNr, k0);
+                    else if (k0 + kDepth < inner) next = panelAt(c0, k0 + kDepth);
                 }
                 for (long p = m0; p < m1; p += mrFull) {
                     const long mr = lmin(mrFull, rows - p);
@@ -359,8 +371,10 @@ void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const 
                     if (w == kNr) {
                         // in place: the first of several x panels copies the micro-panel (widened) for the rest
                         const bool copy = inPlace && p == m0 && m1 - m0 > mrFull;
-                        if (inPlace) kStreamKernels<E>[mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr, nullptr, 0);
-                        else kL1Kernels[mr - 1](a, b, ldb, kc, c, ldy, accumulate, nullptr, next, ldw * long(sizeof(T)));
+                        if (inPlace)
+                            kStreamKernels<E>[mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr,
+                                                      panelMajor ? next : nullptr, 0);
+                        else kL1Kernels[mr - 1](a, b, ldb, kc, c, ldy, accumulate, nullptr, next, ldp * long(sizeof(T)));
                         if (copy) b = padB, ldb = kNr, inPlace = false;
                     } else {
                         for (long r = 0; r < mr; ++r) {
@@ -421,13 +435,28 @@ void gemmColumns(const float* pack, long rows, long inner, long mrFull, const vo
                  const BlockDecoder* dec, long ldw, bool transposed, long c0, long c1, float* y, long ldy) {
     switch (type) {
     case WeightType::F32:
-        return gemmColumnsOf<ElemF32>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+        return gemmColumnsOf<ElemF32>(pack, rows, inner, mrFull, W, ldw, transposed, false, c0, c1, y, ldy);
     case WeightType::BF16:
-        return gemmColumnsOf<ElemBF16>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+        return gemmColumnsOf<ElemBF16>(pack, rows, inner, mrFull, W, ldw, transposed, false, c0, c1, y, ldy);
     case WeightType::F16:
-        return gemmColumnsOf<ElemF16>(pack, rows, inner, mrFull, W, ldw, transposed, c0, c1, y, ldy);
+        return gemmColumnsOf<ElemF16>(pack, rows, inner, mrFull, W, ldw, transposed, false, c0, c1, y, ldy);
     case WeightType::Blocks:
         return gemmColumnsBlocks(pack, rows, inner, mrFull, W, dec, ldw, c0, c1, y, ldy);
+    }
+}
+
+/// compute_kernels.h, gemmPanels.
+void gemmPanels(const float* pack, long rows, long inner, long mrFull, const void* panels, WeightType type, long c0,
+                long c1, float* y, long ldy) {
+    switch (type) {
+    case WeightType::F32:
+        return gemmColumnsOf<ElemF32>(pack, rows, inner, mrFull, panels, 0, false, true, c0, c1, y, ldy);
+    case WeightType::BF16:
+        return gemmColumnsOf<ElemBF16>(pack, rows, inner, mrFull, panels, 0, false, true, c0, c1, y, ldy);
+    case WeightType::F16:
+        return gemmColumnsOf<ElemF16>(pack, rows, inner, mrFull, panels, 0, false, true, c0, c1, y, ldy);
+    case WeightType::Blocks:
+        return; // never packed (weight_panels.h)
     }
 }
 
