@@ -56,6 +56,14 @@ struct Timing {
     double peak_rss_mib = 0; ///< high-water mark of the process during these runs
 };
 
+/// The forward as ModelSession runs it: last logits only, per-head results computed by the views.
+ForwardOptions appCacheOptions() {
+    ForwardOptions o;
+    o.allLogits = false;
+    o.cacheHeadResults = false;
+    return o;
+}
+
 /// 1 warm-up then `runs` timed calls of fn; median/min/max in ms and the peak RSS while they ran.
 Timing timeIt(int runs, const std::function<void()>& fn) {
     bench::resetPeakRss();
@@ -442,9 +450,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     {
         int S = 0;
         for (int s : seqs) S = std::max(S, std::min(s, cfg.n_ctx));
-        ForwardOptions appOpt; // as ModelSession runs it: last logits, per-head results computed by the views
-        appOpt.allLogits = false;
-        appOpt.cacheHeadResults = false;
+        const ForwardOptions appOpt = appCacheOptions();
         if (S > 0 && planCache(cfg, S, appOpt, cacheBudgetBytes()).residualsOnly) {
             std::printf("  (the full cache at S=%d does not fit the memory budget: residuals-only benchmarks)\n", S);
             out["big_model"] = benchBigModel(model, S);
@@ -459,9 +465,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     if (!seqs.empty() && seqs.front() <= cfg.n_ctx) {
         const int S = seqs.front();
         const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
-        ForwardOptions appOpt;
-        appOpt.allLogits = false;
-        appOpt.cacheHeadResults = false;
+        const ForwardOptions appOpt = appCacheOptions();
         bench::resetPeakRss();
         std::vector<double> ms;
         size_t packedBytes = 0;
@@ -493,9 +497,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         // (b') the cache as the app keeps it (ModelSession): every hook point but the per-head results, which
         // the views compute for what they show, and the logits of the last position only. First, into a fresh
         // cache, so its peak RSS is the app's at this S (weights touched + one cache), not the full cache's.
-        ForwardOptions appOpt; // as ModelSession runs it: last logits, per-head results computed by the views
-        appOpt.allLogits = false;
-        appOpt.cacheHeadResults = false;
+        const ForwardOptions appOpt = appCacheOptions();
         const Timing app = timeIt(runs, [&] {
             cache = runForward(*model, tokens, appOpt, {}, std::move(cache));
         });

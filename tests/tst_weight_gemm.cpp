@@ -233,7 +233,8 @@ private slots:
         // geometry, is read in place. Wᵀ stored: few rows go through dot products and pack nothing.
         QFETCH(int, rows);
         QFETCH(bool, transposed);
-        const Matrix x = randomMatrix(rows, 300, 31), store = randomMatrix(transposed ? 70 : 300, transposed ? 310 : 200, 32);
+        const Matrix x = randomMatrix(rows, 300, 31);
+        Matrix store = randomMatrix(transposed ? 70 : 300, transposed ? 310 : 200, 32);
         const Weight plain = transposed ? Weight{store.data() + 5, 300, 70, 310, WeightType::F32, true}
                                         : Weight{store.data() + 50, 300, 70, 200};
         const WeightPanels panels(plain);
@@ -260,8 +261,7 @@ private slots:
         // copy, not from the stored memory it replaced: overwritten here, the packed weight and its blocks
         // still read the values it was packed from; the plain view reads the new ones.
         const Matrix before = plain.toMatrix(), blockBefore = plain.colBlock(3, 40).rowBlock(7, 64).toMatrix();
-        Matrix& mutableStore = const_cast<Matrix&>(store);
-        mutableStore.setConstant(0.5f);
+        store.setConstant(0.5f);
         QCOMPARE(plain.toMatrix().maxCoeff(), 0.5f);
         QCOMPARE(plain.toMatrix().minCoeff(), 0.5f);
         const Matrix after = packed.toMatrix(), blockAfter = packed.colBlock(3, 40).rowBlock(7, 64).toMatrix();

@@ -27,6 +27,13 @@ std::vector<Mapping>& mappings() {
     return v;
 }
 
+/// Whether [b, e) lies in a registered mapping (mappingsMutex held).
+bool inMapping(std::uintptr_t b, std::uintptr_t e) {
+    for (const Mapping& m : mappings())
+        if (m.begin <= b && e <= m.end) return true;
+    return false;
+}
+
 } // namespace
 
 void registerFileMapping(const void* base, size_t bytes) {
@@ -46,15 +53,6 @@ void unregisterFileMapping(const void* base) {
             return;
         }
 }
-
-namespace {
-/// Whether [b, e) lies in a registered mapping (mappingsMutex held).
-bool inMapping(std::uintptr_t b, std::uintptr_t e) {
-    for (const Mapping& m : mappings())
-        if (m.begin <= b && e <= m.end) return true;
-    return false;
-}
-} // namespace
 
 void populateMappedPages(const void* begin, size_t bytes) {
 #if defined(__linux__) && defined(MADV_POPULATE_READ)

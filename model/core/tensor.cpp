@@ -27,6 +27,25 @@ float halfToFloat(std::uint16_t h) {
     return f;
 }
 
+/// Stored element i (in elements from p) of a 16- or 32-bit weight as float32.
+float storedValue(const void* p, Eigen::Index i, WeightType type) {
+    switch (type) {
+    case WeightType::F32:
+        return static_cast<const float*>(p)[i];
+    case WeightType::F16:
+        return halfToFloat(static_cast<const std::uint16_t*>(p)[i]);
+    case WeightType::BF16: {
+        const std::uint32_t bits = std::uint32_t(static_cast<const std::uint16_t*>(p)[i]) << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+    }
+    case WeightType::Blocks:
+        break;
+    }
+    return 0.0f;
+}
+
 /// Rows [r, r + n) of w as float32 into out (n × w.cols) from its packed copy (weight_panels.h) when it has
 /// one that covers w: the stored values, so the same floats as reading w in place, without bringing back
 /// the file pages the copy replaced. False when there is none.
@@ -42,19 +61,10 @@ bool copyRowsFromPanels(const Weight& w, Eigen::Index r, Eigen::Index n, float* 
         for (Eigen::Index c = 0; c < w.cols;) {
             const Eigen::Index C = c0 + c, j = C % nr, run = std::min<Eigen::Index>(nr - j, w.cols - c);
             const size_t e = size_t((C / nr * inner + R) * nr + j);
-            if (w.type == WeightType::F32) {
+            if (w.type == WeightType::F32)
                 std::memcpy(o + c, static_cast<const float*>(packed) + e, size_t(run) * sizeof(float));
-            } else {
-                const std::uint16_t* h = static_cast<const std::uint16_t*>(packed) + e;
-                for (Eigen::Index k = 0; k < run; ++k) {
-                    if (w.type == WeightType::F16) {
-                        o[c + k] = halfToFloat(h[k]);
-                    } else {
-                        const std::uint32_t bits = std::uint32_t(h[k]) << 16;
-                        std::memcpy(o + c + k, &bits, 4);
-                    }
-                }
-            }
+            else
+                for (Eigen::Index k = 0; k < run; ++k) o[c + k] = storedValue(packed, Eigen::Index(e) + k, w.type);
             c += run;
         }
     }
@@ -89,22 +99,7 @@ float Weight::at(Eigen::Index r, Eigen::Index c) const {
         decoder->decode(storedAt(row, i / B * B), 1, block);
         return block[i % B];
     }
-    const Eigen::Index i = transposed ? c * stride + r : r * stride + c;
-    switch (type) {
-    case WeightType::F32:
-        return static_cast<const float*>(ptr)[i];
-    case WeightType::F16:
-        return halfToFloat(static_cast<const std::uint16_t*>(ptr)[i]);
-    case WeightType::BF16: {
-        const std::uint32_t bits = std::uint32_t(static_cast<const std::uint16_t*>(ptr)[i]) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        return f;
-    }
-    case WeightType::Blocks:
-        break;
-    }
-    return 0.0f;
+    return storedValue(ptr, transposed ? c * stride + r : r * stride + c, type);
 }
 
 void Weight::copyRow(Eigen::Index r, float* out) const {

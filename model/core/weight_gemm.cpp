@@ -31,6 +31,7 @@ std::vector<float>& packBuffer() {
 struct ColumnBlock {
     size_t target;
     Index c0, c1;
+    const void* panels = nullptr; ///< the target's packed copy (weight_panels.h) when the GEMM reads it
 };
 
 /// Splits each target's columns into blocks handed out dynamically. Wide blocks re-read the packed x
@@ -91,10 +92,6 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     // panels of equal height (20 rows on a 6-row tile: 4 of 5, not 6, 6, 6 and 2, whose 4 accumulators
     // cannot keep the FMA units busy)
     const Index nPanels = packNeeded ? (rows + K.mr - 1) / K.mr : 0, kRows = nPanels ? (rows + nPanels - 1) / nPanels : 1;
-    // the weights' packed copies where they have one (packed here on first use, before the threads start)
-    std::vector<const void*> panels(targets.size(), nullptr);
-    for (size_t t = 0; t < targets.size(); ++t)
-        if (targets[t].W.panels && !useDotProducts(targets[t], rows)) panels[t] = targets[t].W.panels->panelsFor(targets[t].W, K.nr);
 #ifdef _OPENMP
     const Index threads = parallel ? omp_get_max_threads() : 1;
     double macs = 0;
@@ -105,7 +102,14 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     const bool team = false;
     (void)parallel;
 #endif
-    const std::vector<ColumnBlock> blocks = columnBlocks(targets, rows, inner, threads, K.nr);
+    std::vector<ColumnBlock> blocks = columnBlocks(targets, rows, inner, threads, K.nr);
+    // the weights' packed copies where they have one (packed here on first use, before the threads start);
+    // a target's blocks are consecutive
+    for (size_t b = 0; b < blocks.size(); ++b) {
+        const GemmTarget& t = targets[blocks[b].target];
+        if (b > 0 && blocks[b - 1].target == blocks[b].target) blocks[b].panels = blocks[b - 1].panels;
+        else if (t.W.panels && !useDotProducts(t, rows)) blocks[b].panels = t.W.panels->panelsFor(t.W, K.nr);
+    }
     const Index nBlocks = Index(blocks.size());
 #pragma omp parallel if (team)
     {
@@ -117,8 +121,8 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
             const GemmTarget& t = targets[blk.target];
             if (useDotProducts(t, rows))
                 K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
-            else if (const void* p = panels[blk.target])
-                K.gemmPanels(packed, rows, inner, kRows, p, t.W.type, blk.c0, blk.c1, t.y, t.ldy);
+            else if (blk.panels)
+                K.gemmPanels(packed, rows, inner, kRows, blk.panels, t.W.type, blk.c0, blk.c1, t.y, t.ldy);
             else
                 K.gemmColumns(packed, rows, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, t.W.transposed,
                               blk.c0, blk.c1, t.y, t.ldy);
