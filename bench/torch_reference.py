@@ -412,6 +412,24 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
     return out
 
 
+def tuned_blas():
+    """The tuned BLAS library PyTorch's float32 matmul runs on (its path, e.g.
+    /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3), or None when it is the reference BLAS. Debian's
+    torch is built with BLAS_INFO=generic and calls libblas.so.3, which update-alternatives points at OpenBLAS,
+    BLIS or MKL when one is installed, else at netlib's reference code (libblas3 alone: about 10x slower).
+    Another library may map OpenBLAS beside it (liblapack.so.3's alternative), so the answer comes from the
+    libblas.so.3 that is mapped after one product; a torch that bundles its BLAS (pip wheels: MKL) maps none."""
+    torch.ones(64, 64) @ torch.ones(64, 64)
+    with open("/proc/self/maps") as f:
+        libs = sorted({line.split()[-1] for line in f if ".so" in line})
+    tuned = ("openblas", "blis", "mkl")
+    generic = [lib for lib in libs if os.path.basename(lib).startswith("libblas.so")]
+    if generic:
+        path = os.path.realpath(generic[0])
+        return path if any(k in path for k in tuned) else None
+    return next((lib for lib in libs if any(k in os.path.basename(lib) for k in tuned)), None)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", action="append", required=True, help="model folder (repeatable)")
@@ -424,15 +442,22 @@ def main():
     a = ap.parse_args()
     seqs = [int(s) for s in a.seq.split(",") if s]
     lens_seqs = [int(s) for s in a.lens_seq.split(",") if s]
+    blas = tuned_blas()
+    if blas is None:
+        print("torch_reference.py: PyTorch's float32 matmul runs on no tuned BLAS: Debian's python3-torch calls "
+              "libblas.so.3, which is the reference (netlib) BLAS unless an optimised one is installed, about 10x "
+              "slower, so every ratio would flatter AttnScope. Install OpenBLAS (apt-get install libopenblas0-pthread) "
+              "and run again.", file=sys.stderr, flush=True)
+        return 2
     # ATen's own kernels (softmax, GELU, …) dispatch on ATEN_CPU_CAPABILITY; the config says which ran
     capability = next((line.split(":", 1)[1].strip() for line in torch.__config__.show().splitlines()
                        if "CPU capability usage" in line), "?")
     root = {"tool": "torch_reference", "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "cpu_capability": capability,
+            "cpu_capability": capability, "blas": blas,
             "env": {k: os.environ.get(k, "") for k in ("OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY", "OMP_WAIT_POLICY",
                                                         "GLIBC_TUNABLES", "OPENBLAS_NUM_THREADS")},
             "runs": a.runs, "models": {}}
-    print(f"torch {torch.__version__}: ATen CPU capability {capability}, OPENBLAS_CORETYPE="
+    print(f"torch {torch.__version__} on {blas}: ATen CPU capability {capability}, OPENBLAS_CORETYPE="
           f"{os.environ.get('OPENBLAS_CORETYPE', '(auto)')}", flush=True)
     for folder in a.model:
         root["models"][os.path.basename(os.path.normpath(folder))] = bench_model(folder, seqs, lens_seqs, a.runs,
