@@ -6,7 +6,7 @@ import sys
 
 def main():
     torch = json.load(open(sys.argv[1]))
-    print(f"PyTorch {torch.get('torch', '?')}: ATen CPU capability {torch.get('cpu_capability', '?')}, "
+    print(f"PyTorch {torch.get('torch', '?')} on {torch.get('blas', '?')}: ATen CPU capability {torch.get('cpu_capability', '?')}, "
           f"OPENBLAS_CORETYPE={torch.get('env', {}).get('OPENBLAS_CORETYPE') or '(auto)'}")
     ours = {}
     gemm = fma = bandwidth = kgemm = None
