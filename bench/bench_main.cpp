@@ -405,7 +405,7 @@ QJsonObject benchCircuits(const QString& dir, const std::shared_ptr<const Model>
 
 /// All benchmarks for one model folder.
 QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<int>& lensSeqs, int runs, bool wov,
-                       double peakGflops, bool circuitsOnly) {
+                       double peakGflops, bool circuitsOnly, bool forwardOnly) {
     QJsonObject out;
     std::printf("\n%s\n", qPrintable(dir));
 
@@ -421,10 +421,11 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     // The opened models are kept until after the timing: a Model's destructor waits for its
     // background tokenizer thread, which is not part of opening.
     std::vector<std::shared_ptr<const Model>> opened;
-    const Timing open = timeIt(runs, [&] { opened.push_back(loadModel(dir)); });
+    const int openRuns = forwardOnly ? 1 : runs;
+    const Timing open = timeIt(openRuns, [&] { opened.push_back(loadModel(dir)); });
     for (const auto& m : opened) (void)m->tokenizer().vocabSize();
     opened.clear();
-    const Timing openTok = timeIt(runs, [&] {
+    const Timing openTok = timeIt(openRuns, [&] {
         opened.push_back(loadModel(dir));
         (void)opened.back()->tokenizer().vocabSize();
     });
@@ -442,7 +443,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
                                 {"n_kv_heads", cfg.n_kv_heads}, {"d_model", cfg.d_model}, {"d_head", cfg.d_head},
                                 {"d_mlp", cfg.d_mlp}, {"d_vocab", cfg.d_vocab}, {"n_ctx", cfg.n_ctx}};
     (void)model->tokenizer().vocabSize();
-    out["circuits"] = benchCircuits(dir, model, runs);
+    if (!forwardOnly) out["circuits"] = benchCircuits(dir, model, runs);
     if (circuitsOnly) return out;
 
     // a model whose full cache does not fit at the longest prompt asked for (gpt2-xl at 1024): the
@@ -462,7 +463,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     // (a') open + the first forward (app cache, the shortest prompt asked for): what a user waits for after
     // choosing a model; it includes mapping the file's pages and packing the weights (weight_panels.h).
     // Each model is closed outside the timing, after its tokenizer thread is done.
-    if (!seqs.empty() && seqs.front() <= cfg.n_ctx) {
+    if (!forwardOnly && !seqs.empty() && seqs.front() <= cfg.n_ctx) {
         const int S = seqs.front();
         const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
         const ForwardOptions appOpt = appCacheOptions();
@@ -556,7 +557,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     out["logit_lens"] = lens;
 
     // (e) another head at S = 512: pattern from the cache + token labels + heatmap replot to a pixmap
-    if (cache512) {
+    if (cache512 && !forwardOnly) {
         const auto [t, cpu] = benchAnotherHead(cfg.n_layers, cfg.n_heads, [&](int l, int h) {
             return cache512->layer(l)->pattern[size_t(h)];
         }, tokenLabels(model->tokenizer(), cache512->tokens), runs);
@@ -566,7 +567,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         out["another_head_512"] = a;
     }
     // (g) zoom/pan replot of the heatmap and (h) the head grid at S = 1024
-    if (cache1024)
+    if (cache1024 && !forwardOnly)
         benchViews(out, cfg.n_layers, cfg.n_heads, [&](int l, int h) {
             return cache1024->layer(l)->pattern[size_t(h)];
         }, tokenLabels(model->tokenizer(), cache1024->tokens), runs);
@@ -634,6 +635,8 @@ int main(int argc, char** argv) {
     withDefault(QStringLiteral("runs"), QStringLiteral("Timed runs after one warm-up."), QStringLiteral("n"), QStringLiteral("5"));
     p.addOption({QStringLiteral("no-wov"), QStringLiteral("Skip the W_OV top-100.")});
     p.addOption({QStringLiteral("circuits-only"), QStringLiteral("Only the open and circuit rows (patching, flow graph, composition).")});
+    p.addOption({QStringLiteral("forward-only"), QStringLiteral("Only the forward rows for --seq and the lens rows for --lens-seq: no machine "
+                                                                "probes, open, circuit, view or W_OV rows (e.g. to profile the forward).")});
     p.addOption({QStringLiteral("views-only"), QStringLiteral("Only the view rows (another head, zoom/pan, head grid) on synthetic patterns for --seq.")});
     p.addOption({QStringLiteral("json"), QStringLiteral("Also write the results to this JSON file."), QStringLiteral("file")});
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
@@ -672,8 +675,11 @@ int main(int argc, char** argv) {
 #endif
         const ComputeKernels& kernel = computeKernels();
         std::printf("%s\n", qPrintable(kernelSummary()));
-        const double gemm = eigenGemmGflops(2048, runs), kernelGemm = kernelGemmGflops(2048, runs);
-        const double fma = bench::fmaPeakGflops(kernel, runs), bandwidth = bench::readBandwidthGBs(kernel, runs);
+        const bool forwardOnly = p.isSet(QStringLiteral("forward-only"));
+        const double gemm = forwardOnly ? 0 : eigenGemmGflops(2048, runs);
+        const double kernelGemm = forwardOnly ? 0 : kernelGemmGflops(2048, runs);
+        const double fma = forwardOnly ? 0 : bench::fmaPeakGflops(kernel, runs);
+        const double bandwidth = forwardOnly ? 0 : bench::readBandwidthGBs(kernel, runs);
         std::printf("Eigen GEMM 2048³ (built for the baseline ISA): %.0f GFLOP/s, weightGemm 2048³ (%s): %.0f GFLOP/s, FMA "
                     "peak (%d lanes) %.0f GFLOP/s, DRAM read %.1f GB/s (%d OpenMP threads, %u hardware threads)\n",
                     gemm, kernel.name, kernelGemm, kernel.lanes, fma, bandwidth, threads, std::thread::hardware_concurrency());
@@ -692,8 +698,8 @@ int main(int argc, char** argv) {
             for (const QString& s : sizes) dirs << writeRandomModel(s, tmp.path(), p.value(QStringLiteral("tokenizer")));
         }
         for (const QString& dir : dirs)
-            models[QDir(dir).dirName()] = benchModel(dir, seqs, lensSeqs, runs, !p.isSet(QStringLiteral("no-wov")), fma,
-                                                       p.isSet(QStringLiteral("circuits-only")));
+            models[QDir(dir).dirName()] = benchModel(dir, seqs, lensSeqs, runs, !forwardOnly && !p.isSet(QStringLiteral("no-wov")),
+                                                       fma, p.isSet(QStringLiteral("circuits-only")), forwardOnly);
         root["models"] = models;
         const QByteArray json = QJsonDocument(root).toJson();
         if (p.isSet(QStringLiteral("json"))) {

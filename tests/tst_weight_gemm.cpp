@@ -10,6 +10,8 @@
 #include "model/core/weight_panels.h"
 
 #include <QtTest>
+#include <cstring>
+#include <atomic>
 #include <random>
 
 #ifdef _OPENMP
@@ -153,28 +155,33 @@ private slots:
         }
     }
 
-    void multiEqualsSingleProductsAndRunsEachEpilogueOncePerColumn_data() {
+    void multiEqualsSingleProductsAndRunsEachEpilogueOncePerEntry_data() {
         QTest::addColumn<int>("rows");
         QTest::newRow("20 rows: packed x in L2, narrow blocks") << 20;
         QTest::newRow("300 rows: wide blocks") << 300;
+        QTest::newRow("1000 rows: several row blocks, each a work unit") << 1000;
     }
-    void multiEqualsSingleProductsAndRunsEachEpilogueOncePerColumn() {
-        // weightGemmMulti (W_Q, W_K, W_V of one ln1): each y bitwise what weightGemm gives; every column's
-        // epilogue runs exactly once, after the column is final
+    void multiEqualsSingleProductsAndRunsEachEpilogueOncePerEntry() {
+        // weightGemmMulti (W_Q, W_K, W_V of one ln1): each y bitwise what weightGemm gives; every entry's
+        // epilogue runs exactly once, after the entry is final; beyond one row block, on blocks of rows
         QFETCH(int, rows);
         const Matrix x = randomMatrix(rows, 300, 21), wa = randomMatrix(300, 96, 22), wb = randomMatrix(300, 70, 23),
                      wide = randomMatrix(300, 200, 24);
         const std::vector<Weight> Ws{{wa.data(), 300, 96, 96}, {wb.data(), 300, 70, 70}, {wide.data() + 50, 300, 40, 200}};
         std::vector<Matrix> ys(3), seen(3);
-        std::vector<std::vector<int>> calls(3);
+        std::vector<Eigen::MatrixXi> calls(3);
+        std::atomic<int> partialRowBlocks{0};
         std::vector<GemmTarget> targets;
         for (size_t t = 0; t < 3; ++t) {
             ys[t] = Matrix::Constant(rows, Ws[t].cols + 3, -1.0f); // row stride beyond the product's width
             seen[t] = Matrix::Zero(rows, Ws[t].cols);
-            calls[t].assign(size_t(Ws[t].cols), 0);
-            targets.push_back({Ws[t], ys[t].data(), ys[t].cols(), [&, t](Eigen::Index c0, Eigen::Index c1) {
-                                   for (Eigen::Index c = c0; c < c1; ++c) ++calls[t][size_t(c)];
-                                   seen[t].middleCols(c0, c1 - c0) = ys[t].middleCols(c0, c1 - c0);
+            calls[t] = Eigen::MatrixXi::Zero(rows, Ws[t].cols);
+            targets.push_back({Ws[t], ys[t].data(), ys[t].cols(), [&, t](const YBlock& b) {
+                                   // blocks are disjoint: no two threads write the same entries
+                                   calls[t].block(b.r0, b.c0, b.r1 - b.r0, b.c1 - b.c0).array() += 1;
+                                   seen[t].block(b.r0, b.c0, b.r1 - b.r0, b.c1 - b.c0) =
+                                       ys[t].block(b.r0, b.c0, b.r1 - b.r0, b.c1 - b.c0);
+                                   if (b.r1 - b.r0 < rows) ++partialRowBlocks;
                                }});
         }
         weightGemmMulti(x.data(), rows, 300, 300, targets);
@@ -184,10 +191,13 @@ private slots:
             const Matrix y = ys[t].leftCols(Ws[t].cols);
             QCOMPARE(std::memcmp(Matrix(y).data(), single.data(), size_t(single.size()) * sizeof(float)), 0);
             QCOMPARE(std::memcmp(seen[t].data(), single.data(), size_t(single.size()) * sizeof(float)), 0);
-            QVERIFY(std::all_of(calls[t].begin(), calls[t].end(), [](int n) { return n == 1; }));
+            QCOMPARE(calls[t].minCoeff(), 1);
+            QCOMPARE(calls[t].maxCoeff(), 1);
             QCOMPARE(ys[t].rightCols(3).maxCoeff(), -1.0f); // untouched beyond W.cols
             QVERIFY(single.cwiseAbs().maxCoeff() > 10.0f);
         }
+        // rows beyond one L2 row block (weightGemmRowBlock) are split into row blocks, below it never
+        QCOMPARE(partialRowBlocks.load() > 0, rows > weightGemmRowBlock());
     }
 
     void transposedEqualsInPlaceBitwise_data() {
@@ -277,6 +287,45 @@ private slots:
         QCOMPARE(std::memcmp(blockAfter.data(), blockBefore.data(), size_t(blockBefore.size()) * sizeof(float)), 0);
         QCOMPARE(std::memcmp(row.data(), before.row(11).data(), row.size() * sizeof(float)), 0);
         QVERIFY(before.cwiseAbs().maxCoeff() > 1.0f);
+    }
+
+    void packed16BitWeightsStoredTransposedUseTheGemmFromFewRows() {
+        // A BF16 weight stored [out, in] (nn.Linear, as Llama's safetensors) with its packed copy attached
+        // switches to the GEMM kernel at ComputeKernels::packedGemmMinRows16 rows (2 on the SIMD kernels), not
+        // at the in-place threshold: within that class a row's bits do not depend on how many rows share the
+        // product, the values agree with float64, and from the in-place threshold on packed and in-place agree
+        // bitwise again (one class for both).
+        const ComputeKernels& K = computeKernels();
+        const Eigen::Index inner = 300, cols = 70;
+        const Matrix dense = randomMatrix(cols, inner, 41); // Wᵀ as stored
+        std::vector<uint16_t> bf16(size_t(dense.size()));
+        for (size_t i = 0; i < bf16.size(); ++i) {
+            uint32_t u;
+            std::memcpy(&u, dense.data() + i, 4);
+            bf16[i] = uint16_t(u >> 16); // truncated: the reference below decodes the same bits
+        }
+        const Weight plain{bf16.data(), inner, cols, inner, WeightType::BF16, true};
+        const WeightPanels panels(plain);
+        Weight packed = plain;
+        packed.panels = &panels;
+        QCOMPARE(transposedKernelMinRows(packed), Eigen::Index(K.packedGemmMinRows16));
+        QCOMPARE(transposedKernelMinRows(plain), Eigen::Index(K.transposedGemmMinRows16));
+        QCOMPARE(K.packedGemmMinRows16, K.isa == KernelIsa::Portable ? 64L : 2L);
+        const Eigen::Index big = std::max<Eigen::Index>(64, K.transposedGemmMinRows16);
+        const Matrix x = randomMatrix(big, inner, 42);
+        Matrix yBig, ySmall, yPlain;
+        weightGemm(x, packed, Weight{}, yBig);
+        QCOMPARE(panels.packedBytes(), panelBytes(plain, K.nr));
+        const Eigen::Index few = K.packedGemmMinRows16;
+        weightGemm(Matrix(x.topRows(few)), packed, Weight{}, ySmall);
+        QCOMPARE(std::memcmp(ySmall.data(), yBig.data(), size_t(ySmall.size()) * sizeof(float)), 0);
+        weightGemm(x, plain, Weight{}, yPlain);
+        QCOMPARE(std::memcmp(yPlain.data(), yBig.data(), size_t(yBig.size()) * sizeof(float)), 0);
+        Eigen::MatrixXd ref, mag;
+        const Matrix decoded = plain.toMatrix();
+        reference(x, Weight{decoded.data(), inner, cols, cols}, Weight{}, ref, mag);
+        QVERIFY(relativeError(yBig, ref, mag) < 1e-5);
+        QVERIFY(yBig.cwiseAbs().maxCoeff() > 10.0f);
     }
 
     void emptyInnerGivesZerosPlusBias() {

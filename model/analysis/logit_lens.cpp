@@ -96,7 +96,7 @@ std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cac
     // 336 rows, 3–4 % faster than 256 at S = 128, 512), or, below the kernel's row count, as many whole
     // boundaries as stay under it (dot products, which stream Wᵀ once per chunk; see the header)
     Eigen::Index c = S;
-    const Eigen::Index minRows = transposedKernelMinRows(g.W_U_T.type);
+    const Eigen::Index minRows = transposedKernelMinRows(g.W_U_T);
     if (S >= minRows) {
         const Eigen::Index rowBlock = weightGemmRowBlock();
         const Eigen::Index nChunks = (total + rowBlock - 1) / rowBlock;

@@ -56,7 +56,7 @@ std::vector<LensCell> logitLens(const Model& model, const ActivationCache& cache
 /// the row of lensLogits(model, cache, boundaries[i]) bit for bit. Method: the rows' ln_final outputs are
 /// unembedded in chunks of at most weightGemmRowBlock() rows into one reused logits buffer, rows of several
 /// boundaries per product (weightGemmTransposed computes each row the same whatever rows share the
-/// product): when S ≥ transposedKernelMinRows(W_U's type) by its GEMM kernel, below by its dot products in chunks
+/// product): when S ≥ transposedKernelMinRows(W_U) by its GEMM kernel, below by its dot products in chunks
 /// of whole boundaries that stay below that many rows, as lensLogits's S rows do. The
 /// top-k of a chunk's rows are computed on the OpenMP threads.
 /// Progress units: boundaries done out of boundaries.size(), reported before each chunk on the calling

@@ -92,9 +92,10 @@ int firstDifference(const ModelConfig& cfg, const ActivationPatch& p, const Laye
 RowVector rowOf(const Weight& w) { return w.isF32View() ? RowVector(w.view().row(0)) : RowVector(w.toMatrix()); }
 
 /// ys = x·Ws (+ bs) for the compact rows x [N, in], in the row count class runForward uses for a prompt of S
-/// positions: a weight stored [out, in] goes through the kernel's dot products below kTransposedKernelMinRows
+/// positions: a weight stored [out, in] goes through the kernel's dot products below transposedKernelMinRows(W)
 /// rows and through the GEMM from there on, which round differently; every row's result is independent of the
 /// other rows within a class, so chunking (S small) or zero padding (S large, few rows) keeps each row's bits.
+/// Outputs whose weights switch at different row counts are computed one by one.
 struct Projection {
     const Weight* W;
     const Weight* b; ///< may be empty
@@ -102,10 +103,19 @@ struct Projection {
 };
 void projectRows(const Matrix& x, int S, std::initializer_list<Projection> outs) {
     const Index N = x.rows(), in = x.cols();
-    bool transposed = false;
+    bool transposed = false, oneClass = true;
+    Index minRows = 0; // the row count from which the transposed weights go through the GEMM kernel
     for (const Projection& o : outs) {
         o.y->resize(N, o.W->cols);
-        transposed = transposed || o.W->transposed;
+        if (!o.W->transposed) continue;
+        const Index m = transposedKernelMinRows(*o.W);
+        oneClass = oneClass && (!transposed || m == minRows);
+        minRows = m;
+        transposed = true;
+    }
+    if (!oneClass) {
+        for (const Projection& o : outs) projectRows(x, S, {o});
+        return;
     }
     if (N == 0) return;
     auto call = [&](const float* xp, Index rows, Index r0, std::vector<Matrix>* padded) {
@@ -118,7 +128,6 @@ void projectRows(const Matrix& x, int S, std::initializer_list<Projection> outs)
         }
         weightGemmMulti(xp, rows, in, in, targets);
     };
-    const Index minRows = kTransposedKernelMinRows;
     if (!transposed || (S >= minRows && N >= minRows)) {
         call(x.data(), N, 0, nullptr);
     } else if (S < minRows) {
@@ -517,7 +526,7 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
     }
     Matrix ln, logits(Index(runs.size()), cfg.d_vocab);
     applyNorm(cfg, finals, g.ln_final_w, g.ln_final_b, ln);
-    const Index chunk = kTransposedKernelMinRows - 1; // the class of runForward's one last-position row
+    const Index chunk = std::max<Index>(1, transposedKernelMinRows(g.W_U_T) - 1); // the class of runForward's one last-position row
     for (Index r0 = 0; r0 < ln.rows(); r0 += chunk) {
         Matrix part;
         weightGemmTransposed(Matrix(ln.middleRows(r0, std::min(chunk, ln.rows() - r0))), g.W_U_T, part);

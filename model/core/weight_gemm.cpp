@@ -18,6 +18,11 @@ Eigen::Index transposedKernelMinRows(WeightType type) {
     return kTransposedKernelMinRows;
 }
 
+Eigen::Index transposedKernelMinRows(const Weight& W) {
+    if (W.panels && (W.type == WeightType::F16 || W.type == WeightType::BF16)) return computeKernels().packedGemmMinRows16;
+    return transposedKernelMinRows(W.type);
+}
+
 namespace {
 
 using Index = Eigen::Index;
@@ -68,7 +73,7 @@ std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, Index
 /// Whether a target goes through the kernel's dot products instead of the GEMM: a weight stored [out, in]
 /// (Wᵀ rows contiguous: the unembedding, nn.Linear weights) times few rows, where streaming its rows once
 /// beats gathering them into micro-panels for too few x panels.
-bool useDotProducts(const GemmTarget& t, Index rows) { return t.W.transposed && rows < transposedKernelMinRows(t.W.type); }
+bool useDotProducts(const GemmTarget& t, Index rows) { return t.W.transposed && rows < transposedKernelMinRows(t.W); }
 
 void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets, bool parallel) {
     if (rows == 0 || targets.empty()) return;
@@ -76,7 +81,7 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
         for (const GemmTarget& t : targets) {
             const Index cols = t.W.cols;
             for (Index r = 0; r < rows; ++r) std::fill(t.y + r * t.ldy, t.y + r * t.ldy + cols, 0.0f);
-            if (t.epilogue && cols > 0) t.epilogue(0, cols);
+            if (t.epilogue && cols > 0) t.epilogue(YBlock{0, rows, 0, cols});
         }
         return;
     }
@@ -110,23 +115,36 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
         if (b > 0 && blocks[b - 1].target == blocks[b].target) blocks[b].panels = blocks[b - 1].panels;
         else if (t.W.panels && !useDotProducts(t, rows)) blocks[b].panels = t.W.panels->panelsFor(t.W, K.nr);
     }
-    const Index nBlocks = Index(blocks.size());
+    // Work units: a column block times a block of rows when x has more rows than one L2-resident row block
+    // (long prompts): each unit is one step of the kernel's own loop over row blocks, so W streams exactly as
+    // often as with one unit per column block, and every y entry is the same sum in the same order (bitwise
+    // the same result). More, smaller units let the dynamic schedule even out the threads (1024 rows × 4
+    // column blocks of W_out: 16 units, not 4), and a unit's epilogue runs while its block of y is in L2.
+    const Index rowBlock = packNeeded ? std::max<Index>(kRows, K.rowBlock / kRows * kRows) : rows;
+    const Index nRowBlocks = (rows + rowBlock - 1) / rowBlock, nBlocks = Index(blocks.size());
+    const Index nUnits = nBlocks * nRowBlocks;
 #pragma omp parallel if (team)
     {
 #pragma omp for schedule(static)
         for (Index p = 0; p < nPanels; ++p) K.packPanel(x, ldx, rows, inner, p * kRows, kRows, packed);
 #pragma omp for schedule(dynamic)
-        for (Index b = 0; b < nBlocks; ++b) {
-            const ColumnBlock& blk = blocks[size_t(b)];
+        for (Index u = 0; u < nUnits; ++u) {
+            const ColumnBlock& blk = blocks[size_t(u % nBlocks)];
             const GemmTarget& t = targets[blk.target];
-            if (useDotProducts(t, rows))
+            YBlock part{(u / nBlocks) * rowBlock, std::min(rows, (u / nBlocks + 1) * rowBlock), blk.c0, blk.c1};
+            if (useDotProducts(t, rows)) { // one unit for all rows: the dot products stream W once
+                if (part.r0 > 0) continue;
+                part.r1 = rows;
                 K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
-            else if (blk.panels)
-                K.gemmPanels(packed, rows, inner, kRows, blk.panels, t.W.type, blk.c0, blk.c1, t.y, t.ldy);
-            else
-                K.gemmColumns(packed, rows, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, t.W.transposed,
-                              blk.c0, blk.c1, t.y, t.ldy);
-            if (t.epilogue) t.epilogue(blk.c0, blk.c1);
+            } else {
+                const float* pk = packed + part.r0 * inner;
+                float* y = t.y + part.r0 * t.ldy;
+                if (blk.panels) K.gemmPanels(pk, part.r1 - part.r0, inner, kRows, blk.panels, t.W.type, blk.c0, blk.c1, y, t.ldy);
+                else
+                    K.gemmColumns(pk, part.r1 - part.r0, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride,
+                                  t.W.transposed, blk.c0, blk.c1, y, t.ldy);
+            }
+            if (t.epilogue) t.epilogue(part);
         }
     }
 }

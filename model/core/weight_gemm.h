@@ -27,7 +27,7 @@ namespace attnscope {
 /// y [rows, cols] = x [rows, inner] · W [inner, cols] (+ bias [1, cols] on every row when bias is
 /// not empty). x must be a contiguous row-major Matrix; W any Weight (F32, F16 or BF16, stored
 /// [in, out] or [out, in]: read in place, 16-bit values widened in the kernel; a weight stored [out, in]
-/// times fewer than transposedKernelMinRows(type) rows goes through the kernel's dot products instead). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
+/// times fewer than transposedKernelMinRows(W) rows goes through the kernel's dot products instead). y is resized. Runs on the OpenMP threads unless called inside a parallel region, where
 /// it runs on the calling thread only. Accumulates in float32 like Eigen/BLAS sgemm; results agree
 /// with Eigen's product to float rounding (order of the k-sum differs), which tests bound.
 void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y);
@@ -38,15 +38,21 @@ void weightGemm(const Matrix& x, const Weight& W, const Weight& bias, Matrix& y)
 void weightGemm(const float* x, Eigen::Index rows, Eigen::Index inner, Eigen::Index ldx, const Weight& W, float* y,
                 Eigen::Index ldy, bool parallel);
 
+/// A block of y: rows [r0, r1) × columns [c0, c1).
+struct YBlock {
+    Eigen::Index r0, r1, c0, c1;
+};
+
 /// One product of weightGemmMulti: y [rows, W.cols] (row stride ldy) = x · W.
 struct GemmTarget {
     Weight W;                  ///< [inner, cols], any row stride (read in place)
     float* y = nullptr;        ///< [rows, cols] output, row stride ldy
     Eigen::Index ldy = 0;
-    /// Optional: called once for every column block [c0, c1) of y as soon as those columns are final, on
-    /// the thread that computed them, while they are still in its cache (bias, activation, residual add).
-    /// Blocks are disjoint and cover [0, cols); the epilogue must touch only its block's columns.
-    std::function<void(Eigen::Index c0, Eigen::Index c1)> epilogue;
+    /// Optional: called once for every block of y as soon as its entries are final, on the thread that
+    /// computed them, while they are still in its cache (bias, activation, residual add): a column block
+    /// times all rows, or times one L2-sized block of rows when x has more rows than that (long prompts).
+    /// Blocks are disjoint and cover y; the epilogue must touch only its block (row-local work).
+    std::function<void(const YBlock& block)> epilogue;
 };
 
 /// Several products of the same x [rows, inner] (row stride ldx), e.g. W_Q, W_K, W_V of one ln1: x is
@@ -68,7 +74,7 @@ void weightGemmTall(const Weight& x, std::span<const GemmTarget> targets);
 
 /// y [rows, WT.rows] = x [rows, inner] · WTᵀ for WT [cols, inner] (the unembedding W_U_T = wte
 /// [d_vocab, d_model]): weightGemm with WT.t(), so for a WT stored row-major, each nr-row slice of WT is
-/// gathered into an L1 micro-panel once and used by every x panel, and below transposedKernelMinRows(WT.type)
+/// gathered into an L1 micro-panel once and used by every x panel, and below transposedKernelMinRows(WT)
 /// rows the kernel's dot products of x's rows with WT's rows stream WT once. Every caller of the unembedding uses this one function, and in both classes a row's result
 /// does not depend on the other rows, so a row's logits are bitwise the same whichever analysis
 /// computes them within the same row count class.
@@ -79,11 +85,17 @@ void weightGemmTransposed(const Matrix& x, const Weight& WT, Matrix& y);
 /// for float32 and block-quantized weights.
 inline constexpr Eigen::Index kTransposedKernelMinRows = 64;
 
-/// The same threshold for a weight of element type `type` on the compute kernels in use: 16-bit weights
-/// switch at ComputeKernels::transposedGemmMinRows16 (16 on AVX2, 64 elsewhere), others at
-/// kTransposedKernelMinRows. Every caller that must reproduce a product's rounding class (the logit lens
-/// against the forward's last logits) asks this function.
+/// The same threshold for a weight of element type `type` without a packed copy on the compute kernels in
+/// use: 16-bit weights switch at ComputeKernels::transposedGemmMinRows16 (16 on AVX2, 64 elsewhere), others
+/// at kTransposedKernelMinRows.
 Eigen::Index transposedKernelMinRows(WeightType type);
+
+/// The threshold for W itself, the one weightGemm applies: a 16-bit W with a packed copy attached
+/// (Weight::panels, as the model attaches to its layers' projections) switches at
+/// ComputeKernels::packedGemmMinRows16 (2 on AVX-512 and AVX2), any other W as transposedKernelMinRows(W.type).
+/// Every caller that must reproduce a product's rounding class (the logit lens against the forward's last
+/// logits, patching's recomputed rows against the clean pass) asks this function.
+Eigen::Index transposedKernelMinRows(const Weight& W);
 
 /// Rows of packed x per L2-resident block of the GEMM kernel (336 for every kernel): a caller that batches
 /// rows (the logit lens) uses multiples of it.

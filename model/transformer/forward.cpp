@@ -22,20 +22,20 @@ void addBias(Matrix& x, const Weight& b) {
     if (!b.empty()) x.rowwise() += rowOf(b);
 }
 
-/// Columns [c0, c1) of the rows of y [rows, ld]: a strided map an epilogue works on.
-using ColumnMap = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
-ColumnMap columns(Matrix& y, Eigen::Index c0, Eigen::Index c1) {
-    return ColumnMap(y.data() + c0, y.rows(), c1 - c0, Eigen::OuterStride<>(y.cols()));
+/// Block b of y [rows, ld]: a strided map an epilogue works on.
+using BlockMap = Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, 0, Eigen::OuterStride<>>;
+BlockMap block(Matrix& y, const YBlock& b) {
+    return BlockMap(y.data() + b.r0 * y.cols() + b.c0, b.r1 - b.r0, b.c1 - b.c0, Eigen::OuterStride<>(y.cols()));
 }
 /// A GemmTarget computing y [pos, W.cols] (resized; its buffer reused when the size is unchanged) and adding
-/// the bias to each column block as soon as it is final, then running `then(c0, c1)` on the block.
+/// the bias to each block as soon as it is final, then running `then(block)` on it.
 GemmTarget linearTarget(Eigen::Index rows, const Weight& W, const Weight& b, Matrix& y,
-                        std::function<void(Eigen::Index, Eigen::Index)> then = {}) {
+                        std::function<void(const YBlock&)> then = {}) {
     y.resize(rows, W.cols);
     return GemmTarget{W, y.data(), y.cols(),
-                      [&y, bias = b.empty() ? RowVector() : rowOf(b), then = std::move(then)](Eigen::Index c0, Eigen::Index c1) {
-                          if (bias.size() > 0) columns(y, c0, c1).rowwise() += bias.segment(c0, c1 - c0).array();
-                          if (then) then(c0, c1);
+                      [&y, bias = b.empty() ? RowVector() : rowOf(b), then = std::move(then)](const YBlock& blk) {
+                          if (bias.size() > 0) block(y, blk).rowwise() += bias.segment(blk.c0, blk.c1 - blk.c0).array();
+                          if (then) then(blk);
                       }};
 }
 
@@ -45,24 +45,24 @@ void linears(const Matrix& x, std::initializer_list<GemmTarget> targets) {
     weightGemmMulti(x.data(), x.rows(), x.cols(), x.cols(), std::span(targets.begin(), targets.size()));
 }
 
-/// The activation of `kind` on columns [c0, c1) of every row of y, in place: gelu_new and SiLU through the
-/// compute kernel (compute_kernels.h), the rare others through Eigen.
-void activateColumns(ActivationKind kind, Matrix& y, Eigen::Index c0, Eigen::Index c1) {
+/// The activation of `kind` on block b of y, in place: gelu_new and SiLU through the compute kernel
+/// (compute_kernels.h), the rare others through Eigen.
+void activateBlock(ActivationKind kind, Matrix& y, const YBlock& b) {
     const ComputeKernels& K = computeKernels();
     switch (kind) {
     case ActivationKind::GeluNew: // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))  (HF NewGELUActivation)
-        for (Eigen::Index r = 0; r < y.rows(); ++r) K.geluNew(y.data() + r * y.cols() + c0, c1 - c0);
+        for (Eigen::Index r = b.r0; r < b.r1; ++r) K.geluNew(y.data() + r * y.cols() + b.c0, b.c1 - b.c0);
         break;
     case ActivationKind::Silu: // x·σ(x)  (HF SiLU, Llama's act_fn)
-        for (Eigen::Index r = 0; r < y.rows(); ++r) K.silu(y.data() + r * y.cols() + c0, c1 - c0);
+        for (Eigen::Index r = b.r0; r < b.r1; ++r) K.silu(y.data() + r * y.cols() + b.c0, b.c1 - b.c0);
         break;
     case ActivationKind::GeluExact: {
-        auto a = columns(y, c0, c1);
+        auto a = block(y, b);
         a = a.unaryExpr([](float v) { return 0.5f * v * (1.0f + std::erf(v * float(M_SQRT1_2))); });
         break;
     }
     case ActivationKind::Relu: {
-        auto a = columns(y, c0, c1);
+        auto a = block(y, b);
         a = a.max(0.0f);
         break;
     }
@@ -202,8 +202,8 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     // concat heads then project: attn_out = z·W_O + b_O (what HF computes); resid_mid = resid_pre + attn_out
     // block by block while the block is in cache
     c.resid_mid.resize(S, cfg.d_model);
-    linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out, [&c](Eigen::Index c0, Eigen::Index c1) {
-                columns(c.resid_mid, c0, c1) = columns(c.resid_pre, c0, c1) + columns(c.attn_out, c0, c1);
+    linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out, [&c](const YBlock& b) {
+                block(c.resid_mid, b) = block(c.resid_pre, b) + block(c.attn_out, b);
             })});
     if (hooks && hooks->attn_out) {
         hooks->attn_out(l, c.attn_out);
@@ -232,17 +232,17 @@ void mlpBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& 
         Matrix gate;
         linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre),
                         linearTarget(S, w.W_gate, Weight{}, gate,
-                                     [&](Eigen::Index c0, Eigen::Index c1) { activateColumns(cfg.activation, gate, c0, c1); })});
+                                     [&](const YBlock& b) { activateBlock(cfg.activation, gate, b); })});
         c.mlp_post = gate.cwiseProduct(c.mlp_pre);
     } else { // mlp_post = act(mlp_pre), block by block while the block is in cache
-        linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre, [&](Eigen::Index c0, Eigen::Index c1) {
-                    columns(c.mlp_post, c0, c1) = columns(c.mlp_pre, c0, c1);
-                    activateColumns(cfg.activation, c.mlp_post, c0, c1);
+        linears(c.ln2, {linearTarget(S, w.W_in, w.b_in, c.mlp_pre, [&](const YBlock& b) {
+                    block(c.mlp_post, b) = block(c.mlp_pre, b);
+                    activateBlock(cfg.activation, c.mlp_post, b);
                 })});
     }
     c.resid_post.resize(S, cfg.d_model);
-    linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out, [&c](Eigen::Index c0, Eigen::Index c1) {
-                columns(c.resid_post, c0, c1) = columns(c.resid_mid, c0, c1) + columns(c.mlp_out, c0, c1);
+    linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out, [&c](const YBlock& b) {
+                block(c.resid_post, b) = block(c.resid_mid, b) + block(c.mlp_out, b);
             })});
     if (hooks && hooks->mlp_out) {
         hooks->mlp_out(l, c.mlp_out);
@@ -308,7 +308,7 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     addBias(y, b);
 }
 
-void applyActivation(ActivationKind kind, Matrix& x) { activateColumns(kind, x, 0, x.cols()); }
+void applyActivation(ActivationKind kind, Matrix& x) { activateBlock(kind, x, YBlock{0, x.rows(), 0, x.cols()}); }
 
 ActivationCache runForward(const Model& model, std::span<const int> tokens, const ForwardOptions& options,
                            const Progress& progress) {

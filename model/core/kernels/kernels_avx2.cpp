@@ -148,7 +148,7 @@ namespace attnscope::kernels {
 
 extern const ComputeKernels kAvx2Kernels = {
     KernelIsa::Avx2, "avx2", "AVX2+FMA, 6\u00d716 register tile",
-    avx2::kMr, avx2::kNr, avx2::kBlockRows, 16, &avx2::packPanel, &avx2::gemmColumns, &avx2::gemmPanels, &avx2::dotRows,
+    avx2::kMr, avx2::kNr, avx2::kBlockRows, 16, 2, &avx2::packPanel, &avx2::gemmColumns, &avx2::gemmPanels, &avx2::dotRows,
     &avx2::causalSoftmaxRow, &avx2::geluNew, &avx2::silu, &avx2::sumExp,
     64, 0, 63, 63, "AVX2 vpmaddubsw/vpmaddwd", &avx2::int8FirstHit,
     avx2::kLanes, &avx2::fmaChains, avx2::kFmaChains, &avx2::sumFloats};

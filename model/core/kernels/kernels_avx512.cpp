@@ -28,7 +28,7 @@ namespace attnscope::kernels {
 
 extern const ComputeKernels kAvx512Kernels = {
     KernelIsa::Avx512, "avx512", "AVX-512F/BW/DQ/VL, 14\u00d732 register tile",
-    avx512::kMr, avx512::kNr, avx512::kBlockRows, 64, &avx512::packPanel, &avx512::gemmColumns, &avx512::gemmPanels, &avx512::dotRows,
+    avx512::kMr, avx512::kNr, avx512::kBlockRows, 64, 2, &avx512::packPanel, &avx512::gemmColumns, &avx512::gemmPanels, &avx512::dotRows,
     &avx512::causalSoftmaxRow, &avx512::geluNew, &avx512::silu, &avx512::sumExp,
     0, 0, 127, 127, nullptr, nullptr,
     avx512::kLanes, &avx512::fmaChains, avx512::kFmaChains, &avx512::sumFloats};

@@ -33,7 +33,7 @@ extern const ComputeKernels kPortableKernels = {
 #else
     "SSE2 vectors without FMA, 6\u00d78 register tile",
 #endif
-    portable::kMr, portable::kNr, portable::kBlockRows, 64, &portable::packPanel, &portable::gemmColumns, &portable::gemmPanels,
+    portable::kMr, portable::kNr, portable::kBlockRows, 64, 64, &portable::packPanel, &portable::gemmColumns, &portable::gemmPanels,
     &portable::dotRows, &portable::causalSoftmaxRow, &portable::geluNew, &portable::silu, &portable::sumExp,
     0, 0, 127, 127, "int16 multiply-add loop", &portable::int8FirstHitLoop,
     portable::kLanes, &portable::fmaChains, portable::kFmaChains, &portable::sumFloats};
