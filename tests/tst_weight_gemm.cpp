@@ -8,9 +8,9 @@
 #include "model/core/kernels/compute_kernels.h"
 #include "model/core/weight_gemm.h"
 #include "model/core/weight_panels.h"
+#include "support/llama_checkpoint.h"
 
 #include <QtTest>
-#include <cstring>
 #include <atomic>
 #include <random>
 
@@ -298,12 +298,8 @@ private slots:
         const ComputeKernels& K = computeKernels();
         const Eigen::Index inner = 300, cols = 70;
         const Matrix dense = randomMatrix(cols, inner, 41); // Wᵀ as stored
-        std::vector<uint16_t> bf16(size_t(dense.size()));
-        for (size_t i = 0; i < bf16.size(); ++i) {
-            uint32_t u;
-            std::memcpy(&u, dense.data() + i, 4);
-            bf16[i] = uint16_t(u >> 16); // truncated: the reference below decodes the same bits
-        }
+        std::vector<quint16> bf16(size_t(dense.size()));
+        for (size_t i = 0; i < bf16.size(); ++i) bf16[i] = test::toBf16Bits(dense.data()[i]); // the reference decodes these bits
         const Weight plain{bf16.data(), inner, cols, inner, WeightType::BF16, true};
         const WeightPanels panels(plain);
         Weight packed = plain;

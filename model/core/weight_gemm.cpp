@@ -5,6 +5,7 @@
 #include "model/core/weight_panels.h"
 
 #include <algorithm>
+#include <cassert>
 #include <vector>
 
 #ifdef _OPENMP
@@ -134,10 +135,9 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
         for (Index u = 0; u < nUnits; ++u) {
             const ColumnBlock& blk = blocks[size_t(u % nBlocks)];
             const GemmTarget& t = targets[blk.target];
-            YBlock part{(u / nBlocks) * rowBlock, std::min(rows, (u / nBlocks + 1) * rowBlock), blk.c0, blk.c1};
-            if (useDotProducts(t, rows)) { // one unit for all rows: the dot products stream W once
-                if (part.r0 > 0) continue;
-                part.r1 = rows;
+            const YBlock part{(u / nBlocks) * rowBlock, std::min(rows, (u / nBlocks + 1) * rowBlock), blk.c0, blk.c1};
+            if (useDotProducts(t, rows)) { // fewer rows than any row block: part is all rows
+                assert(part.r0 == 0 && part.r1 == rows);
                 K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
             } else {
                 const float* pk = packed + part.r0 * inner;
