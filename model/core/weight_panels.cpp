@@ -61,12 +61,32 @@ void packTransposedPanel(const Weight& W, int nr, Index p, int bytes, unsigned c
     }
 }
 
-/// Memory for a copy of `bytes`, or nullptr. On Linux an anonymous mapping with MAP_POPULATE: the kernel
-/// maps all its pages in one call instead of one page fault per 4 KiB while the copy is written.
+/// Memory for a copy of `bytes`, or nullptr. On Linux an anonymous mapping aligned to 2 MiB and advised
+/// MADV_HUGEPAGE (transparent huge pages where the system allows them: "always" or "madvise" in
+/// /sys/kernel/mm/transparent_hugepage/enabled), then populated in one call (MADV_POPULATE_WRITE, Linux
+/// 5.14; on older kernels the pages fault in while the copy is written). Measured on Zen 5 (2026-12-04,
+/// gpt2-small, passes alternating between 4 KiB and huge pages): S = 1024 avx2 1136–1161 against 1206–1223
+/// ms, avx512 medians 707–732 against 712–791 ms; S = 20 and 128 unchanged; the first pass (which packs)
+/// 442–738 against 595–657 ms with 28k page faults instead of 102k. Huge pages let a micro-panel stream
+/// cross no 4 KiB page boundary, where hardware prefetchers stop, and keep a weight in a few TLB entries.
 void* allocateCopy(size_t bytes) {
 #ifdef __linux__
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return p == MAP_FAILED ? nullptr : p;
+    constexpr size_t huge = size_t(2) << 20;
+    void* raw = mmap(nullptr, bytes + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return nullptr;
+    // keep the 2 MiB-aligned `bytes` of the mapping; freeCopy unmaps exactly those
+    const uintptr_t start = reinterpret_cast<uintptr_t>(raw), aligned = (start + huge - 1) & ~uintptr_t(huge - 1);
+    if (aligned > start) munmap(raw, aligned - start);
+    if (const size_t tail = start + bytes + huge - (aligned + bytes); tail > 0)
+        munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+    void* p = reinterpret_cast<void*>(aligned);
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE); // advice only: without THP the copy keeps 4 KiB pages
+#endif
+#ifdef MADV_POPULATE_WRITE
+    madvise(p, bytes, MADV_POPULATE_WRITE); // fails with EINVAL before Linux 5.14: then pages fault in
+#endif
+    return p;
 #else
     return ::operator new(bytes, std::align_val_t(64), std::nothrow);
 #endif

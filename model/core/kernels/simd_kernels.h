@@ -5,7 +5,9 @@
 //   kMr         rows of x per GEMM register tile (2·kMr accumulators + 2 W vectors + 1 broadcast must
 //               fit the register file: 14 for 32 zmm, 6 for 16 ymm or xmm),
 //   kDotRows    rows of x per dotRows tile (kDotRows × 4 accumulators),
-//   kFmaChains  independent chains of the FMA-peak probe (≥ FMA latency × FMA ports).
+//   kFmaChains  independent chains of the FMA-peak probe (≥ FMA latency × FMA ports),
+//   kReadPackedInPlace  whether the GEMM's other x panels read a packed float32 micro-panel where it is
+//               (true) or from the first panel's L1 copy (false), as measured faster for that kernel.
 // No #pragma once and no #include but int8_thresholds.h (a fragment of the same kind): everything here gets
 // internal linkage in each including file, so no code compiled for one instruction set can be shared with
 // another through the linker (a kernel translation unit includes nothing but these fragments,
@@ -370,12 +372,16 @@ void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const 
                     float* c = y + p * ldy + j;
                     if (w == kNr) {
                         // in place: the first of several x panels copies the micro-panel (widened) for the rest
-                        const bool copy = inPlace && p == m0 && m1 - m0 > mrFull;
+                        // a packed float32 micro-panel already has the copy's layout (contiguous rows): where
+                        // kReadPackedInPlace, the other x panels read it where it is instead of from a copy
+                        const bool contiguous = kReadPackedInPlace && panelMajor && sizeof(T) == 4;
+                        const bool copy = inPlace && p == m0 && m1 - m0 > mrFull && !contiguous;
                         if (inPlace)
                             kStreamKernels<E>[mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr,
                                                       panelMajor ? next : nullptr, 0);
                         else kL1Kernels[mr - 1](a, b, ldb, kc, c, ldy, accumulate, nullptr, next, ldp * long(sizeof(T)));
                         if (copy) b = padB, ldb = kNr, inPlace = false;
+                        else if (contiguous) inPlace = false;
                     } else {
                         for (long r = 0; r < mr; ++r) {
                             __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
