@@ -67,8 +67,8 @@ void packTransposedPanel(const Weight& W, int nr, Index p, int bytes, unsigned c
 /// 5.14; on older kernels the pages fault in while the copy is written). Measured on Zen 5 (2026-12-04,
 /// gpt2-small, passes alternating between 4 KiB and huge pages): S = 1024 avx2 1136–1161 against 1206–1223
 /// ms, avx512 medians 707–732 against 712–791 ms; S = 20 and 128 unchanged; the first pass (which packs)
-/// 442–738 against 595–657 ms with 28k page faults instead of 102k. Huge pages let a micro-panel stream
-/// cross no 4 KiB page boundary, where hardware prefetchers stop, and keep a weight in a few TLB entries.
+/// 442–738 against 595–657 ms with 28k page faults instead of 102k. Probably because in huge pages a micro-panel
+/// crosses no 4 KiB page boundary, where hardware prefetchers stop (no counters here to confirm it).
 void* allocateCopy(size_t bytes) {
 #ifdef __linux__
     constexpr size_t huge = size_t(2) << 20;

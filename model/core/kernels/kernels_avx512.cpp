@@ -18,7 +18,7 @@ constexpr int kMr = 14;
 constexpr int kDotRows = 4;
 constexpr int kFmaChains = 16; // ≥ FMA latency (4 cycles) × 2 FMA ports, with room
 // The 32 KiB L1 copy of a packed float32 micro-panel cost 4–5 % of a gpt2-small pass at S = 20 on Zen 5
-// (20.8–21.1 against 21.9–22.1 ms; the copy and the streamed panel together overflow the 48 KiB L1);
+// (20.8–21.1 against 21.9–22.1 ms; probably because the copy and the streamed panel overflow the 48 KiB L1);
 // S = 128 unchanged (68.3–68.7 against 68.6–69.0 ms)
 constexpr bool kReadPackedInPlace = true;
 #define ATTNSCOPE_KERNEL_F16C(p) _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
