@@ -65,8 +65,8 @@ void packTransposedPanel(const Weight& W, int nr, Index p, int bytes, unsigned c
 /// MADV_HUGEPAGE (transparent huge pages where the system allows them: "always" or "madvise" in
 /// /sys/kernel/mm/transparent_hugepage/enabled), then populated in one call (MADV_POPULATE_WRITE, Linux
 /// 5.14; on older kernels the pages fault in while the copy is written). Measured on Zen 5 (2026-12-04,
-/// gpt2-small, passes alternating between 4 KiB and huge pages): S = 1024 avx2 1136–1161 against 1206–1223
-/// ms, avx512 medians 707–732 against 712–791 ms; S = 20 and 128 unchanged; the first pass (which packs)
+/// gpt2-small, passes alternating between 4 KiB and huge pages, best pass of 5–6): S = 1024 avx2 1136–1161
+/// against 1206–1223 ms, avx512 689–716 against 697–741 ms; S = 20 and 128 unchanged; the first pass (which packs)
 /// 442–738 against 595–657 ms with 28k page faults instead of 102k. Probably because in huge pages a micro-panel
 /// crosses no 4 KiB page boundary, where hardware prefetchers stop (no counters here to confirm it).
 void* allocateCopy(size_t bytes) {
@@ -77,7 +77,7 @@ void* allocateCopy(size_t bytes) {
     // keep the 2 MiB-aligned `bytes` of the mapping; freeCopy unmaps exactly those
     const uintptr_t start = reinterpret_cast<uintptr_t>(raw), aligned = (start + huge - 1) & ~uintptr_t(huge - 1);
     if (aligned > start) munmap(raw, aligned - start);
-    if (const size_t tail = start + bytes + huge - (aligned + bytes); tail > 0)
+    if (const size_t tail = start + huge - aligned; tail > 0) // what lies past aligned + bytes
         munmap(reinterpret_cast<void*>(aligned + bytes), tail);
     void* p = reinterpret_cast<void*>(aligned);
 #ifdef MADV_HUGEPAGE

@@ -17,7 +17,7 @@ constexpr int kMr = 6;
 constexpr int kDotRows = 3;
 constexpr int kFmaChains = 12; // ≥ FMA latency (4–5 cycles) × 2 FMA ports
 // the 16 KiB L1 copy of a packed float32 micro-panel: reading the panel in place instead measured about 1 %
-// slower at S = 20 on Zen 5 (30.6–31.3 against 30.3–30.9 ms)
+// slower at S = 20 on Zen 5 (best passes 30.6–31.0 against 30.1–30.7 ms, 4 pairs)
 constexpr bool kReadPackedInPlace = false;
 #define ATTNSCOPE_KERNEL_F16C(p) _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))
 

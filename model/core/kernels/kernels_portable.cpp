@@ -19,7 +19,7 @@ constexpr int kFmaChains = 14; // a multiply and an add per step: (4 + 3) cycles
 #endif
 constexpr int kDotRows = 2;
 // packed float32 micro-panels read in place, not from an L1 copy: on x86-64 (Zen 5) a gpt2-small pass at
-// S = 20 took 57.9–59.0 ms against 62.4–64.4 with the copy (not measured on arm64)
+// S = 20 took 57.9 ms against 62.4–62.6 with the copy (best passes, 3 pairs; not measured on arm64)
 constexpr bool kReadPackedInPlace = true;
 
 #include "model/core/kernels/simd_kernels.h"
