@@ -152,7 +152,7 @@ void TestComputeKernels::gemmMatchesFloat64_data() {
     const Shape shapes[] = {{"1 row", 1, 64, 50, 0},           {"S=20", 20, 96, 96, 0},
                             {"13 rows, 39 cols", 13, 40, 39, 5}, {"15 rows, inner 257", 15, 257, 70, 3},
                             {"29 rows, 3 cols", 29, 600, 3, 11}, {"350 rows (two row blocks)", 350, 130, 200, 64},
-                            {"inner 1", 17, 1, 33, 0}};
+                            {"inner 1", 17, 1, 33, 0},           {"70 rows, inner 1000 (x past L2)", 70, 1000, 70, 2}};
     for (KernelIsa isa : runnableKernelIsas())
         for (const Shape& s : shapes)
             for (bool t : {false, true})

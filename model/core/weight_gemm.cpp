@@ -33,6 +33,11 @@ std::vector<float>& packBuffer() {
     return buffer;
 }
 
+/// Whether a target goes through the kernel's dot products instead of the GEMM: a weight stored [out, in]
+/// (Wᵀ rows contiguous: the unembedding, nn.Linear weights) times few rows, where streaming its rows once
+/// beats gathering them into micro-panels for too few x panels.
+bool useDotProducts(const GemmTarget& t, Index rows) { return t.W.transposed && rows < transposedKernelMinRows(t.W); }
+
 /// Column blocks of one target: [c0, c1) of target t.
 struct ColumnBlock {
     size_t target;
@@ -57,7 +62,14 @@ std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, Index
         const Index cols = targets[t].W.cols;
         const Index panels = (cols + nr - 1) / nr;
         Index blockPanels = minPanels;
-        if (rows * inner * Index(sizeof(float)) > kPackedInL2) {
+        if (useDotProducts(targets[t], rows)) {
+            // dot products stream W's rows from memory once: 8 blocks per thread (gpt2-small's unembedding of
+            // one row on 2 threads: 16 blocks of 3141 rows of W_U, 9.6 MB each) took 2.07–2.09 ms against
+            // 2.22–2.39 with blocks of 64 rows on Zen 5 (likely a hardware prefetcher restarting at each
+            // block); the forward at S = 20 was 3 % faster on avx512. Still enough blocks to even out a thread
+            // that another process delays.
+            blockPanels = std::max<Index>(minPanels, panels / (8 * threads));
+        } else if (rows * inner * Index(sizeof(float)) > kPackedInL2) {
             blockPanels = std::clamp<Index>((panels + 2 * threads - 1) / (2 * threads), minPanels, maxPanels);
             for (Index b = blockPanels; b >= minPanels; --b)
                 if (((panels + b - 1) / b) % threads == 0) {
@@ -70,11 +82,6 @@ std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, Index
     }
     return blocks;
 }
-
-/// Whether a target goes through the kernel's dot products instead of the GEMM: a weight stored [out, in]
-/// (Wᵀ rows contiguous: the unembedding, nn.Linear weights) times few rows, where streaming its rows once
-/// beats gathering them into micro-panels for too few x panels.
-bool useDotProducts(const GemmTarget& t, Index rows) { return t.W.transposed && rows < transposedKernelMinRows(t.W); }
 
 void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<const GemmTarget> targets, bool parallel) {
     if (rows == 0 || targets.empty()) return;
@@ -127,28 +134,38 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     const Index rowBlock = packNeeded ? std::max<Index>(kRows, K.rowBlock / kRows * kRows) : rows;
     const Index nRowBlocks = (rows + rowBlock - 1) / rowBlock, nBlocks = Index(blocks.size());
     const Index nUnits = nBlocks * nRowBlocks;
-#pragma omp parallel if (team)
+    const auto packPanel = [&](Index p) { K.packPanel(x, ldx, rows, inner, p * kRows, kRows, packed); };
+    const auto runUnit = [&](Index u) {
+        const ColumnBlock& blk = blocks[size_t(u % nBlocks)];
+        const GemmTarget& t = targets[blk.target];
+        const YBlock part{(u / nBlocks) * rowBlock, std::min(rows, (u / nBlocks + 1) * rowBlock), blk.c0, blk.c1};
+        if (useDotProducts(t, rows)) { // fewer rows than any row block: part is all rows
+            assert(part.r0 == 0 && part.r1 == rows);
+            K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
+        } else {
+            const float* pk = packed + part.r0 * inner;
+            float* y = t.y + part.r0 * t.ldy;
+            if (blk.panels) K.gemmPanels(pk, part.r1 - part.r0, inner, kRows, blk.panels, t.W.type, blk.c0, blk.c1, y, t.ldy);
+            else
+                K.gemmColumns(pk, part.r1 - part.r0, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride,
+                              t.W.transposed, blk.c0, blk.c1, y, t.ldy);
+        }
+        if (t.epilogue) t.epilogue(part);
+    };
+    if (!team) {
+        // on the calling thread without entering OpenMP: libgomp's one-thread region still ends each loop with
+        // a team barrier that makes a futex syscall, ≈ 3 µs per call on the Zen 5 guest, which made a 20 × 64 ×
+        // 20 product (one head's Q·Kᵀ at S = 20, 0.1 µs of work) take 4 µs
+        for (Index p = 0; p < nPanels; ++p) packPanel(p);
+        for (Index u = 0; u < nUnits; ++u) runUnit(u);
+        return;
+    }
+#pragma omp parallel
     {
 #pragma omp for schedule(static)
-        for (Index p = 0; p < nPanels; ++p) K.packPanel(x, ldx, rows, inner, p * kRows, kRows, packed);
+        for (Index p = 0; p < nPanels; ++p) packPanel(p);
 #pragma omp for schedule(dynamic)
-        for (Index u = 0; u < nUnits; ++u) {
-            const ColumnBlock& blk = blocks[size_t(u % nBlocks)];
-            const GemmTarget& t = targets[blk.target];
-            const YBlock part{(u / nBlocks) * rowBlock, std::min(rows, (u / nBlocks + 1) * rowBlock), blk.c0, blk.c1};
-            if (useDotProducts(t, rows)) { // fewer rows than any row block: part is all rows
-                assert(part.r0 == 0 && part.r1 == rows);
-                K.dotRows(x, rows, inner, ldx, t.W.ptr, t.W.type, t.W.decoder, t.W.stride, blk.c0, blk.c1, t.y, t.ldy);
-            } else {
-                const float* pk = packed + part.r0 * inner;
-                float* y = t.y + part.r0 * t.ldy;
-                if (blk.panels) K.gemmPanels(pk, part.r1 - part.r0, inner, kRows, blk.panels, t.W.type, blk.c0, blk.c1, y, t.ldy);
-                else
-                    K.gemmColumns(pk, part.r1 - part.r0, inner, kRows, t.W.ptr, t.W.type, t.W.decoder, t.W.stride,
-                                  t.W.transposed, blk.c0, blk.c1, y, t.ldy);
-            }
-            if (t.epilogue) t.epilogue(part);
-        }
+        for (Index u = 0; u < nUnits; ++u) runUnit(u);
     }
 }
 

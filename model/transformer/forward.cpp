@@ -2,6 +2,7 @@
 
 #include "model/core/kernels/compute_kernels.h"
 #include "model/core/parallel_threshold.h"
+#include "model/core/team_loop.h"
 #include "model/core/weight_gemm.h"
 #include "model/transformer/cache_budget.h"
 #include "model/transformer/layer_recompute.h"
@@ -183,10 +184,10 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     }
     c.z.resize(S, Eigen::Index(H) * L);
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
-#pragma omp parallel for schedule(dynamic) if (worthThreads(double(H) * double(S) * double(S) * double(L)))
-    for (int h = 0; h < H; ++h)
+    teamFor(H, worthThreads(double(H) * double(S) * double(S) * double(L)), [&](int h) {
         headAttention(queries.data(), queries.cols(), keys, c.v, h, L, scale, cfg.sliding_window, 0, c.attn_scores[size_t(h)],
                       c.pattern[size_t(h)], c.z.data(), c.z.cols());
+    });
     if (hooks && hooks->pattern)
         for (int h = 0; h < H; ++h)
             if (hooks->pattern(l, h, c.pattern[size_t(h)])) // z_h = pattern·V_h from the pattern the hook left
@@ -214,11 +215,10 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
         c.result.resize(size_t(H));
         for (Matrix& r : c.result) r.resize(S, cfg.d_model); // allocated by this thread: one malloc arena
-#pragma omp parallel for schedule(dynamic) if (worthThreads(double(H) * double(S) * double(L) * double(cfg.d_model)))
-        for (int h = 0; h < H; ++h) {
+        teamFor(H, worthThreads(double(H) * double(S) * double(L) * double(cfg.d_model)), [&](int h) {
             Matrix& r = c.result[size_t(h)];
             weightGemm(c.z.data() + h * L, S, L, c.z.cols(), w.W_O_head(h, L), r.data(), r.cols(), false);
-        }
+        });
     }
 }
 
@@ -289,8 +289,7 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     const float eps = float(cfg.norm_eps);
     y.resize(S, x.cols());
     if (scale) scale->resize(S);
-#pragma omp parallel for schedule(static) if (worthThreadsElementwise(double(S) * double(x.cols())))
-    for (Eigen::Index i = 0; i < S; ++i) {
+    teamFor<TeamSchedule::Static>(S, worthThreadsElementwise(double(S) * double(x.cols())), [&](Eigen::Index i) {
         auto row = x.row(i).array();
         float divisor;
         if (cfg.norm == NormKind::LayerNorm) {
@@ -303,7 +302,7 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
             y.row(i) = row / divisor;
         }
         if (scale) (*scale)(i) = divisor;
-    }
+    });
     y.array().rowwise() *= rowOf(w).array();
     addBias(y, b);
 }

@@ -1,6 +1,7 @@
 #include "model/transformer/rotary_embedding.h"
 
 #include "model/core/parallel_threshold.h"
+#include "model/core/team_loop.h"
 
 #include <cmath>
 #include <mutex>
@@ -101,14 +102,14 @@ void rotateRow(const ModelConfig& cfg, const RopeTable& table, Matrix& x, Eigen:
 
 void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x) {
     const Eigen::Index S = x.rows();
-#pragma omp parallel for schedule(static) if (worthThreadsElementwise(double(S) * double(x.cols())))
-    for (Eigen::Index p = 0; p < S; ++p) rotateRow(cfg, table, x, p, p);
+    teamFor<TeamSchedule::Static>(S, worthThreadsElementwise(double(S) * double(x.cols())),
+                                  [&](Eigen::Index p) { rotateRow(cfg, table, x, p, p); });
 }
 
 void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x, std::span<const int> positions) {
     const Eigen::Index S = x.rows();
-#pragma omp parallel for schedule(static) if (worthThreadsElementwise(double(S) * double(x.cols())))
-    for (Eigen::Index r = 0; r < S; ++r) rotateRow(cfg, table, x, r, positions[size_t(r)]);
+    teamFor<TeamSchedule::Static>(S, worthThreadsElementwise(double(S) * double(x.cols())),
+                                  [&](Eigen::Index r) { rotateRow(cfg, table, x, r, positions[size_t(r)]); });
 }
 
 } // namespace attnscope

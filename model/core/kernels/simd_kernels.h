@@ -15,7 +15,8 @@
 //
 // GEMM method (BLIS-style blocking, Van Zee & van de Geijn 2015, without packing W per call): x packed once
 // into panels of kMr rows stored k-major; W read in place or from its packed copy (gemmPanels: micro-panels
-// stored one after the other, model/core/weight_panels.h), prefetched into L1 and, further ahead, L2, in
+// stored one after the other, model/core/weight_panels.h; with a short prompt's x, one micro-panel at all
+// depths after the other), prefetched into L1 and, further ahead, L2, in
 // micro-panels of kNr = 2·kLanes columns × kDepth rows by the first x panel's kernel, which also leaves a
 // contiguous copy in L1 for the other x panels of the block (L2-resident); each output is one sequential
 // float32 sum over k (fused multiply-adds where the instruction set has them).
@@ -34,6 +35,11 @@ constexpr long kBlockRows = 336;     // MC: 336 × 256 packed x floats = 336 KiB
 // 3–12 KiB apart share 1–4 L1 sets, which would evict them before use
 constexpr long kPrefetch = 12 * 32 / kNr;
 constexpr long kPrefetchL2 = 64 * 32 / kNr;
+// Packed x of at most this many bytes (L2-resident: a short prompt) lets gemmPanels finish each micro-panel at
+// all depths before the next, so each call streams one contiguous stretch of the packed copy instead of
+// 32 KiB pieces 96 KiB apart. Measured on Zen 5 (20 × 768 × 3072 products, 40 weights in turn: avx512 280 →
+// 303–317 GFLOP/s; gpt2-small at S = 20: avx512 2–3 %, avx2 4–5 % faster); same sums in the same order.
+constexpr long kPanelOuterPackBytes = 256 * 1024;
 static_assert(kBlockRows % kMr == 0, "the row block must hold whole panels");
 /// The row block for panels of mr rows: the most whole panels within kBlockRows.
 inline long blockRowsFor(long mr) { return kBlockRows / mr * mr; }
@@ -320,6 +326,18 @@ void transposeIntoPanel(const typename E::T* wt, long ldw, long w, long kc, floa
         for (long c = w; c < kNr; ++c) pad[k * kNr + c] = 0.0f;
 }
 
+/// The last w < kNr columns of y at rows [0, mr): the L1 kernel on a zero-padded kNr-column copy of them
+/// (b: a float32 micro-panel, its padding columns zero), then the w real columns copied back.
+inline void narrowTile(const float* a, const float* b, long ldb, long kc, float* c, long ldy, bool accumulate, long mr, long w) {
+    alignas(64) float padC[kMr * kNr];
+    for (long r = 0; r < mr; ++r) {
+        __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
+        for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
+    }
+    kL1Kernels[mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
+    for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
+}
+
 /// compute_kernels.h, gemmColumns (panelMajor false) and gemmPanels (panelMajor true: W is the packed copy,
 /// micro-panel p = columns [p·kNr, p·kNr + kNr) stored as inner × kNr elements at W + p·inner·kNr, so each
 /// micro-panel block streams from consecutive addresses; ldw and transposed are unused), for weights of
@@ -334,66 +352,74 @@ void gemmColumnsOf(const float* pack, long rows, long inner, long mrFull, const 
     const long ldp = panelMajor ? kNr : ldw;
     const long blockRows = blockRowsFor(mrFull);
     alignas(64) float padB[kDepth * kNr];
-    alignas(64) float padC[kMr * kNr];
-    for (long k0 = 0; k0 < inner; k0 += kDepth) {
+    // one micro-panel step: rows [m0, m1) times columns [j, j + kNr) at depths [k0, k0 + kDepth); `next` is
+    // the micro-panel the next streaming call reads (prefetched into L2 by the calls that use the L1 copy)
+    const auto step = [&](long k0, long m0, long m1, long j, const void* next) {
         const long kc = lmin(kDepth, inner - k0);
         const bool accumulate = k0 > 0;
+        const long w = lmin(kNr, c1 - j);
+        const void* b = panelAt(j, k0);
+        long ldb = ldp;
+        bool inPlace = true; // b points into W (type E); else into padB (float32)
+        if (transposed && !panelMajor) { // W(k, j) = Wᵀ(j, k): gather kNr rows of Wᵀ into a k-major micro-panel
+            const bool nextFull = j + 2 * kNr <= c1;
+            transposeIntoPanel<E>(W + j * ldw + k0, ldw, w, kc, padB, nextFull ? W + (j + kNr) * ldw + k0 : nullptr);
+            b = padB, ldb = kNr, inPlace = false;
+        } else if (w < kNr) { // tail columns: a zero-padded float32 copy of the micro-panel
+            const T* src = panelAt(j, k0);
+            for (long k = 0; k < kc; ++k) {
+                for (long cc = 0; cc < w; ++cc) padB[k * kNr + cc] = E::scalar(src[k * ldp + cc]);
+                for (long cc = w; cc < kNr; ++cc) padB[k * kNr + cc] = 0.0f;
+            }
+            b = padB, ldb = kNr, inPlace = false;
+        }
+        for (long p = m0; p < m1; p += mrFull) {
+            const long mr = lmin(mrFull, rows - p);
+            const float* a = pack + p * inner + k0 * mr;
+            float* c = y + p * ldy + j;
+            if (w == kNr) {
+                // in place: the first of several x panels copies the micro-panel (widened) for the rest
+                // a packed float32 micro-panel already has the copy's layout (contiguous rows): where
+                // kReadPackedInPlace, the other x panels read it where it is instead of from a copy
+                const bool contiguous = kReadPackedInPlace && panelMajor && sizeof(T) == 4;
+                const bool copy = inPlace && p == m0 && m1 - m0 > mrFull && !contiguous;
+                if (inPlace)
+                    kStreamKernels<E>[mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr,
+                                              panelMajor ? next : nullptr, 0);
+                else kL1Kernels[mr - 1](a, b, ldb, kc, c, ldy, accumulate, nullptr, next, ldp * long(sizeof(T)));
+                if (copy) b = padB, ldb = kNr, inPlace = false;
+                else if (contiguous) inPlace = false;
+            } else {
+                narrowTile(a, static_cast<const float*>(b), ldb, kc, c, ldy, accumulate, mr, w);
+            }
+        }
+    };
+    if (panelMajor && rows * inner * long(sizeof(float)) <= kPanelOuterPackBytes) {
+        // a short prompt on a packed weight: each micro-panel at all depths before the next, so that a call
+        // streams one contiguous stretch of the packed copy (its micro-panels are stored one after the
+        // other), which the packed x, all in L2, does not mind; each y entry is the same sum in the same order
+        for (long j = c0; j < c1; j += kNr)
+            for (long k0 = 0; k0 < inner; k0 += kDepth) {
+                const long kn = k0 + kDepth < inner ? k0 + kDepth : 0, jn = kn ? j : j + kNr;
+                step(k0, 0, rows, j, jn < c1 ? panelAt(jn, kn) : nullptr);
+            }
+        return;
+    }
+    for (long k0 = 0; k0 < inner; k0 += kDepth)
         for (long m0 = 0; m0 < rows; m0 += blockRows) {
             const long m1 = lmin(rows, m0 + blockRows);
             for (long j = c0; j < c1; j += kNr) {
-                const long w = lmin(kNr, c1 - j);
-                const void* b = panelAt(j, k0);
-                long ldb = ldp;
-                bool inPlace = true; // b points into W (type E); else into padB (float32)
-                if (transposed && !panelMajor) { // W(k, j) = Wᵀ(j, k): gather kNr rows of Wᵀ into a k-major micro-panel
-                    const bool nextFull = j + 2 * kNr <= c1;
-                    transposeIntoPanel<E>(W + j * ldw + k0, ldw, w, kc, padB, nextFull ? W + (j + kNr) * ldw + k0 : nullptr);
-                    b = padB, ldb = kNr, inPlace = false;
-                } else if (w < kNr) { // tail columns: a zero-padded float32 copy of the micro-panel
-                    const T* src = panelAt(j, k0);
-                    for (long k = 0; k < kc; ++k) {
-                        for (long cc = 0; cc < w; ++cc) padB[k * kNr + cc] = E::scalar(src[k * ldp + cc]);
-                        for (long cc = w; cc < kNr; ++cc) padB[k * kNr + cc] = 0.0f;
-                    }
-                    b = padB, ldb = kNr, inPlace = false;
-                }
-                // the micro-panel the next streaming call reads: the next one of this block, or the first of the
-                // next depth block (prefetched into L2 by the calls that use the L1 copy; float32 only, where
-                // its row bytes are those the prefetch loop covers)
-                // (a packed weight's rows are contiguous, so any element type)
+                // the next one of this block, or the first of the next depth block (a packed weight's rows are
+                // contiguous, so any element type; in place, float32 only, where its row bytes are those the
+                // prefetch loop covers)
                 const void* next = nullptr;
                 if ((panelMajor || !transposed) && m0 == 0 && (panelMajor || sizeof(T) == 4)) {
                     if (j + kNr < c1) next = panelAt(j + kNr, k0);
                     else if (k0 + kDepth < inner) next = panelAt(c0, k0 + kDepth);
                 }
-                for (long p = m0; p < m1; p += mrFull) {
-                    const long mr = lmin(mrFull, rows - p);
-                    const float* a = pack + p * inner + k0 * mr;
-                    float* c = y + p * ldy + j;
-                    if (w == kNr) {
-                        // in place: the first of several x panels copies the micro-panel (widened) for the rest
-                        // a packed float32 micro-panel already has the copy's layout (contiguous rows): where
-                        // kReadPackedInPlace, the other x panels read it where it is instead of from a copy
-                        const bool contiguous = kReadPackedInPlace && panelMajor && sizeof(T) == 4;
-                        const bool copy = inPlace && p == m0 && m1 - m0 > mrFull && !contiguous;
-                        if (inPlace)
-                            kStreamKernels<E>[mr - 1](a, b, ldb, kc, c, ldy, accumulate, copy ? padB : nullptr,
-                                                      panelMajor ? next : nullptr, 0);
-                        else kL1Kernels[mr - 1](a, b, ldb, kc, c, ldy, accumulate, nullptr, next, ldp * long(sizeof(T)));
-                        if (copy) b = padB, ldb = kNr, inPlace = false;
-                        else if (contiguous) inPlace = false;
-                    } else {
-                        for (long r = 0; r < mr; ++r) {
-                            __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
-                            for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
-                        }
-                        kL1Kernels[mr - 1](a, b, ldb, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
-                        for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
-                    }
-                }
+                step(k0, m0, m1, j, next);
             }
         }
-    }
 }
 
 /// gemmColumns for a block-quantized weight stored transposed: each micro-panel's kNr stored rows are
@@ -405,7 +431,6 @@ void gemmColumnsBlocks(const float* pack, long rows, long inner, long mrFull, co
     const long rowBytes = ldw / B * dec->blockBytes;
     alignas(64) float decoded[kNr * kDepth];
     alignas(64) float padB[kDepth * kNr];
-    alignas(64) float padC[kMr * kNr];
     for (long k0 = 0; k0 < inner; k0 += kDepth) {
         const long kc = lmin(kDepth, inner - k0);
         const bool accumulate = k0 > 0;
@@ -424,12 +449,7 @@ void gemmColumnsBlocks(const float* pack, long rows, long inner, long mrFull, co
                     if (w == kNr) {
                         kL1Kernels[mr - 1](a, padB, kNr, kc, c, ldy, accumulate, nullptr, nullptr, 0);
                     } else {
-                        for (long r = 0; r < mr; ++r) {
-                            __builtin_memcpy(padC + r * kNr, c + r * ldy, size_t(w) * sizeof(float));
-                            for (long cc = w; cc < kNr; ++cc) padC[r * kNr + cc] = 0.0f;
-                        }
-                        kL1Kernels[mr - 1](a, padB, kNr, kc, padC, kNr, accumulate, nullptr, nullptr, 0);
-                        for (long r = 0; r < mr; ++r) __builtin_memcpy(c + r * ldy, padC + r * kNr, size_t(w) * sizeof(float));
+                        narrowTile(a, padB, kNr, kc, c, ldy, accumulate, mr, w);
                     }
                 }
             }
