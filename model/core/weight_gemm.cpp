@@ -64,7 +64,7 @@ std::vector<ColumnBlock> columnBlocks(std::span<const GemmTarget> targets, Index
         Index blockPanels = minPanels;
         if (useDotProducts(targets[t], rows)) {
             // dot products stream W's rows from memory once: 8 blocks per thread (gpt2-small's unembedding of
-            // one row on 2 threads: 16 blocks of 3141 rows of W_U, 9.6 MB each) took 2.07–2.09 ms against
+            // one row on 2 threads: 17 blocks of up to 3136 rows of W_U, 9.6 MB) took 2.07–2.09 ms against
             // 2.22–2.39 with blocks of 64 rows on Zen 5 (likely a hardware prefetcher restarting at each
             // block); the forward at S = 20 was 3 % faster on avx512. Still enough blocks to even out a thread
             // that another process delays.
