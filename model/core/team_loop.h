@@ -4,7 +4,6 @@
 // and ends the loop with a team barrier whose futex syscall cost ≈ 3 µs per loop on the Zen 5 guest (with
 // PTI), more than a small loop's work (README "Benchmarks": one head's 20 × 64 × 20 Q·Kᵀ took 4 µs).
 
-#include <cstdint>
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -1,6 +1,7 @@
 #include "model/core/weight_panels.h"
 
 #include "model/core/file_mappings.h"
+#include "model/core/team_loop.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,9 +9,6 @@
 #include <new>
 #include <stdexcept>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -115,22 +113,18 @@ void packPanels(const Weight& W, int nr, void* dst) {
     const Index panels = (W.cols + nr - 1) / nr;
     const int bytes = W.elementBytes();
     auto* out = static_cast<unsigned char*>(dst);
-#ifdef _OPENMP
-    const bool team = !omp_in_parallel() && panels > 1;
-#else
-    const bool team = false;
-#endif
+    // on the OpenMP team unless a parallel region is already running (teamFor)
     if (W.transposed) {
-#pragma omp parallel for schedule(static) if (team)
-        for (Index p = 0; p < panels; ++p) packTransposedPanel(W, nr, p, bytes, out);
+        teamFor<TeamSchedule::Static>(panels, true, [&](Index p) { packTransposedPanel(W, nr, p, bytes, out); });
         return;
     }
     // [inner, cols] stored: blocks of whole stored rows, read in order (the prefetchers follow them) and
     // written out as one stretch per panel
     constexpr Index kRowsPerBlock = 16;
     const Index blocks = (W.rows + kRowsPerBlock - 1) / kRowsPerBlock;
-#pragma omp parallel for schedule(static) if (team)
-    for (Index blk = 0; blk < blocks; ++blk) packRowBlock(W, nr, blk * kRowsPerBlock, std::min(W.rows, (blk + 1) * kRowsPerBlock), bytes, out);
+    teamFor<TeamSchedule::Static>(blocks, true, [&](Index blk) {
+        packRowBlock(W, nr, blk * kRowsPerBlock, std::min(W.rows, (blk + 1) * kRowsPerBlock), bytes, out);
+    });
 }
 
 WeightPanels::WeightPanels(const Weight& source) : source_(source) { source_.panels = nullptr; }
