@@ -164,8 +164,8 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     // A small x (a short prompt's) is packed by every thread into its own buffer: no thread waits at a barrier
     // for the other's share, and each reads its copy from its own L2 instead of from the core that wrote it.
     // Measured on Zen 5, gpt2-small forward passes alternating with the shared packing in one process: S = 128
-    // 2–3.5 % faster (avx512 79.1 against 81.9 ms, avx2 136.6 against 139.7), S = 20 3 % faster; at S = 1024,
-    // where x is 3–12 MiB, packing it twice was no faster, so a large x is still packed once, shared.
+    // 2–3.5 % faster (avx512 79.1 against 81.9 ms, avx2 136.6 against 139.7), S = 20 medians 1.5–3 % lower;
+    // at S = 1024, where x is 3–12 MiB, packing it twice was no faster, so a large x is still packed once, shared.
     const bool privatePack = packNeeded && rows * inner * Index(sizeof(float)) <= kPrivatePackBytes;
 #pragma omp parallel
     {
