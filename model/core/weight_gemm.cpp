@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 #include <vector>
 
 #ifdef _OPENMP
@@ -28,11 +29,12 @@ namespace {
 
 using Index = Eigen::Index;
 
-/// The calling thread's buffer for packed x, of at least n floats.
+/// The calling thread's buffer for packed x, of at least n floats, starting on a cache line (64 bytes).
 float* sizedPackBuffer(Index n) {
     thread_local std::vector<float> buffer; // reused call after call: no fresh pages per projection
-    if (buffer.size() < size_t(n)) buffer.resize(size_t(n));
-    return buffer.data();
+    if (buffer.size() < size_t(n) + 16) buffer.resize(size_t(n) + 16);
+    const auto address = reinterpret_cast<std::uintptr_t>(buffer.data());
+    return buffer.data() + ((64 - address % 64) % 64) / sizeof(float);
 }
 
 /// Bytes of packed x up to which every thread of a team packs its own copy (gemmImpl).
@@ -101,8 +103,6 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     const ComputeKernels& K = computeKernels();
     bool packNeeded = false;
     for (const GemmTarget& t : targets) packNeeded = packNeeded || !useDotProducts(t, rows);
-    float* packed = nullptr;
-    if (packNeeded) packed = sizedPackBuffer(rows * inner);
     // panels of equal height (20 rows on a 6-row tile: 4 of 5, not 6, 6, 6 and 2, whose 4 accumulators
     // cannot keep the FMA units busy)
     const Index nPanels = packNeeded ? (rows + K.mr - 1) / K.mr : 0, kRows = nPanels ? (rows + nPanels - 1) / nPanels : 1;
@@ -116,6 +116,16 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     const bool team = false;
     (void)parallel;
 #endif
+    // A small x (a short prompt's) is packed by every thread of a team into its own slice of the buffer: no
+    // thread waits at a barrier for the other's share, and each reads its copy from its own L2 instead of from
+    // the core that wrote it. Measured on Zen 5, gpt2-small forward passes alternating with the shared packing
+    // in one process: S = 128 2–3.5 % faster (avx512 79.1 against 81.9 ms, avx2 136.6 against 139.7), S = 20
+    // medians 1.5–3 % lower; at S = 1024, where x is 3–12 MiB, packing it twice was no faster, so a large x is
+    // still packed once, shared. The calling thread allocates every slice here, before any region starts.
+    const bool privatePack = team && packNeeded && rows * inner * Index(sizeof(float)) <= kPrivatePackBytes;
+    const Index sliceFloats = (rows * inner + 15) / 16 * 16; // whole cache lines: no slice shares one with the next
+    float* packed = nullptr;
+    if (packNeeded) packed = sizedPackBuffer(privatePack ? threads * sliceFloats : rows * inner);
     std::vector<ColumnBlock> blocks = columnBlocks(targets, rows, inner, threads, K.nr);
     // the weights' packed copies where they have one (packed here on first use, before the threads start);
     // a target's blocks are consecutive
@@ -161,17 +171,11 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
         for (Index u = 0; u < nUnits; ++u) runUnit(u, packed);
         return;
     }
-    // A small x (a short prompt's) is packed by every thread into its own buffer: no thread waits at a barrier
-    // for the other's share, and each reads its copy from its own L2 instead of from the core that wrote it.
-    // Measured on Zen 5, gpt2-small forward passes alternating with the shared packing in one process: S = 128
-    // 2–3.5 % faster (avx512 79.1 against 81.9 ms, avx2 136.6 against 139.7), S = 20 medians 1.5–3 % lower;
-    // at S = 1024, where x is 3–12 MiB, packing it twice was no faster, so a large x is still packed once, shared.
-    const bool privatePack = packNeeded && rows * inner * Index(sizeof(float)) <= kPrivatePackBytes;
 #pragma omp parallel
     {
         float* mine = packed;
         if (privatePack) {
-            if (omp_get_thread_num() != 0) mine = sizedPackBuffer(rows * inner);
+            mine += Index(omp_get_thread_num()) * sliceFloats; // the team has at most `threads` members
             for (Index p = 0; p < nPanels; ++p) packPanel(p, mine);
         } else {
 #pragma omp for schedule(static)
