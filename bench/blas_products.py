@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """The projection products of one gpt2-small forward, alone, through the system BLAS (numpy → libblas.so.3).
 
-A reference for what a tuned library reaches on the GEMMs the forward cannot avoid, without the
-attention, norms, cache writes or unembedding: 12 layers × (x·W_QKV [768, 2304], z·W_O [768, 768],
-x·W_in [768, 3072], h·W_out [3072, 768]) at S rows, float32, each weight its own array (340 MB, as in
-the model, so weights stream from memory as in a real pass). Prints the best of 15 passes after one
-warm-up and the BLAS library numpy loaded. Used in README "Benchmarks" (Zen 4 section) to compare
-AttnScope's whole app-cache forward with OpenBLAS's products alone on the same instruction set:
+A reference for what a tuned library reaches on the GEMMs the forward cannot avoid, without the attention,
+norms, cache writes or unembedding: 12 layers × (x·W_QKV [768, 2304], z·W_O [768, 768], x·W_in [768,
+3072], h·W_out [3072, 768]) at S rows, float32, each weight its own array (340 MB, as in the model, so
+weights stream from memory as in a real pass). Prints the best of 15 passes after one warm-up and the BLAS
+library numpy loaded; stops with a message when that is the reference (netlib) BLAS. Used in README
+"Benchmarks" (Zen 4 section) to compare AttnScope's whole app-cache forward with OpenBLAS's products alone
+on the same instruction set:
 
     OPENBLAS_NUM_THREADS=2 OPENBLAS_CORETYPE=SkylakeX bench/blas_products.py 128   # or Haswell
 """
@@ -14,6 +15,8 @@ import sys
 import time
 
 import numpy as np
+
+from blas_library import mapped_tuned_blas
 
 
 def main():
@@ -24,9 +27,13 @@ def main():
     X = {k: rng.standard_normal((S, k), dtype=np.float32) for k in (768, 3072)}
     flops = 12 * sum(2 * S * k * n for k, n in shapes)
     X[768] @ W[0][0]  # loads the BLAS
-    with open("/proc/self/maps") as f:
-        blas = sorted({line.split()[-1] for line in f if "blas" in line.lower() or "blis" in line.lower()})
-    print("BLAS:", ", ".join(blas) or "unknown")
+    blas = mapped_tuned_blas()
+    if blas is None:
+        print("blas_products.py: numpy's float32 products run on no tuned BLAS (libblas.so.3 is the reference "
+              "netlib BLAS unless an optimised one is installed). Install OpenBLAS (apt-get install "
+              "libopenblas0-pthread) and run again.", file=sys.stderr)
+        return 2
+    print("BLAS:", blas)
     best = float("inf")
     for r in range(16):
         t = time.perf_counter()
@@ -40,4 +47,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,8 @@ import time
 import numpy as np
 import torch
 
+from blas_library import mapped_tuned_blas
+
 torch.set_num_threads(2)
 torch.set_grad_enabled(False)
 
@@ -413,21 +415,10 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
 
 
 def tuned_blas():
-    """The tuned BLAS library PyTorch's float32 matmul runs on (its path, e.g.
-    /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3), or None when it is the reference BLAS. Debian's
-    torch is built with BLAS_INFO=generic and calls libblas.so.3, which update-alternatives points at OpenBLAS,
-    BLIS or MKL when one is installed, else at netlib's reference code (libblas3 alone: about 10x slower).
-    Another library may map OpenBLAS beside it (liblapack.so.3's alternative), so the answer comes from the
-    libblas.so.3 that is mapped after one product; a torch that bundles its BLAS (pip wheels: MKL) maps none."""
+    """The tuned BLAS library PyTorch's float32 matmul runs on (blas_library.mapped_tuned_blas after one
+    product), or None when it is the reference BLAS."""
     torch.ones(64, 64) @ torch.ones(64, 64)
-    with open("/proc/self/maps") as f:
-        libs = sorted({line.split()[-1] for line in f if ".so" in line})
-    tuned = ("openblas", "blis", "mkl")
-    generic = [lib for lib in libs if os.path.basename(lib).startswith("libblas.so")]
-    if generic:
-        path = os.path.realpath(generic[0])
-        return path if any(k in path for k in tuned) else None
-    return next((lib for lib in libs if any(k in os.path.basename(lib) for k in tuned)), None)
+    return mapped_tuned_blas()
 
 
 def main():
