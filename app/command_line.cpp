@@ -2,7 +2,7 @@
 
 #include "app/about_text.h"
 #include "app/screenshot.h"
-#include "model/analysis/patching_metric.h"
+#include "model/analysis/circuits/patching_metric.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>

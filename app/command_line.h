@@ -66,13 +66,13 @@ struct CommandLine {
     QString session;        ///< --session-file FILE.attnscope: restored before --screenshot (overridden by the other options)
     bool sizeGiven = false; ///< --width or --height was given
     QString textFile;       ///< --text FILE: the prompt is FILE's text (UTF-8)
-    QString stitch;         ///< --stitch MODEL_B: add "stitch" (model/analysis/stitch_json.h) to the dump
+    QString stitch;         ///< --stitch MODEL_B: add "stitch" (model/analysis/comparison/stitch_json.h) to the dump
     bool stitchAllLayers = false; ///< --layer all with --stitch: every k = 0 … n_layers_A (else k = layer)
     bool stitchTranspose = false; ///< --inverse transpose (default pinv)
     bool stitchFinalNorm = false; ///< --stitch-final-norm: A's ln_final before projecting
     bool stitchUnembedding = false; ///< --stitch-embedding W_U (default W_E)
     double rcond = 1e-5;    ///< --rcond R for the pseudo-inverse
-    QString finetuneDiff;   ///< --finetune-diff MODEL_B: write {"finetune_diff": …} (model/analysis/finetune_json.h)
+    QString finetuneDiff;   ///< --finetune-diff MODEL_B: write {"finetune_diff": …} (model/analysis/comparison/finetune_json.h)
     bool topGiven = false;  ///< --top was given (--finetune-diff: limit the heads and neurons written)
     // circuits
     QString patch;          ///< --patch HOOK (as given: resid, resid_pre, attn_out, …)

@@ -1,13 +1,13 @@
 #include "app/headless.h"
 
 #include "app/json_dump.h"
-#include "model/analysis/circuits_json.h"
-#include "model/analysis/direct_logit_attribution.h"
-#include "model/analysis/target_token.h"
-#include "model/analysis/steps_json.h"
-#include "model/analysis/embedding_space_json.h"
-#include "model/analysis/finetune_json.h"
-#include "model/analysis/stitch_json.h"
+#include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/residual/direct_logit_attribution.h"
+#include "model/analysis/common/target_token.h"
+#include "model/analysis/attention/steps_json.h"
+#include "model/analysis/embedding_space/embedding_space_json.h"
+#include "model/analysis/comparison/finetune_json.h"
+#include "model/analysis/comparison/stitch_json.h"
 #include "model/core/errors.h"
 #include "model/discovery/model_name.h"
 #include "model/formats/model_loader.h"
@@ -15,7 +15,7 @@
 #include "model/transformer/forward.h"
 #include "model/transformer/generate.h"
 #include "model/transformer/prompt.h"
-#include "views/figure_export.h"
+#include "views/figures/figure_export.h"
 
 #include <QDir>
 #include <QFile>

@@ -1,6 +1,6 @@
 #include "app/json_dump.h"
 
-#include "model/analysis/top_tokens.h"
+#include "model/analysis/common/top_tokens.h"
 
 #include <QFile>
 #include <QJsonArray>

@@ -10,7 +10,7 @@
 
 #include "app/model_session.h"
 #include "app/status_line.h"
-#include "views/background_task.h"
+#include "views/common/background_task.h"
 
 #include <QMainWindow>
 #include <QPointer>

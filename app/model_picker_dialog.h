@@ -6,7 +6,7 @@
 // "modelFolders"). Double-click or Open opens a row; rows that cannot be opened say why and stay disabled.
 
 #include "model/discovery/installed_models.h"
-#include "views/background_task.h"
+#include "views/common/background_task.h"
 
 #include <QDialog>
 

@@ -3,9 +3,9 @@
 #include "app/main_window.h"
 #include "app/session_controller.h"
 #include "model/discovery/model_name.h"
-#include "views/ablation_panel.h"
-#include "views/model_compare_panel.h"
-#include "views/residual_panel.h"
+#include "views/residual/ablation_panel.h"
+#include "views/comparison/model_compare_panel.h"
+#include "views/residual/residual_panel.h"
 
 #include <QCoreApplication>
 #include <QEventLoop>

@@ -3,7 +3,7 @@
 #include "app/main_window.h"
 #include "app/view_ids.h"
 #include "model/discovery/model_name.h"
-#include "views/analysis_panel.h"
+#include "views/common/analysis_panel.h"
 
 #include <QFileInfo>
 #include <QSet>

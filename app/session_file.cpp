@@ -2,7 +2,7 @@
 
 #include "model/core/errors.h"
 #include "model/formats/json_file.h"
-#include "views/panel_state.h"
+#include "views/common/panel_state.h"
 
 #include <QFileInfo>
 #include <QJsonDocument>

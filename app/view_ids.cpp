@@ -1,6 +1,6 @@
 #include "app/view_ids.h"
 
-#include "views/analysis_panel.h"
+#include "views/common/analysis_panel.h"
 
 #include <QHash>
 

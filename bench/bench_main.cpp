@@ -6,12 +6,12 @@
 #include "bench/machine_bounds.h"
 #include "bench/process_memory.h"
 
-#include "model/analysis/activation_patching.h"
-#include "model/analysis/composition_scores.h"
-#include "model/analysis/embedding_projection.h"
-#include "model/analysis/information_flow.h"
-#include "model/analysis/logit_lens.h"
-#include "model/analysis/top_tokens.h"
+#include "model/analysis/circuits/activation_patching.h"
+#include "model/analysis/circuits/composition_scores.h"
+#include "model/analysis/embedding_space/embedding_projection.h"
+#include "model/analysis/circuits/information_flow.h"
+#include "model/analysis/embedding_space/logit_lens.h"
+#include "model/analysis/common/top_tokens.h"
 #include "model/core/errors.h"
 #include "model/core/heap_reuse.h"
 #include "model/core/kernels/kernel_choice.h"
@@ -21,8 +21,8 @@
 #include "model/transformer/forward.h"
 #include "model/transformer/layer_recompute.h"
 #include "model/transformer/prompt.h"
-#include "views/attention_heatmap.h"
-#include "views/head_grid.h"
+#include "views/attention/attention_heatmap.h"
+#include "views/attention/head_grid.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages AttnScope needs to build, test and run (only those missing).
 # Needs root or sudo. Used by tools/run.sh, tools/test.sh and .ci/run.
 set -euo pipefail
-# qemu-user: the tests run the binary as older CPUs (no AVX-512, no AVX) would (tests/tst_cli_kernels.cpp)
+# qemu-user: the tests run the binary as older CPUs (no AVX-512, no AVX) would (tests/core/tst_cli_kernels.cpp)
 # libsentencepiece-dev: reading tokenizer.model; sentencepiece: spm_train, which the tests use to make one
 PKGS=(cmake g++ make pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libeigen3-dev
       libgl-dev fonts-dejavu-core qemu-user libsentencepiece-dev sentencepiece)

@@ -11,7 +11,7 @@ bash tools/install_deps.sh
 cmake -S . -B build-asan -DATTNSCOPE_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
 targets=()
-for f in tests/tst_*.cpp; do
+for f in tests/*/tst_*.cpp; do
   name=$(basename "$f" .cpp)
   case "$name" in tst_gui_*|tst_cli_*) ;; *) targets+=("$name") ;; esac
 done

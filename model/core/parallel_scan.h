@@ -2,8 +2,8 @@
 // The driver of a parallel scan with early stop: units of work (row panels, row blocks) handed to the
 // OpenMP threads one at a time in increasing order; every thread honours cancellation at each unit and
 // progress counts the units whichever thread did them.
-// Used by the top-k scans of a low-rank product (model/analysis/topk_accumulator.cpp,
-// model/analysis/quantized_topk.cpp), which visit rows by decreasing norm and stop once a bound shows
+// Used by the top-k scans of a low-rank product (model/analysis/common/topk_accumulator.cpp,
+// model/analysis/common/quantized_topk.cpp), which visit rows by decreasing norm and stop once a bound shows
 // that no later unit can enter the top-k.
 
 #include "model/core/progress.h"

@@ -1,6 +1,6 @@
 #include "model/transformer/generate.h"
 
-#include "model/analysis/top_tokens.h"
+#include "model/analysis/common/top_tokens.h"
 #include "model/transformer/forward.h"
 
 namespace attnscope {

@@ -2,8 +2,8 @@
 // Brute-force references for the embedding-space tests: dense score matrices in double precision and
 // selection by full sorting (no heaps, no blocks), to check the blocked top-k code against.
 
-#include "model/analysis/embedding_projection.h"
-#include "model/analysis/topk_accumulator.h"
+#include "model/analysis/embedding_space/embedding_projection.h"
+#include "model/analysis/common/topk_accumulator.h"
 #include "model/core/tensor.h"
 
 #include <QString>

@@ -1,6 +1,6 @@
 #include "induction_pair.h"
 
-#include "model/analysis/head_detectors.h"
+#include "model/analysis/attention/head_detectors.h"
 
 namespace attnscope::test {
 

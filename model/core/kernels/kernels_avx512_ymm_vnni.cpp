@@ -1,7 +1,7 @@
 // The AVX-VNNI int8 pass's code (vnni_ymm_pass.h) in the EVEX encoding of AVX512-VNNI + AVX512VL: the same
 // ymm arithmetic, which CPUs with AVX-512 VNNI run. No table uses it (the avx512 table has the zmm pass,
 // and the avx2 table must not run AVX-512 instructions); it lets the tests check the ymm pass on machines
-// without AVX-VNNI (tests/tst_compute_kernels.cpp, every pass of runnableInt8Passes()). Compiled with
+// without AVX-VNNI (tests/core/tst_compute_kernels.cpp, every pass of runnableInt8Passes()). Compiled with
 // -mavx2 -mavx512f -mavx512vl -mavx512vnni (model/CMakeLists.txt); see simd_kernels.h.
 
 #include "model/core/kernels/kernel_tables.h"

@@ -1,0 +1,369 @@
+// The attention stepper (model/analysis/attention/attention_steps.h, steps_json.h) on tiny-gpt2 with the
+// prompt of ../shared/testdata/tiny-gpt2/reference.json (18 positions, 4 heads, d_head 16,
+// d_model 64), and on the demo model when resources/demo exists. Each step must equal the forward
+// cache it was taken from; the independent checks are the picoGPT attention patterns of the
+// reference (1e-5, the float32 tolerance that README gives), the embedding rows of W_E/W_pos, and the
+// scores recomputed here cell by cell in double.
+
+#include "model/analysis/attention/attention_steps.h"
+#include "model/analysis/attention/steps_json.h"
+#include "model/core/errors.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/forward.h"
+#include "support/reference_json.h"
+#include "support/test_paths.h"
+
+#include <QJsonDocument>
+#include <QtTest>
+#include <cmath>
+#include <list>
+#include <random>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+
+const AttentionStep& step(const std::vector<AttentionStep>& steps, const QString& name) {
+    for (const AttentionStep& s : steps)
+        if (s.name == name) return s;
+    throw std::runtime_error(("no step " + name).toStdString());
+}
+
+/// Checks every step of (layer, head) against the cache (Qt Test records a failure and returns early).
+void checkAgainstCache(const Model& model, const ActivationCache& c, int layer, int head) {
+    const ModelConfig& cfg = model.config();
+    const int S = c.nPositions(), D = cfg.d_model, L = cfg.d_head, H = cfg.n_heads;
+    const LayerCache& lc = c.layers[size_t(layer)];
+    const std::vector<AttentionStep> steps = attentionSteps(model, c, layer, head);
+
+    // names in the documented order, written out here independently of attentionStepNames
+    QStringList expected{"embed", "pos_embed", "resid_pre", "ln1", "q", "k", "v", "scores", "scaled", "masked",
+                         "pattern", "z", "concat", "attn_out"};
+    for (int h = 0; h < H; ++h) expected << QString("head_result_%1").arg(h);
+    expected << "attn_out_additive" << "resid_mid";
+    QStringList names;
+    for (const AttentionStep& s : steps) names << s.name;
+    QCOMPARE(names, expected);
+    QCOMPARE(attentionStepNames(H), expected);
+
+    // shapes
+    for (const AttentionStep& s : steps) {
+        QCOMPARE(s.values.rows(), Eigen::Index(s.rows));
+        QCOMPARE(s.values.cols(), Eigen::Index(s.cols));
+        QCOMPARE(s.rows, S);
+        QVERIFY2(!s.formula.isEmpty() && !s.shape.isEmpty() && !s.meaning.isEmpty(), qPrintable(s.name));
+        QCOMPARE(s.rowAxis, AttentionStep::AxisKind::Tokens);
+        int cols = D;
+        if (QStringList{"q", "k", "v", "z"}.contains(s.name)) cols = L;
+        if (QStringList{"scores", "scaled", "masked", "pattern"}.contains(s.name)) cols = S;
+        if (s.name == "concat") cols = H * L;
+        QVERIFY2(s.cols == cols, qPrintable(QString("%1 has %2 columns, expected %3").arg(s.name).arg(s.cols).arg(cols)));
+        const bool square = QStringList{"scores", "scaled", "masked", "pattern"}.contains(s.name);
+        QCOMPARE(s.colAxis, square ? AttentionStep::AxisKind::Tokens : AttentionStep::AxisKind::Dimensions);
+        QCOMPARE(s.hasMask, s.name == "masked");
+        QCOMPARE(s.kind, s.name == "pattern" ? AttentionStep::ValueKind::Probability : AttentionStep::ValueKind::Signed);
+    }
+    QCOMPARE(step(steps, "q").shape, QString("S×D · D×L → S×L"));
+    QCOMPARE(step(steps, "embed").shape, QString("B×S×V · V×D → S×D"));
+    QCOMPARE(step(steps, "embed").formula, QString("one_hot(tokens)·W_E"));
+    QCOMPARE(step(steps, "pattern").colAxis, AttentionStep::AxisKind::Tokens);
+    QCOMPARE(step(steps, "z").colAxis, AttentionStep::AxisKind::Dimensions);
+
+    // embeddings: row p of W_E at the token id, row p of W_pos
+    const AttentionStep& embed = step(steps, "embed");
+    QVERIFY(embed.tokenIds == c.tokens);
+    for (int p = 0; p < S; ++p) {
+        QVERIFY(embed.values.row(p) == model.globals().W_E.view().row(c.tokens[size_t(p)]));
+        if (cfg.positions == PositionKind::Learned)
+            QVERIFY(step(steps, "pos_embed").values.row(p) == model.globals().W_pos.view().row(p));
+    }
+    const Matrix input = c.embed + c.pos_embed;
+    const AttentionStep& resid = step(steps, "resid_pre");
+    QCOMPARE(maxAbsDiff(resid.values, lc.resid_pre), 0.0);
+    if (layer == 0) {
+        QCOMPARE(maxAbsDiff(resid.values, input), 0.0);
+    } else {
+        QCOMPARE(maxAbsDiff(resid.values, c.layers[size_t(layer - 1)].resid_post), 0.0);
+        QVERIFY(maxAbsDiff(resid.values, input) > 0.1); // really the later stream, not the embeddings
+        QVERIFY(resid.formula.contains(QString("resid_post[%1]").arg(layer - 1)));
+    }
+    QCOMPARE(maxAbsDiff(step(steps, "ln1").values, lc.ln1), 0.0);
+    const LayerWeights& w = model.layer(layer);
+    QVERIFY(maxAbsDiff(step(steps, "ln1").values, applyNorm(cfg, lc.resid_pre, w.ln1_w, w.ln1_b)) <= 1e-6);
+
+    const Matrix q = lc.q.middleCols(head * L, L), k = lc.k.middleCols(head * L, L);
+    QCOMPARE(maxAbsDiff(step(steps, "q").values, q), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "k").values, k), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "v").values, lc.v.middleCols(head * L, L)), 0.0);
+
+    // scores: unscaled Q·Kᵀ; check a few cells in double, and scores·scale against the cache
+    const AttentionStep& scores = step(steps, "scores");
+    for (auto [i, j] : {std::pair(0, 0), std::pair(S - 1, 0), std::pair(S - 1, S - 1), std::pair(2, S - 1)}) {
+        double dot = 0;
+        for (int d = 0; d < L; ++d) dot += double(q(i, d)) * double(k(j, d));
+        QVERIFY(std::abs(scores.values(i, j) - dot) <= 1e-5 * std::max(1.0, std::abs(dot)));
+    }
+    const float scale = float(cfg.attnScale(layer));
+    // the cache keeps the scores after the mask (−∞ above the diagonal, TransformerLens's hook_attn_scores)
+    const Matrix& cached = lc.attn_scores[size_t(head)];
+    double dScores = 0;
+    for (int i = 0; i < S; ++i) {
+        dScores = std::max(dScores, maxAbsDiff(Matrix(scores.values.row(i).head(i + 1) * scale), Matrix(cached.row(i).head(i + 1))));
+        for (int j = i + 1; j < S; ++j) QVERIFY(std::isinf(cached(i, j)) && cached(i, j) < 0);
+    }
+    QVERIFY2(dScores <= 1e-5, qPrintable(QString("scores·scale vs attn_scores %1").arg(dScores)));
+    QCOMPARE(scores.maxAbsDiff, dScores);
+    QVERIFY(scores.note.contains("attn_scores"));
+    const AttentionStep& scaled = step(steps, "scaled");
+    QCOMPARE(maxAbsDiff(scaled.values, Matrix(scores.values * scale)), 0.0); // every cell, the masked ones too
+    QVERIFY(std::isfinite(scaled.values(0, S - 1)));
+    QVERIFY2(scaled.formula.contains(QString("√%1").arg(L)), qPrintable(scaled.formula));
+    QVERIFY(scaled.meaning.contains("1/√d_head"));
+
+    const AttentionStep& masked = step(steps, "masked");
+    for (int i = 0; i < S; ++i)
+        for (int j = 0; j < S; ++j) {
+            if (j > i) QVERIFY(std::isnan(masked.values(i, j)));
+            else QCOMPARE(masked.values(i, j), scaled.values(i, j));
+        }
+
+    QCOMPARE(maxAbsDiff(step(steps, "pattern").values, lc.pattern[size_t(head)]), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "z").values, lc.z.middleCols(head * L, L)), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "concat").values, lc.z), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "attn_out").values, lc.attn_out), 0.0);
+    for (int h = 0; h < H; ++h) {
+        const AttentionStep& r = step(steps, QString("head_result_%1").arg(h));
+        QCOMPARE(maxAbsDiff(r.values, lc.result[size_t(h)]), 0.0);
+        QVERIFY(r.meaning.contains(QString("rows %1 to %2 of W_O").arg(h * L).arg((h + 1) * L - 1)));
+    }
+    const AttentionStep& add = step(steps, "attn_out_additive");
+    const double dAdd = maxAbsDiff(add.values, lc.attn_out);
+    QVERIFY2(dAdd <= 1e-5, qPrintable(QString("additive vs concat %1").arg(dAdd)));
+    QCOMPARE(add.maxAbsDiff, dAdd);
+    QVERIFY(add.note.contains("max |"));
+    qInfo("layer %d head %d: |scores·scale − attn_scores| ≤ %.3g, |additive − attn_out| ≤ %.3g", layer, head,
+          dScores, dAdd);
+    QCOMPARE(maxAbsDiff(step(steps, "resid_mid").values, lc.resid_mid), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "resid_mid").values, Matrix(lc.resid_pre + lc.attn_out)), 0.0);
+}
+
+/// Random weights for a small Llama-like variant the reference files do not cover: grouped-query
+/// attention (4 query heads share 2 K/V heads), no attention biases, RMSNorm, and scores also scaled
+/// by 1/(layer+1). Learned positions, because the forward pass has no rotary yet.
+class RandomWeights : public WeightResolver {
+public:
+    explicit RandomWeights(const ModelConfig& cfg) : cfg_(cfg) {}
+    GlobalWeights globals() override {
+        GlobalWeights g;
+        g.W_E = make(cfg_.d_vocab, cfg_.d_model);
+        g.W_pos = make(cfg_.n_ctx, cfg_.d_model);
+        g.ln_final_w = make(1, cfg_.d_model);
+        g.W_U_T = g.W_E;
+        return g;
+    }
+    LayerWeights layer(int) override {
+        const int D = cfg_.d_model, HL = cfg_.n_heads * cfg_.d_head, KV = cfg_.n_kv_heads * cfg_.d_head;
+        LayerWeights w;
+        w.ln1_w = make(1, D);
+        w.ln2_w = make(1, D);
+        w.W_Q = make(D, HL);
+        w.W_K = make(D, KV);
+        w.W_V = make(D, KV);
+        w.W_O = make(HL, D);
+        w.W_in = make(D, cfg_.d_mlp);
+        w.W_out = make(cfg_.d_mlp, D);
+        return w;
+    }
+
+private:
+    Weight make(int rows, int cols) {
+        std::normal_distribution<float> normal(0.0f, 0.5f);
+        buffers_.emplace_back(size_t(rows) * size_t(cols));
+        for (float& x : buffers_.back()) x = normal(rng_);
+        return Weight{buffers_.back().data(), rows, cols, cols};
+    }
+    ModelConfig cfg_;
+    std::mt19937 rng_{7};
+    std::list<std::vector<float>> buffers_;
+};
+
+std::unique_ptr<Model> groupedQueryModel() {
+    ModelConfig cfg;
+    cfg.modelType = "test";
+    cfg.n_layers = 2;
+    cfg.n_heads = 4;
+    cfg.n_kv_heads = 2;
+    cfg.d_model = 16;
+    cfg.d_head = 4;
+    cfg.d_mlp = 32;
+    cfg.n_ctx = 16;
+    cfg.d_vocab = 20;
+    cfg.norm = NormKind::RMSNorm;
+    cfg.activation = ActivationKind::Relu;
+    cfg.scale_attn_by_inverse_layer_idx = true;
+    return std::make_unique<Model>(cfg, ModelInfo{}, nullptr, std::make_unique<RandomWeights>(cfg));
+}
+
+} // namespace
+
+class TestAttentionSteps : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void stepsEqualForwardCache_data();
+    void stepsEqualForwardCache();
+    void patternMatchesPicoGpt();
+    void jsonHasNullMaskedCells();
+    void rejectsBadArguments();
+    void groupedQueryVariant();
+    void demoModel();
+
+private:
+    std::unique_ptr<ActivationCache> cache_;
+    decltype(loadModel(QString())) model_;
+};
+
+void TestAttentionSteps::initTestCase() {
+    model_ = loadModel(testdata("tiny-gpt2"));
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    cache_ = std::make_unique<ActivationCache>(runForward(*model_, intsFromJson(ref["token_ids"].toArray())));
+    QCOMPARE(cache_->nPositions(), 18);
+}
+
+void TestAttentionSteps::stepsEqualForwardCache_data() {
+    QTest::addColumn<int>("layer");
+    QTest::addColumn<int>("head");
+    QTest::newRow("L0H0") << 0 << 0;
+    QTest::newRow("L0H2") << 0 << 2;
+    QTest::newRow("L1H0") << 1 << 0;
+    QTest::newRow("L1H3") << 1 << 3;
+}
+
+void TestAttentionSteps::stepsEqualForwardCache() {
+    QFETCH(int, layer);
+    QFETCH(int, head);
+    checkAgainstCache(*model_, *cache_, layer, head);
+}
+
+void TestAttentionSteps::patternMatchesPicoGpt() {
+    const QJsonObject v = readJsonObject(testdata("tiny-gpt2/reference.json"))["variants"].toObject()["float32"].toObject();
+    const double d0 = maxAbsDiff(step(attentionSteps(*model_, *cache_, 0, 0), "pattern").values,
+                                 matrixFromJson(v["attention_layer0_head0"].toArray()));
+    const double d1 = maxAbsDiff(step(attentionSteps(*model_, *cache_, 1, 3), "pattern").values,
+                                 matrixFromJson(v["attention_layer1_head3"].toArray()));
+    QVERIFY2(d0 <= 1e-5 && d1 <= 1e-5, qPrintable(QString("%1 %2").arg(d0).arg(d1)));
+}
+
+void TestAttentionSteps::jsonHasNullMaskedCells() {
+    const std::vector<AttentionStep> steps = attentionSteps(*model_, *cache_, 1, 2);
+    // through text and back, as an exported file would be read
+    const QByteArray text = QJsonDocument(attentionStepsToJson(steps, 1, 2)).toJson(QJsonDocument::Compact);
+    const QJsonObject o = QJsonDocument::fromJson(text).object();
+    QCOMPARE(o["layer"].toInt(), 1);
+    QCOMPARE(o["head"].toInt(), 2);
+    const QJsonArray list = o["steps"].toArray();
+    QCOMPARE(list.size(), qsizetype(steps.size()));
+    for (qsizetype i = 0; i < list.size(); ++i) {
+        const QJsonObject s = list[i].toObject();
+        QCOMPARE(s["name"].toString(), steps[size_t(i)].name);
+        QCOMPARE(s["formula"].toString(), steps[size_t(i)].formula);
+        QCOMPARE(s["shape"].toArray(), (QJsonArray{steps[size_t(i)].rows, steps[size_t(i)].cols}));
+        QCOMPARE(s["values"].toArray().size(), qsizetype(steps[size_t(i)].rows));
+        QCOMPARE(s["values"].toArray()[0].toArray().size(), qsizetype(steps[size_t(i)].cols));
+    }
+    const QJsonObject masked = list[9].toObject();
+    QCOMPARE(masked["name"].toString(), QString("masked"));
+    const QJsonArray rows = masked["values"].toArray();
+    const Matrix& scaled = cache_->layers[1].attn_scores[2];
+    int nulls = 0;
+    for (int i = 0; i < 18; ++i)
+        for (int j = 0; j < 18; ++j) {
+            const QJsonValue cell = rows[i].toArray()[j];
+            if (j > i) {
+                QVERIFY(cell.isNull());
+                ++nulls;
+            } else {
+                QVERIFY(cell.isDouble());
+                QCOMPARE(float(cell.toDouble()), scaled(i, j));
+            }
+        }
+    QCOMPARE(nulls, 18 * 17 / 2);
+    // the pattern has real zeros above the diagonal, not nulls
+    const QJsonObject pattern = list[10].toObject();
+    QCOMPARE(pattern["kind"].toString(), QString("probability"));
+    QVERIFY(pattern["values"].toArray()[0].toArray()[5].isDouble());
+    QCOMPARE(pattern["values"].toArray()[0].toArray()[5].toDouble(), 0.0);
+    QCOMPARE(list[0].toObject()["token_ids"].toArray().size(), qsizetype(18));
+    QCOMPARE(list[0].toObject()["token_ids"].toArray()[1].toInt(), 464);
+    QVERIFY(!text.contains("nan") && !text.contains("inf"));
+}
+
+void TestAttentionSteps::rejectsBadArguments() {
+    try {
+        attentionSteps(*model_, *cache_, 2, 0);
+        QFAIL("no error for layer 2");
+    } catch (const InputError& e) {
+        QVERIFY2(e.message().contains("Layer 2") && e.message().contains("0 to 1"), e.what());
+    }
+    try {
+        attentionSteps(*model_, *cache_, 0, 4);
+        QFAIL("no error for head 4");
+    } catch (const InputError& e) {
+        QVERIFY2(e.message().contains("Head 4") && e.message().contains("0 to 3"), e.what());
+    }
+    ForwardOptions opt;
+    opt.cacheHeadResults = false;
+    // without cached per-head results (the app's pass) the steps compute z_h·W_O^h themselves
+    const std::vector<int> ids{511, 464, 269};
+    const ActivationCache noResults = runForward(*model_, ids, opt);
+    const ActivationCache withResults = runForward(*model_, ids);
+    QVERIFY(noResults.layers[1].result.empty());
+    const auto computed = attentionSteps(*model_, noResults, 1, 0);
+    const auto cached = attentionSteps(*model_, withResults, 1, 0);
+    for (int h = 0; h < 4; ++h) {
+        const QString name = QStringLiteral("head_result_%1").arg(h);
+        QVERIFY(maxAbsDiff(step(computed, name).values, step(cached, name).values) <= 1e-6);
+        QVERIFY(step(computed, name).values.cwiseAbs().maxCoeff() > 1e-3f);
+    }
+    QCOMPARE(step(computed, "attn_out_additive").maxAbsDiff <= 1e-5, true);
+}
+
+void TestAttentionSteps::groupedQueryVariant() {
+    const auto model = groupedQueryModel();
+    const ActivationCache c = runForward(*model, std::vector<int>{3, 1, 4, 1, 5, 9, 2});
+    for (int layer : {0, 1})
+        for (int head : {0, 3}) {
+            checkAgainstCache(*model, c, layer, head);
+            if (QTest::currentTestFailed()) return;
+        }
+    // layer 1 scores are scaled by 1/(√4·2) = 1/4, and the text says why
+    const std::vector<AttentionStep> steps = attentionSteps(*model, c, 1, 3);
+    const AttentionStep& scaled = step(steps, "scaled");
+    QCOMPARE(scaled.formula, QString("scores · 1/(√4·2)"));
+    QVERIFY(scaled.meaning.contains("1/(layer+1)"));
+    QCOMPARE(maxAbsDiff(Matrix(step(steps, "scores").values / 4.0f), scaled.values), 0.0);
+    // head 3 uses K/V head 1 (heads 2 and 3 share it); no biases in the formulas
+    QCOMPARE(step(steps, "k").formula, QString("ln1·W_K^1"));
+    QCOMPARE(step(steps, "q").formula, QString("ln1·W_Q^h"));
+    QCOMPARE(step(steps, "attn_out").formula, QString("concat·W_O"));
+    QCOMPARE(maxAbsDiff(step(steps, "k").values, step(attentionSteps(*model, c, 1, 2), "k").values), 0.0);
+    QVERIFY(maxAbsDiff(step(steps, "k").values, step(attentionSteps(*model, c, 1, 1), "k").values) > 0.01);
+    QVERIFY(step(steps, "ln1").formula.contains("mean(resid_pre²)"));
+}
+
+void TestAttentionSteps::demoModel() {
+    if (!QFileInfo::exists(demoDir() + "/model.safetensors")) QSKIP("resources/demo has no trained model yet");
+    auto model = loadModel(demoDir());
+    const auto& tok = model->tokenizer();
+    std::vector<int> ids{*tok.bosId()};
+    for (int id : tok.encode("In the beginning God created the heaven and the earth.")) ids.push_back(id);
+    const ActivationCache c = runForward(*model, ids);
+    const int last = model->config().n_layers - 1;
+    checkAgainstCache(*model, c, 0, 0);
+    if (QTest::currentTestFailed()) return;
+    checkAgainstCache(*model, c, last, model->config().n_heads - 1);
+}
+
+QTEST_GUILESS_MAIN(TestAttentionSteps)
+#include "tst_attention_steps.moc"

@@ -1,0 +1,391 @@
+// The Circuits tab offscreen on the demo model. Each view's numbers are compared with the model/ functions
+// called directly on the same inputs (bitwise where the view only displays them): the z sweep of a repeated
+// random-token prompt corrupted in its first half puts the previous-token head L0H0 and the induction heads
+// L1H1–L1H3 on top (the demo model's known circuit, tst_activation_patching); the sweep fills in progressively
+// and Cancel stops it; a token-length mismatch names both tokenizations; path patching, the flow graph (an edge's
+// per-head split, a node's logit lens, JSON and image export), the attention-score split (cells sum to the
+// cached score) and the composition scores (K-composition of L0H0 into the induction heads above the random
+// baseline; the virtual OV circuit) equal their library results.
+
+#include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/attention/head_detectors.h"
+#include "model/analysis/embedding_space/logit_lens.h"
+#include "model/analysis/common/top_tokens.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/forward.h"
+#include "model/transformer/prompt.h"
+#include "support/image_checks.h"
+#include "support/induction_pair.h"
+#include "support/test_paths.h"
+#include "views/circuits/attend_view.h"
+#include "views/figures/chart_figure.h"
+#include "views/circuits/circuit_inputs.h"
+#include "views/circuits/circuits_panel.h"
+#include "views/circuits/composition_view.h"
+#include "views/figures/figure_export.h"
+#include "views/circuits/flow_graph_plot.h"
+#include "views/circuits/flow_view.h"
+#include "views/figures/matrix_heatmap.h"
+#include "views/circuits/path_patching_view.h"
+#include "views/circuits/patching_view.h"
+#include "views/common/token_picker.h"
+
+#include <QFile>
+#include <QFontMetricsF>
+#include <QImage>
+#include <QJsonDocument>
+#include <QTableWidget>
+#include <QTabWidget>
+#include <qcustomplot.h>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+
+bool sameOrBothNan(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+} // namespace
+
+class TestGuiCircuits : public QObject {
+    Q_OBJECT
+    std::shared_ptr<const Model> model_;
+    std::shared_ptr<const ActivationCache> cache_;
+    InductionPair pair_;
+    std::unique_ptr<CircuitsPanel> panel_;
+    QTemporaryDir dir_;
+
+    PatchingOptions zOptions() const {
+        PatchingOptions o;
+        o.hook = PatchHook::Z;
+        o.metric.kind = PatchingMetricKind::LogitDiff;
+        o.metric.token = pair_.answer;
+        o.metric.counterToken = pair_.corruptAnswer;
+        return o;
+    }
+
+private slots:
+    void initTestCase() {
+        model_ = loadModel(demoDir());
+        pair_ = inductionPair(model_->config(), 12);
+        cache_ = std::make_shared<const ActivationCache>(runForward(*model_, pair_.clean));
+        panel_ = std::make_unique<CircuitsPanel>();
+        panel_->resize(1400, 900);
+        panel_->show();
+        panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), pair_.clean));
+        panel_->inputs()->setTokenIds(pair_.clean, pair_.corrupt);
+        panel_->inputs()->tokenPicker()->setTokenId(pair_.answer);
+        panel_->inputs()->counterPicker()->setTokenId(pair_.corruptAnswer);
+    }
+
+    void zSweepPutsTheCircuitOnTop() {
+        PatchingView* v = panel_->patching();
+        v->setHook(PatchHook::Z);
+        v->setByPosition(false);
+        v->setAblation(AblationKind::None);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        const ModelConfig& cfg = model_->config();
+        const PatchingSweep want = runPatchingSweep(*model_, preparePatchingRuns(*model_, pair_.clean, pair_.corrupt), zOptions());
+        const Matrix grid = patchingGrid(cfg, int(pair_.clean.size()), want, true);
+        const MatrixFigure& f = v->heatmap()->figure();
+        QCOMPARE(f.values.rows(), Eigen::Index(cfg.n_layers));
+        QCOMPARE(f.values.cols(), Eigen::Index(cfg.n_heads));
+        for (int l = 0; l < cfg.n_layers; ++l)
+            for (int h = 0; h < cfg.n_heads; ++h) QVERIFY(sameOrBothNan(f.values(l, h), grid(l, h)));
+        QCOMPARE(f.rowLabels.front(), QString("L0"));
+        QCOMPARE(f.colLabels.back(), QString("H%1").arg(cfg.n_heads - 1));
+        QCOMPARE(f.rowTitle, QString("layer"));
+        // the four circuit heads carry the largest effects
+        std::vector<std::pair<float, QString>> ranked;
+        for (int l = 0; l < cfg.n_layers; ++l)
+            for (int h = 0; h < cfg.n_heads; ++h) ranked.push_back({std::abs(f.values(l, h)), QString("L%1H%2").arg(l).arg(h)});
+        std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first > b.first; });
+        QSet<QString> top;
+        for (int i = 0; i < 4; ++i) top.insert(ranked[size_t(i)].second);
+        QCOMPARE(top, (QSet<QString>{"L0H0", "L1H1", "L1H2", "L1H3"}));
+        // both endpoints shown, as the library computes them
+        QVERIFY2(v->endpointsText().contains(QString::number(want.clean, 'g', 6)), qPrintable(v->endpointsText()));
+        QVERIFY2(v->endpointsText().contains(QString::number(want.corrupt, 'g', 6)), qPrintable(v->endpointsText()));
+        QVERIFY(want.clean > want.corrupt + 1); // the clean run predicts the answer, the corrupted does not
+        // the hover text reads the cell
+        QCOMPARE(v->heatmap()->describeCell(1, 2).section(':', 0, 0), QString("1 L1, 2 H2"));
+        // raw metric instead of normalised
+        v->setNormalised(false);
+        QCOMPARE(v->heatmap()->figure().values(1, 2), float(want.cells[size_t(cfg.n_heads + 2)].metric));
+        v->setNormalised(true);
+    }
+
+    void sweepFillsInAndCancelStops() {
+        PatchingView* v = panel_->patching();
+        v->setHook(PatchHook::ResidPre);
+        QList<int> seen; // cells shown at each progressive update
+        connect(v, &PatchingView::cellsShownChanged, this, [&](int n) { seen << n; });
+        v->run();
+        v->task().waitForIdle();
+        const int S = int(pair_.clean.size()), total = model_->config().n_layers * S;
+        QCOMPARE(v->cellsShown(), total);
+        QVERIFY2(seen.contains(S) && seen.contains(total), qPrintable(QString::number(seen.size()))); // layer 0 first, then all
+        disconnect(v, &PatchingView::cellsShownChanged, this, nullptr);
+
+        // a long by-position sweep cancelled right after it started: it stops before its cells are done, says so,
+        // and NaN marks what was not run
+        const InductionPair longPair = inductionPair(model_->config(), 120);
+        panel_->inputs()->setTokenIds(longPair.clean, longPair.corrupt);
+        v->setHook(PatchHook::Z);
+        v->setByPosition(true);
+        const int longTotal = model_->config().n_layers * model_->config().n_heads * int(longPair.clean.size());
+        v->run();
+        QVERIFY(v->task().isRunning());
+        v->cancel();
+        v->task().waitForIdle();
+        QVERIFY(!v->task().isRunning());
+        QVERIFY2(v->cellsShown() < longTotal, qPrintable(QString("%1 of %2").arg(v->cellsShown()).arg(longTotal)));
+        QVERIFY2(v->statusText().startsWith("Cancelled after"), qPrintable(v->statusText()));
+        const Matrix& grid = v->heatmap()->figure().values;
+        QCOMPARE(grid.rows(), Eigen::Index(model_->config().n_layers * model_->config().n_heads));
+        QVERIFY(std::isnan(grid(grid.rows() - 1, grid.cols() - 1))); // the last cell was not run
+        v->setByPosition(false);
+        panel_->inputs()->setTokenIds(pair_.clean, pair_.corrupt);
+    }
+
+    void mismatchNamesBothTokenizations() {
+        CircuitsPanel p;
+        p.setContext(model_, cache_, {});
+        const QString clean = "When Mary and John went to the store", corrupt = "When Bartholomew and John went to the store";
+        const Tokenizer& tok = model_->tokenizer();
+        QCOMPARE(cache_->tokens.front(), *tok.bosId()); // the corrupted prompt is tokenized as the clean run was: BOS first
+        const std::vector<int> a = tokenizePrompt(tok, clean, true), b = tokenizePrompt(tok, corrupt, true);
+        QVERIFY(a.size() != b.size());
+        p.inputs()->setPrompts(clean, corrupt);
+        p.inputs()->tokenPicker()->setTokenId(5);
+        p.inputs()->counterPicker()->setTokenId(6);
+        p.patching()->run();
+        const QString m = p.patching()->statusText();
+        QVERIFY2(m.contains(QString("the clean prompt has %1").arg(a.size())), qPrintable(m));
+        QVERIFY2(m.contains(QString("the corrupted prompt %1").arg(b.size())), qPrintable(m));
+        for (int id : b) QVERIFY2(m.contains(tok.displayToken(id)), qPrintable(tok.displayToken(id)));
+        for (int id : a) QVERIFY2(m.contains(tok.displayToken(id)), qPrintable(tok.displayToken(id)));
+        QCOMPARE(p.inputs()->tokenizationText(), m); // shown under the prompts too
+        QVERIFY(!p.patching()->sweep());
+    }
+
+    void pathPatchingMatchesLibrary() {
+        PathPatchingView* v = panel_->pathPatching();
+        v->setSenders("0.0,0.1,1.1");
+        v->setReceivers("1.1.k,1.2.k,logits");
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY(v->result());
+        PathPatchingOptions o;
+        o.senders = parseHeadList(model_->config(), "0.0,0.1,1.1");
+        o.receivers = parseReceiverList(model_->config(), "1.1.k,1.2.k,logits");
+        o.metric = zOptions().metric;
+        const PathPatchingResult want = runPathPatching(*model_, preparePatchingRuns(*model_, pair_.clean, pair_.corrupt), o);
+        const MatrixFigure& f = v->table()->figure();
+        QCOMPARE(f.rowLabels, (QStringList{"L0H0", "L0H1", "L1H1"}));
+        QCOMPARE(f.colLabels, want.columns);
+        for (int r = 0; r < f.values.rows(); ++r)
+            for (int c = 0; c < f.values.cols(); ++c)
+                QVERIFY2(sameOrBothNan(f.values(r, c), float(want.normalised(r, c))),
+                         qPrintable(QString("%1 %2: %3 vs %4").arg(r).arg(c).arg(f.values(r, c), 0, 'g', 9).arg(want.normalised(r, c), 0, 'g', 9)));
+        QVERIFY(std::isnan(f.values(2, 0))); // L1H1 cannot reach a receiver of its own layer
+        // a last-layer sender through the logits is its own z patch: the z sweep's cell (another tool)
+        const PatchingSweep z = runPatchingSweep(*model_, preparePatchingRuns(*model_, pair_.clean, pair_.corrupt), zOptions());
+        const double zCell = patchingGrid(model_->config(), int(pair_.clean.size()), z, true)(1, 1);
+        QVERIFY2(std::abs(f.values(2, 2) - zCell) < 1e-4, qPrintable(QString("%1 vs %2").arg(f.values(2, 2)).arg(zCell)));
+        qInfo() << "L1H1 z patch, normalised:" << zCell;
+    }
+
+    void flowGraphClicksAndExports() {
+        FlowView* v = panel_->flow();
+        v->setThreshold(0.04);
+        v->build();
+        v->task().waitForIdle();
+        QVERIFY(v->graph());
+        const FlowGraph want = flowGraph(flowContributions(*model_, *cache_), {0.04, true, -1});
+        const FlowGraph& g = *v->graph();
+        QCOMPARE(g.edges.size(), want.edges.size());
+        QVERIFY(!g.edges.empty());
+        for (size_t i = 0; i < g.edges.size(); ++i) {
+            QCOMPARE(g.edges[i].weight, want.edges[i].weight);
+            QCOMPARE(g.edges[i].fromPosition, want.edges[i].fromPosition);
+            QCOMPARE(g.edges[i].toBoundary, want.edges[i].toBoundary);
+        }
+        // click the strongest attention edge: the details list its heads' parts
+        int best = -1;
+        for (size_t i = 0; i < g.edges.size(); ++i)
+            if (g.edges[i].kind == FlowEdge::Kind::Attention && g.edges[i].fromPosition != g.edges[i].toPosition &&
+                (best < 0 || g.edges[i].weight > g.edges[size_t(best)].weight))
+                best = int(i);
+        QVERIFY(best >= 0);
+        FlowGraphPlot* plot = v->plot();
+        panel_->subTabs()->setCurrentWidget(v); // laid out: pixels of nodes and edges are the drawn ones
+        QCoreApplication::processEvents();
+        plot->plot()->replot();
+        QCOMPARE(plot->edgeAt(plot->edgePixel(best)), best);
+        plot->clickAt(plot->edgePixel(best));
+        const FlowEdge& e = g.edges[size_t(best)];
+        QTableWidget* t = v->detailsTable();
+        QCOMPARE(t->rowCount(), model_->config().n_heads);
+        double sum = 0;
+        for (int r = 0; r < t->rowCount(); ++r) {
+            QCOMPARE(t->item(r, 2)->data(Qt::UserRole).toDouble(), e.heads[size_t(r)]);
+            sum += e.heads[size_t(r)];
+        }
+        QVERIFY(std::abs(sum - e.weight) < 1e-6);
+        QVERIFY2(v->detailsTitle().contains("weight"), qPrintable(v->detailsTitle()));
+        // click the output node: the logit lens at the last boundary = the model's top prediction
+        const int last = 2 * model_->config().n_layers, P = cache_->nPositions() - 1;
+        QVERIFY(plot->nodeAt(plot->nodePixel(last, P)));
+        plot->clickAt(plot->nodePixel(last, P));
+        const std::vector<TokenScore> top = topTokens(lensLogits(*model_, *cache_, last, P), 10);
+        QCOMPARE(t->rowCount(), 10);
+        QCOMPARE(t->item(0, 1)->data(Qt::UserRole).toInt(), top[0].id);
+        QCOMPARE(t->item(0, 2)->data(Qt::UserRole).toDouble(), double(top[0].prob));
+        QCOMPARE(top[0].id, topTokens(cache_->logits.row(cache_->logitRow(P)), 1)[0].id); // the last boundary is the model's output
+        // exports: JSON equal to the CLI's object, PNG of the asked size with a drawing in it
+        const QString json = dir_.filePath("flow.json");
+        QCOMPARE(v->exportJson(json), QString());
+        QFile f(json);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(QJsonDocument::fromJson(f.readAll()).object()["flow"].toObject(), flowGraphToJson(want, model_->config()));
+        const QString png = dir_.filePath("flow.png");
+        QString error;
+        QVERIFY2(exportFigure(*plot->figure(), png, QSize(800, 600), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(800, 600));
+        QVERIFY(distinctColours(img) > 10);
+        for (const char* ext : {"svg", "pdf"}) {
+            const QString path = dir_.filePath(QString("flow.") + ext);
+            QVERIFY2(exportFigure(*plot->figure(), path, QSize(800, 600), 1.0, &error), qPrintable(error));
+            QVERIFY(QFileInfo(path).size() > 1000);
+        }
+        // an unwritable file: the error names it
+        QVERIFY(v->exportJson("/nonexistent/dir/flow.json").startsWith("/nonexistent/dir/flow.json: "));
+    }
+
+    /// 200 positions on an 900 px wide plot: every k-th position is labelled ("k·i ␣tok"), from 0, with at
+    /// least a line height between labels (the x labels are rotated); 8 positions are all labelled.
+    void flowGraphLabelsDoNotOverlap() {
+        FlowGraphPlot plot;
+        plot.resize(900, 500);
+        plot.show();
+        const QStringList boundaries{"embed", "L0attn", "L0mlp"};
+        const auto draw = [&](int n) {
+            QStringList tokens;
+            for (int p = 0; p < n; ++p) tokens << QStringLiteral("␣tok%1").arg(p);
+            FlowGraph g;
+            g.nLayers = 1;
+            g.nPositions = n;
+            g.edges.push_back({FlowEdge::Kind::Attention, 0, 0, 1, n - 1, 0.5, {0.5}});
+            plot.setGraph(g, tokens, boundaries);
+            QCoreApplication::processEvents();
+            plot.plot()->replot();
+        };
+        draw(200);
+        const QVector<double> ticks = plot.plot()->xAxis->tickVector();
+        const QVector<QString> labels = plot.plot()->xAxis->tickVectorLabels();
+        QVERIFY2(ticks.size() >= 5 && ticks.size() < 100, qPrintable(QString::number(ticks.size())));
+        QCOMPARE(ticks.first(), 0.0);
+        const double step = ticks[1] - ticks[0];
+        QVERIFY(step >= 2);
+        const double lineHeight = QFontMetricsF(plot.plot()->xAxis->tickLabelFont()).height();
+        for (int i = 0; i < ticks.size(); ++i) {
+            QCOMPARE(ticks[i], i * step);
+            QCOMPARE(labels[i], QStringLiteral("%1 ␣tok%1").arg(int(ticks[i])));
+            if (i > 0) {
+                const double gap = plot.plot()->xAxis->coordToPixel(ticks[i]) - plot.plot()->xAxis->coordToPixel(ticks[i - 1]);
+                QVERIFY2(gap >= lineHeight, qPrintable(QString("%1 px between labels, %2 px a line").arg(gap).arg(lineHeight)));
+            }
+        }
+        QCOMPARE(plot.plot()->xAxis->tickLabelRotation(), -90.0);
+        draw(8);
+        QCOMPARE(plot.plot()->xAxis->tickVector(), (QVector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
+        QCOMPARE(plot.plot()->xAxis->tickVectorLabels().last(), QStringLiteral("7 ␣tok7"));
+    }
+
+    void attendSplitSumsToTheScore() {
+        AttendView* v = panel_->attend();
+        const int q = cache_->nPositions() - 1, k = q - 12 + 1; // the induction head's key: the token after the earlier copy
+        v->setQuery(1, 1, q, k);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY(v->split());
+        const AttentionScoreSplit want = splitAttentionScore(*model_, *cache_, 1, 1, q, k);
+        const MatrixFigure& f = v->heatmap()->figure();
+        QCOMPARE(f.values.rows(), want.terms.rows());
+        QCOMPARE(f.values.cols(), want.terms.cols());
+        double sum = 0;
+        for (int r = 0; r < f.values.rows(); ++r)
+            for (int c = 0; c < f.values.cols(); ++c) {
+                QCOMPARE(f.values(r, c), float(want.terms(r, c)));
+                sum += f.values(r, c);
+            }
+        const double cached = double(cache_->layer(1)->attn_scores[1](q, k));
+        QVERIFY2(std::abs(sum - cached) < 1e-3 * std::max(1.0, std::abs(cached)), qPrintable(QString("%1 vs %2").arg(sum).arg(cached)));
+        QCOMPARE(f.rowLabels.front(), want.queryComponents.front().name);
+        QVERIFY2(v->checkText().contains(QString::number(want.checkError, 'g', 3)), qPrintable(v->checkText()));
+        QVERIFY2(v->checkText().contains(QString::number(cached, 'g', 8)), qPrintable(v->checkText()));
+    }
+
+    void compositionBesideBaselines() {
+        CompositionView* v = panel_->composition();
+        v->setKind(CompositionKind::K);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY(v->scores());
+        const auto want = compositionScores(*model_, CompositionKind::K);
+        const int H = model_->config().n_heads;
+        const MatrixFigure& f = v->heatmap()->figure();
+        QCOMPARE(f.values.rows(), want->scores.rows());
+        for (int r = 0; r < f.values.rows(); ++r)
+            for (int c = 0; c < f.values.cols(); ++c) QVERIFY(sameOrBothNan(f.values(r, c), want->scores(r, c)));
+        // one pair against its direct d_model × d_model computation
+        QVERIFY(std::abs(f.values(0, H + 1) - compositionScoreDirect(*model_, CompositionKind::K, 0, 0, 1, 1)) < 1e-4);
+        const double baseline = want->baseline.mean;
+        QVERIFY2(v->baselineText().contains(QString::number(baseline, 'f', 4)), qPrintable(v->baselineText()));
+        for (int h = 1; h <= 3; ++h) QVERIFY2(f.values(0, H + h) > baseline, qPrintable(QString::number(f.values(0, H + h))));
+        // the table: strongest pair first, each beside the baseline and their ratio
+        QTableWidget* t = v->pairTable();
+        QVERIFY(t->rowCount() > 0);
+        float maxScore = 0;
+        for (int r = 0; r < want->scores.rows(); ++r)
+            for (int c = 0; c < want->scores.cols(); ++c)
+                if (std::isfinite(want->scores(r, c))) maxScore = std::max(maxScore, want->scores(r, c));
+        QCOMPARE(t->item(0, CompositionView::ScoreColumn)->data(Qt::UserRole).toDouble(), double(maxScore));
+        QCOMPARE(t->item(0, CompositionView::BaselineColumn)->data(Qt::UserRole).toDouble(), baseline);
+        QVERIFY(std::abs(t->item(0, CompositionView::RatioColumn)->data(Qt::UserRole).toDouble() - maxScore / baseline) < 1e-4);
+        // the virtual OV circuit of L0H0 → L1H1
+        v->showVirtualOv(0, 0, 1, 1);
+        v->ovTask().waitForIdle();
+        const std::vector<ScoredPair> ov = virtualOvCircuit(*model_, 0, 0, 1, 1, 20);
+        QCOMPARE(v->ovTable()->rowCount(), int(ov.size()));
+        QCOMPARE(v->ovTable()->item(0, 1)->data(Qt::UserRole).toInt(), ov[0].row);
+        QCOMPARE(v->ovTable()->item(0, 2)->data(Qt::UserRole).toInt(), ov[0].col);
+        QVERIFY2(v->ovTitle().contains("L0H0 → L1H1"), qPrintable(v->ovTitle()));
+    }
+
+    void sessionStateRoundTrips() {
+        panel_->patching()->setHook(PatchHook::AttnOut);
+        panel_->inputs()->setDirection(PatchDirection::Noise);
+        const QJsonObject s = panel_->saveState();
+        CircuitsPanel other;
+        other.setContext(model_, cache_, {});
+        QStringList problems;
+        other.restoreState(s, &problems);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+        QCOMPARE(other.patching()->hook(), PatchHook::AttnOut);
+        QCOMPARE(other.inputs()->direction(), PatchDirection::Noise);
+        other.restoreState(QJsonObject{{"activation", "nonsense"}}, &problems);
+        QCOMPARE(problems.size(), 1);
+        QVERIFY2(problems[0].contains("nonsense"), qPrintable(problems[0]));
+    }
+};
+
+QTEST_MAIN(TestGuiCircuits)
+#include "tst_gui_circuits.moc"

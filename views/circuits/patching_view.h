@@ -1,0 +1,92 @@
+#pragma once
+// The activation-patching sub-tab of the Circuits tab: pick the activation (resid_pre, attn_out, mlp_out by
+// layer × position; z, q, k, v, pattern per head, optionally by position) and the ablation (none = patching
+// from the other run; zero, mean over positions, mean over reference prompts, resample from the corrupted run),
+// run the sweep on a worker thread and watch the heatmap fill in layer by layer; Cancel stops it. The values are
+// normalised as (m − m_corrupt) / (m_clean − m_corrupt), both endpoints shown above the heatmap.
+// Math: model/analysis/circuits/activation_patching.h (runPatchingSweep, patchingGrid).
+
+#include "model/analysis/circuits/activation_patching.h"
+#include "views/common/background_task.h"
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+
+namespace attnscope {
+
+class CircuitInputs;
+class MatrixHeatmap;
+
+class PatchingView : public QWidget {
+    Q_OBJECT
+public:
+    /// `inputs` (the prompts, metric and direction) must outlive the view.
+    explicit PatchingView(CircuitInputs* inputs, QWidget* parent = nullptr);
+    void setContext(std::shared_ptr<const Model> model);
+
+    void setHook(PatchHook hook);
+    PatchHook hook() const;
+    void setByPosition(bool on);
+    bool byPosition() const;
+    void setAblation(AblationKind kind);
+    AblationKind ablation() const;
+    /// Reference prompts of the reference-mean ablation, separated by " | ".
+    void setReferencePrompts(const QString& text);
+    /// Show normalised values (the default) or the raw metric.
+    void setNormalised(bool on);
+
+    /// Starts the sweep in the background (cancelling a running one). Input problems go to statusText().
+    void run();
+    void cancel() { task_.cancel(); }
+    BackgroundTask& task() { return task_; }
+    /// The sweep shown: complete after a run, partial while one runs (cells not done are NaN in the grid).
+    const std::optional<PatchingSweep>& sweep() const { return sweep_; }
+    /// Cells shown so far (counts the progressive updates' cells).
+    int cellsShown() const { return sweep_ ? sweep_->cellsDone : 0; }
+    MatrixHeatmap* heatmap() const { return heatmap_; }
+    /// "clean: m = …, corrupted: m = …" with the metric named, as shown above the heatmap.
+    QString endpointsText() const;
+    /// The line under the controls: progress, cancellation, the error of the last run.
+    QString statusText() const;
+
+signals:
+    void statusMessage(const QString& text);
+    /// The heatmap was redrawn with `cells` cells done (each progressive update, the final result).
+    void cellsShownChanged(int cells);
+
+private:
+    void redraw();
+
+    CircuitInputs* inputs_;
+    std::shared_ptr<const Model> model_;
+    std::optional<PatchingSweep> sweep_;
+    QStringList positionLabels_;
+    QString metricDescription_;
+    QComboBox* hookCombo_;
+    QCheckBox* byPosition_;
+    QComboBox* ablationCombo_;
+    QLineEdit* references_;
+    QCheckBox* normalised_;
+    QPushButton* runButton_;
+    QLabel* endpoints_;
+    QLabel* status_;
+    MatrixHeatmap* heatmap_;
+    BackgroundTask task_;
+};
+
+/// Row and column labels and titles of a sweep's grid (patchingGrid): layers × positions, layers × heads, or
+/// "L0H0"… × positions; `positions` labels the prompt's positions.
+struct PatchingAxes {
+    QStringList rows, cols;
+    QString rowTitle, colTitle;
+};
+PatchingAxes patchingAxes(const ModelConfig& cfg, const PatchingOptions& options, const QStringList& positions);
+
+} // namespace attnscope
