@@ -92,13 +92,23 @@ qint64 countShards(const ModelLocation& loc) {
     return loadShardedIndex(QDir(loc.folder).filePath(loc.weightsFile), loc.weightsFile).shardFiles.size();
 }
 
+/// A tokenizer file given apart goes with a llama2.c checkpoint (.bin) only: any other model has its own, and
+/// the file would be silently ignored.
+void refuseSeparateTokenizer(const QString& path, const LoadOptions& options) {
+    if (!options.tokenizerPath.isEmpty())
+        throw ModelError(path, QStringLiteral("this model has its own tokenizer; a separate tokenizer file (%1) goes with a "
+                                              "llama2.c checkpoint (.bin) only")
+                                   .arg(options.tokenizerPath));
+}
+
 } // namespace
 
 std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOptions& options) {
     const QFileInfo fi(path);
     if (!fi.exists()) throw ModelError(path, QStringLiteral("no such file or folder"));
-    if (fi.isDir()) return loadTokenizerFromFolder(fi.absoluteFilePath());
     const QString name = fi.fileName().toLower();
+    if (!fi.isFile() || !name.endsWith(QLatin1String(".bin")) || hasGgufMagic(path)) refuseSeparateTokenizer(path, options);
+    if (fi.isDir()) return loadTokenizerFromFolder(fi.absoluteFilePath());
     if (name.endsWith(QLatin1String(".gguf")) || hasGgufMagic(path)) return ggufTokenizer(*GgufFile::open(path, fi.fileName()));
     if (name.endsWith(QLatin1String(".safetensors")) || name.endsWith(QLatin1String(".index.json")))
         return loadTokenizerFromFolder(fi.absolutePath());
@@ -113,10 +123,13 @@ std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOpti
 std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress, const LoadOptions& options) {
     const QFileInfo fi(path);
     // GGUF by its magic: Ollama's blobs have no extension
-    if (fi.isFile() && (path.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive) || hasGgufMagic(path)))
+    if (fi.isFile() && (path.endsWith(QLatin1String(".gguf"), Qt::CaseInsensitive) || hasGgufMagic(path))) {
+        refuseSeparateTokenizer(path, options);
         return loadGgufModel(path, progress);
+    }
     if (fi.isFile() && path.endsWith(QLatin1String(".bin"), Qt::CaseInsensitive))
         return loadLlama2cModel(path, options.tokenizerPath, progress);
+    refuseSeparateTokenizer(path, options);
     const ModelLocation loc = locate(path);
     const QDir dir(loc.folder);
 

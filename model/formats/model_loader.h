@@ -11,7 +11,8 @@ namespace attnscope {
 
 /// How to open a model beyond its path.
 struct LoadOptions {
-    QString tokenizerPath; ///< a tokenizer file for formats without one inside (llama2.c: tokenizer.bin)
+    QString tokenizerPath; ///< a tokenizer file for formats without one inside (llama2.c: tokenizer.bin); for any
+                           ///< other model an error (ModelError naming the model: it has its own), not ignored
 };
 
 /// Opens a model: a folder in Hugging Face layout (config.json with model_type gpt2, llama, mistral or

@@ -214,6 +214,15 @@ void TestCliModelNames::screenshotSizeTokenizerAndContext() {
                 "--prompt", "Once upon a time"});
     QCOMPARE(r.exitCode, 1); // without it: no tokenizer, as before
     QVERIFY2(r.err.contains("tokenizer.bin"), qPrintable(r.err));
+    // a model with its own tokenizer: --tokenizer is an error naming both, not dropped in silence
+    r = runExe({"--screenshot", "attention", "--out", tmp_.filePath("owntok.png"), "--model", testdata("tiny-gpt2"), "--tokenizer",
+                testdata("stories260K/tok512.bin")});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains(QStringLiteral("attnscope: %1: this model has its own tokenizer; a separate tokenizer file (%2) goes "
+                                           "with a llama2.c checkpoint (.bin) only")
+                                .arg(testdata("tiny-gpt2"), QFileInfo(testdata("stories260K/tok512.bin")).absoluteFilePath())),
+             qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(tmp_.filePath("owntok.png")));
     // 200 tokens on tiny-gpt2 (n_ctx 64): the --dump-json message and exit code, no picture
     const QString tooLong = tmp_.filePath("long.png");
     r = runExe({"--screenshot", "attention", "--out", tooLong, "--model", testdata("tiny-gpt2"), "--prompt",

@@ -85,10 +85,10 @@ void checkAllWeights(const Model& m, const std::vector<FixtureTensor>& ref, doub
     }
 }
 
-/// The ModelError message of loadModel(path), or a failure marker.
-QString loadError(const QString& path) {
+/// The ModelError message of loadModel(path, {}, options), or a failure marker.
+QString loadError(const QString& path, const LoadOptions& options = {}) {
     try {
-        loadModel(path);
+        loadModel(path, {}, options);
     } catch (const ModelError& e) {
         return e.message();
     }
@@ -484,6 +484,26 @@ private slots:
             threw = true;
         }
         QVERIFY(threw);
+    }
+
+    /// A tokenizer file given apart goes with a llama2.c checkpoint only; for a model with its own tokenizer it is
+    /// an error naming both (it was silently ignored), for loadModel and loadTokenizerOnly alike.
+    void separateTokenizerOnlyForLlama2c() {
+        const QString tok = testdata("stories260K/tok512.bin");
+        const QString expected = QStringLiteral("%1: this model has its own tokenizer; a separate tokenizer file (%2) goes with a "
+                                                "llama2.c checkpoint (.bin) only");
+        for (const QString& model : {tiny(), tiny() + "/model.safetensors", testdata("stories260K/stories260K.gguf")}) {
+            QCOMPARE(loadError(model, LoadOptions{tok}), expected.arg(model, tok));
+            try {
+                loadTokenizerOnly(model, LoadOptions{tok});
+                QFAIL("no ModelError");
+            } catch (const ModelError& e) {
+                QCOMPARE(e.message(), expected.arg(model, tok));
+            }
+        }
+        const auto stories = loadModel(testdata("stories260K/stories260K.bin"), {}, LoadOptions{tok}); // where it belongs
+        QCOMPARE(stories->tokenizer().vocabSize(), 512);
+        QCOMPARE(loadTokenizerOnly(testdata("stories260K/stories260K.bin"), LoadOptions{tok})->vocabSize(), 512);
     }
 
     void filesUnchangedAfterLoad() {
