@@ -10,6 +10,7 @@
 #include "app/window_layout.h"
 #include "model/analysis/attention/attention_sandbox.h"
 #include "model/transformer/prompt.h"
+#include "support/modal_closer.h"
 #include "support/safetensors_writer.h"
 #include "support/test_paths.h"
 #include "views/residual/ablation_panel.h"
@@ -412,6 +413,14 @@ void TestGuiSessions::llama2cTokenizerRoundTrips() {
     openAndRun(b, model_, "The cat");
     QCOMPARE(b.sessions().capture().tokenizer, QString());
     QVERIFY(!sessionToJson(b.sessions().capture()).contains("tokenizer"));
+    // the stored tokenizer gone: the restore says which file (also in the window's error box), and the open model stays
+    QVERIFY(QFile::remove(tokenizer));
+    const ModalCloser closer;
+    const QStringList gone = restoreAndWait(b, [&] { QCOMPARE(b.sessions().openFile(file), QString()); });
+    QVERIFY2(gone.size() == 1 && gone[0] == QStringLiteral("the session's model could not be opened: %1: no such tokenizer file").arg(tokenizer),
+             qPrintable(gone.join('\n')));
+    QCOMPARE(b.session().model()->info().path, model_);
+    QVERIFY2(closer.texts.size() == 1 && closer.texts[0].startsWith(tokenizer + ": no such tokenizer file"), qPrintable(closer.texts.join('\n')));
 }
 
 QTEST_MAIN(TestGuiSessions)
