@@ -1,6 +1,7 @@
 #include "app/model_session.h"
 
 #include "model/core/errors.h"
+#include "model/discovery/model_name.h"
 #include "model/formats/model_loader.h"
 #include "model/formats/open_support.h"
 #include "model/transformer/forward.h"
@@ -87,9 +88,15 @@ void ModelSession::openModel(const QString& path, const LoadOptions& options) {
     startJob([path, options](const Progress& p) -> JobResult { return LoadResult{openChecked(path, p, options)}; }, true);
 }
 
-void ModelSession::openSecondModel(const QString& path) {
+void ModelSession::openSecondModel(const QString& nameOrPath) {
     cancelSecondModel(); // an older request still loading
     const quint64 generation = ++secondGeneration_;
+    const QString path = nameOrPath; // the signals name the request as it was made
+    const ResolvedModel resolved = resolveModelName(nameOrPath); // a path, or a name such as "gpt2" or "ollama:…"
+    if (!resolved.ok()) {
+        emit secondModelLoadFailed(path, resolved.error);
+        return;
+    }
     secondCancel_ = std::make_shared<std::atomic<bool>>(false);
     ++secondLoading_;
     QPointer<ModelSession> self(this);
@@ -115,9 +122,9 @@ void ModelSession::openSecondModel(const QString& path) {
             emit secondModelLoadFailed(path, failureMessage(r.second));
         }
     });
-    watcher->setFuture(QtConcurrent::run([path, progress]() -> Outcome {
+    watcher->setFuture(QtConcurrent::run([file = resolved.path, progress]() -> Outcome {
         try {
-            return {openChecked(path, progress), nullptr};
+            return {openChecked(file, progress), nullptr};
         } catch (...) {
             return {nullptr, std::current_exception()};
         }

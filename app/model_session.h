@@ -45,9 +45,11 @@ public:
     /// The second model (comparison, stitching): null until one was opened.
     std::shared_ptr<const Model> secondModel() const { return second_; }
     /// Opens a second model in the background (the checks and loading of openModel), while the first model's
-    /// jobs go on. A newer request cancels an older one still loading; on failure the previous second model
-    /// stays and secondModelLoadFailed carries "<file>: <problem>".
-    void openSecondModel(const QString& path);
+    /// jobs go on. `nameOrPath` is resolved here (model/discovery/model_name.h: a path, demo-variant, gpt2,
+    /// ollama:…), and the signals name it as given. A newer request cancels an older one still loading; on
+    /// failure (a name that names nothing fails at once, before this returns) the previous second model stays
+    /// and secondModelLoadFailed carries "<file>: <problem>".
+    void openSecondModel(const QString& nameOrPath);
     /// Asks the second model's load to stop (secondModelLoadFailed follows with an empty message).
     void cancelSecondModel();
     bool isLoadingSecondModel() const { return secondLoading_ > 0; }
@@ -62,7 +64,7 @@ signals:
     void forwardFinished();
     void forwardFailed(const QString& message);
     void cancelled();
-    /// Loading the second model `path`: progress (also 0 of 0 when it starts).
+    /// Loading the second model `path` (as openSecondModel was given it): progress (also 0 of 0 when it starts).
     void secondModelProgress(const QString& path, qint64 done, qint64 total, const QString& what);
     void secondModelLoaded();
     /// `message` is empty when the load was cancelled.

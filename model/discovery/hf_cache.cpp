@@ -8,10 +8,6 @@
 
 namespace attnscope {
 
-namespace {
-const QString kPrefix = QStringLiteral("models--");
-}
-
 QString hfHubCacheDir() {
     if (const QString c = qEnvironmentVariable("HF_HUB_CACHE"); !c.isEmpty()) return c;
     if (const QString h = qEnvironmentVariable("HF_HOME"); !h.isEmpty()) return QDir(h).filePath(QStringLiteral("hub"));
@@ -19,8 +15,6 @@ QString hfHubCacheDir() {
     const QString cache = xdg.isEmpty() ? QDir::home().filePath(QStringLiteral(".cache")) : xdg;
     return QDir(cache).filePath(QStringLiteral("huggingface/hub"));
 }
-
-QString hfRepoFolderName(const QString& repoId) { return kPrefix + QString(repoId).replace(QLatin1Char('/'), QStringLiteral("--")); }
 
 QString hfNewestSnapshot(const QString& repoFolder, QString* problem) {
     const QDir snapshots(QDir(repoFolder).filePath(QStringLiteral("snapshots")));
@@ -41,9 +35,9 @@ QString hfNewestSnapshot(const QString& repoFolder, QString* problem) {
 QList<HfCachedModel> listHfCache(const QString& cacheDir) {
     QList<HfCachedModel> out;
     const QDir dir(cacheDir);
-    for (const QFileInfo& fi : dir.entryInfoList({kPrefix + QLatin1Char('*')}, QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+    for (const QFileInfo& fi : dir.entryInfoList({hfRepoFolderName(QStringLiteral("*"))}, QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
         HfCachedModel m;
-        m.repoId = fi.fileName().mid(kPrefix.size()).replace(QStringLiteral("--"), QStringLiteral("/"));
+        m.repoId = hfRepoIdOfFolderName(fi.fileName());
         m.repoFolder = fi.absoluteFilePath();
         m.snapshot = hfNewestSnapshot(m.repoFolder, &m.problem);
         out << m;
@@ -60,14 +54,6 @@ HfCachedModel findHfCachedModel(const QString& cacheDir, const QString& repoId) 
     else
         m.snapshot = hfNewestSnapshot(m.repoFolder, &m.problem);
     return m;
-}
-
-QString hfRepoIdForPath(const QString& path) {
-    const QStringList parts = QDir::cleanPath(QFileInfo(path).absoluteFilePath()).split(QLatin1Char('/'));
-    for (qsizetype i = parts.size() - 3; i >= 0; --i)
-        if (parts[i].startsWith(kPrefix) && parts[i + 1] == QLatin1String("snapshots"))
-            return parts[i].mid(kPrefix.size()).replace(QStringLiteral("--"), QStringLiteral("/"));
-    return {};
 }
 
 } // namespace attnscope

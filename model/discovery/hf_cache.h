@@ -6,6 +6,8 @@
 // <cache> is $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
 // ~/.cache/huggingface/hub (huggingface_hub constants.py). Nothing here downloads or writes.
 
+#include "model/formats/hf_repo_folder.h" // hfRepoFolderName, hfRepoIdForPath: the folder names
+
 #include <QList>
 #include <QString>
 
@@ -22,8 +24,6 @@ struct HfCachedModel {
     QString problem;    ///< why no snapshot could be chosen
 };
 
-/// "models--ORG--NAME" for "ORG/NAME" (and "models--NAME" for "NAME").
-QString hfRepoFolderName(const QString& repoId);
 /// The newest snapshot of a repository folder: the one refs/main names if it exists, else the
 /// snapshot folder with the newest modification time. "" (and *problem) when there is none.
 QString hfNewestSnapshot(const QString& repoFolder, QString* problem = nullptr);
@@ -31,7 +31,5 @@ QString hfNewestSnapshot(const QString& repoFolder, QString* problem = nullptr);
 QList<HfCachedModel> listHfCache(const QString& cacheDir);
 /// The cached repository `repoId` in `cacheDir` (problem set when it is absent or has no snapshot).
 HfCachedModel findHfCachedModel(const QString& cacheDir, const QString& repoId);
-/// "ORG/NAME" when `path` lies in a snapshot of a cached repository (…/models--ORG--NAME/snapshots/REV[/file]), else "".
-QString hfRepoIdForPath(const QString& path);
 
 } // namespace attnscope

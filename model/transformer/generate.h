@@ -10,7 +10,7 @@
 namespace attnscope {
 
 /// Appends n tokens to `tokens`, each the argmax of the last position's logits (ties: lower id, as
-/// topTokens), and returns the n new ids; fewer when the context (n_ctx) is full. Every step is a full
+/// analysis' topTokens), and returns the n new ids; fewer when the context (n_ctx) is full. Every step is a full
 /// forward over the sequence so far (logits of the last position only, no per-layer cache), so the ids are
 /// exactly those of runForward. Progress units: tokens generated out of n; throws Cancelled, and
 /// runForward's InputError for an empty or invalid prompt.

@@ -10,6 +10,7 @@
 //  - their settings go into the panel's session state and come back.
 
 #include "app/main_window.h"
+#include "app/status_line.h"
 #include "model/analysis/comparison/finetune_directions.h"
 #include "model/analysis/comparison/stitching.h"
 #include "model/formats/model_loader.h"
@@ -32,6 +33,7 @@
 #include <QImage>
 #include <QLabel>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -137,6 +139,29 @@ void TestGuiStitch::secondModelFailureIsShown() {
     cmp->waitForIdle();
     QVERIFY(!cmp->secondModel());
     QVERIFY2(cmp->secondModelInfo()->text().startsWith("Cannot open the second model:"), qPrintable(cmp->secondModelInfo()->text()));
+    // the panel asks with the name as typed and the window's session resolves it (views never look models up):
+    // a name that names nothing fails at once, before anything loads
+    QSignalSpy asked(cmp, &AnalysisPanel::secondModelRequested);
+    QSignalSpy failed(&w.session(), &ModelSession::secondModelLoadFailed);
+    cmp->openSecondModel("nobody/none");
+    QCOMPARE(asked.count(), 1);
+    QCOMPARE(asked.first().first().toString(), QString("nobody/none"));
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(failed.first().first().toString(), QString("nobody/none"));
+    QVERIFY(!w.session().isLoadingSecondModel());
+    QVERIFY2(cmp->secondModelInfo()->text().startsWith("Cannot open the second model: nobody/none: no such file or folder, and "
+                                                       "not in the Hugging Face cache"),
+             qPrintable(cmp->secondModelInfo()->text()));
+    // the window's status line says the failure
+    auto* status = w.statusBar()->findChild<StatusLine*>();
+    QVERIFY(status);
+    QCOMPARE(status->text(), QString("Cannot open the second model: %1").arg(failed.first().at(1).toString()));
+    cmp->waitForIdle(); // nothing pending
+    // ... and a session naming it reports it among the restore's problems
+    QStringList problems;
+    cmp->restoreState(QJsonObject{{"secondModel", "nobody/none"}}, &problems);
+    QCOMPARE(problems.size(), 1);
+    QVERIFY2(problems[0].contains("second model: nobody/none: no such file or folder"), qPrintable(problems[0]));
     // outside a window the panel cannot open anything, and says so
     ModelComparePanel alone;
     alone.openSecondModel(demoDir());

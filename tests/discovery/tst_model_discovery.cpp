@@ -9,6 +9,7 @@
 #include "model/discovery/model_name.h"
 #include "model/discovery/ollama_store.h"
 #include "model/formats/gguf_probe.h"
+#include "model/formats/hf_repo_folder.h"
 #include "model/formats/model_loader.h"
 #include "model/formats/model_probe.h"
 #include "model/formats/open_support.h"
@@ -244,6 +245,10 @@ void TestModelDiscovery::hubCacheSnapshots() {
     QCOMPARE(hfRepoIdForPath(stores_.gpt2Newest + "/config.json"), QString("gpt2"));
     QCOMPARE(hfRepoIdForPath(stores_.tinyLlamaSnapshot), QString("TinyLlama/TinyLlama-1.1B-Chat-v1.0"));
     QCOMPARE(hfRepoIdForPath(testdata("tiny-gpt2")), QString());
+    QCOMPARE(hfRepoIdForPath("/x/models--gpt2/blobs/abc"), QString()); // a blob, not a snapshot
+    QCOMPARE(hfRepoIdOfFolderName("models--TinyLlama--TinyLlama-1.1B-Chat-v1.0"), QString("TinyLlama/TinyLlama-1.1B-Chat-v1.0"));
+    QCOMPARE(hfRepoIdOfFolderName("models--"), QString());
+    QCOMPARE(hfRepoIdOfFolderName("datasets--gpt2"), QString());
     // refs/main naming a snapshot that is gone: back to the newest mtime
     QTemporaryDir dir;
     const QString repo = dir.filePath("models--a--b");

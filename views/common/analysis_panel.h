@@ -56,8 +56,8 @@ public:
     virtual void setSecondModelStatus(const SecondModelStatus& status) { Q_UNUSED(status); }
 
 signals:
-    /// Ask the window to open `path` (a path or a model name, already resolved) as the second model.
-    void secondModelRequested(const QString& path);
+    /// Ask the window to open `nameOrPath` (a path or a model name: the window resolves it) as the second model.
+    void secondModelRequested(const QString& nameOrPath);
     /// Ask the window to stop opening the second model.
     void secondModelCancelRequested();
     /// Ask the window to select (layer, head) and show its attention heatmap.

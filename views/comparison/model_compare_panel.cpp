@@ -1,7 +1,6 @@
 #include "views/comparison/model_compare_panel.h"
 
 #include "model/core/csv_writer.h"
-#include "model/discovery/model_name.h"
 #include "views/comparison/finetune_view.h"
 #include "views/figures/matrix_heatmap.h"
 #include "views/figures/figure_actions.h"
@@ -225,18 +224,13 @@ void ModelComparePanel::setSelectedHead(int layer, int head) {
 void ModelComparePanel::openSecondModel(const QString& nameOrPath) {
     if (nameOrPath.isEmpty()) return;
     otherPath_->setText(nameOrPath);
-    const ResolvedModel resolved = resolveModelName(nameOrPath); // a path, or a name such as "gpt2" or "ollama:…"
-    if (!resolved.ok()) {
-        otherInfo_->setText(tr("Cannot open the second model: %1").arg(resolved.error));
-        return;
-    }
     if (!isSignalConnected(QMetaMethod::fromSignal(&AnalysisPanel::secondModelRequested))) {
         otherInfo_->setText(tr("Cannot open %1 here: second models are opened by the window's model session.").arg(nameOrPath));
         return;
     }
-    pendingSecond_ = resolved.path;
+    pendingSecond_ = nameOrPath;
     otherInfo_->setText(tr("Opening %1…").arg(nameOrPath));
-    emit secondModelRequested(resolved.path);
+    emit secondModelRequested(nameOrPath); // the window resolves the name (a failure comes back at once)
 }
 
 void ModelComparePanel::setSecondModelStatus(const SecondModelStatus& status) {
@@ -250,6 +244,7 @@ void ModelComparePanel::setSecondModelStatus(const SecondModelStatus& status) {
     }
     otherInfo_->setText(status.error.isEmpty() ? tr("Opening %1 was cancelled.").arg(status.path)
                                                : tr("Cannot open the second model: %1").arg(status.error));
+    secondError_ = status.error;
     if (status.path == pendingSecond_ || pendingSecond_.isEmpty()) {
         pendingSecond_.clear();
         emit secondModelSettled();
@@ -487,8 +482,9 @@ void ModelComparePanel::restoreState(const QJsonObject& state, QStringList* prob
     const auto second = r.string(QStringLiteral("secondModel"));
     const bool same = second && other_ && other_->info().path == *second;
     if (second && !second->isEmpty() && !same) {
-        if (const ResolvedModel m = resolveModelName(*second); m.ok()) openSecondModel(*second); // compares when loaded
-        else r.problem(tr("second model: %1").arg(m.error));
+        secondError_.clear();
+        openSecondModel(*second); // compares when loaded; a name or path that names nothing fails at once
+        if (!secondError_.isEmpty()) r.problem(tr("second model: %1").arg(secondError_));
     } else {
         compare();
         diff();

@@ -44,8 +44,8 @@ public:
     QJsonObject saveState() const override;
     void restoreState(const QJsonObject& state, QStringList* problems) override;
 
-    /// Asks the window to open `nameOrPath` (a path or a model name) as the second model
-    /// (secondModelRequested); setSecondModel follows when it is loaded, setSecondModelStatus on failure. A
+    /// Asks the window to open `nameOrPath` (a path or a model name, which the window resolves) as the second
+    /// model (secondModelRequested); setSecondModel follows when it is loaded, setSecondModelStatus on failure. A
     /// panel outside a window (nobody connected) says so instead.
     void openSecondModel(const QString& nameOrPath);
     /// The second model the window opened (or any loaded model): compares, stitches, ranks.
@@ -94,7 +94,8 @@ private:
 
     std::shared_ptr<const Model> model_, other_;
     std::shared_ptr<const ActivationCache> cache_;
-    QString pendingSecond_; ///< the path asked for and not yet settled
+    QString pendingSecond_; ///< the name or path asked for and not yet settled
+    QString secondError_;   ///< why the last request failed ("" when it did not)
     bool identical_ = false;
     BackgroundTask compareTask_, diffTask_;
     QTabWidget* subTabs_ = nullptr;
