@@ -57,26 +57,29 @@ qint64 CacheEstimate::residualsOnlyTotal(int recomputedLayers, bool headResults)
     return add(add(residualBytes, workingBytes), mul(std::max(1, recomputedLayers), layer));
 }
 
-qint64 availableMemoryBytes() {
-    qint64 available = -1;
-    QFile meminfo(QStringLiteral("/proc/meminfo"));
+AvailableMemory availableMemory(const QString& meminfoPath, const QString& cgroupDir) {
+    AvailableMemory m;
+    QFile meminfo(meminfoPath);
     if (meminfo.open(QIODevice::ReadOnly)) {
         for (const QByteArray& line : meminfo.readAll().split('\n')) {
             if (!line.startsWith("MemAvailable:")) continue;
             const QList<QByteArray> parts = line.simplified().split(' '); // "MemAvailable: N kB"
             bool ok = false;
             const qint64 kb = parts.size() >= 2 ? parts[1].toLongLong(&ok) : 0;
-            if (ok) available = mul(kb, 1024);
+            if (ok) m = {mul(kb, 1024), QStringLiteral("MemAvailable in %1").arg(meminfoPath)};
         }
     }
-    const qint64 limit = readNumberFile(QStringLiteral("/sys/fs/cgroup/memory.max"));
-    const qint64 used = readNumberFile(QStringLiteral("/sys/fs/cgroup/memory.current"));
+    const qint64 limit = readNumberFile(cgroupDir + QStringLiteral("/memory.max"));
+    const qint64 used = readNumberFile(cgroupDir + QStringLiteral("/memory.current"));
     if (limit > 0 && used >= 0) {
         const qint64 cgroupFree = std::max<qint64>(0, limit - used);
-        available = available < 0 ? cgroupFree : std::min(available, cgroupFree);
+        if (m.bytes < 0 || cgroupFree < m.bytes)
+            m = {cgroupFree, QStringLiteral("the cgroup's memory.max − memory.current in %1").arg(cgroupDir)};
     }
-    return available;
+    return m;
 }
+
+qint64 availableMemoryBytes() { return availableMemory().bytes; }
 
 namespace {
 /// ATTNSCOPE_MEMORY_BUDGET read once: unset (or empty, as ATTNSCOPE_ISA), a positive number of bytes, or
@@ -96,6 +99,15 @@ ForcedBudget forcedBudget() {
     f.bytes = ok ? bytes : 0;
     return f;
 }
+
+const QString kSetByVariable = QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET");
+
+/// "half of SOURCE" (or "30% of SOURCE"); "" when the source is unknown.
+QString fractionOf(double fraction, const QString& source) {
+    if (source.isEmpty()) return {};
+    const QString part = fraction == 0.5 ? QStringLiteral("half") : QStringLiteral("%1%").arg(fraction * 100, 0, 'g', 3);
+    return QStringLiteral("%1 of %2").arg(part, source);
+}
 } // namespace
 
 QString memoryBudgetError() {
@@ -107,25 +119,32 @@ QString memoryBudgetError() {
         .arg(f.value);
 }
 
-qint64 cacheBudgetBytes(double fraction) {
+CacheBudget cacheBudget(double fraction) {
     if (const ForcedBudget f = forcedBudget(); f.set) {
         if (f.bytes <= 0) throw InputError(memoryBudgetError());
-        return f.bytes;
+        return {f.bytes, kSetByVariable};
     }
-    const qint64 available = availableMemoryBytes();
-    return available < 0 ? -1 : qint64(double(available) * fraction);
+    const AvailableMemory available = availableMemory();
+    if (available.bytes < 0) return {};
+    return {qint64(double(available.bytes) * fraction), fractionOf(fraction, available.source)};
 }
 
+qint64 cacheBudgetBytes(double fraction) { return cacheBudget(fraction).bytes; }
+
 QString cacheBudgetOrigin() {
-    return forcedBudget().set ? QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET")
-                                                                : QStringLiteral("half of the available memory");
+    return forcedBudget().set ? kSetByVariable : fractionOf(0.5, availableMemory().source);
 }
 
 QString formatBytes(qint64 bytes) {
     return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeTraditionalFormat);
 }
 
-CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budget) {
+CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budgetBytes) {
+    return planCache(cfg, nPositions, options, CacheBudget{budgetBytes, cacheBudgetOrigin()});
+}
+
+CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, const CacheBudget& limit) {
+    const qint64 budget = limit.bytes;
     CachePlan plan;
     plan.estimate = estimateCacheBytes(cfg, nPositions, options);
     plan.budget = budget;
@@ -158,7 +177,7 @@ CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions
                          "Use a shorter prompt.")
                          .arg(nPositions)
                          .arg(formatBytes(e.residualsOnlyTotal(1, false)), formatBytes(e.totalWithoutHeadResults()),
-                              formatBytes(e.patternBytes), formatBytes(budget), cacheBudgetOrigin()));
+                              formatBytes(e.patternBytes), formatBytes(budget), limit.origin));
 }
 
 } // namespace attnscope

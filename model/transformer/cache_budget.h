@@ -55,20 +55,35 @@ private:
 /// Saturates at INT64_MAX instead of overflowing. Source of the sizes: activation_cache.h, forward.cpp.
 CacheEstimate estimateCacheBytes(const ModelConfig& cfg, int nPositions, const ForwardOptions& options);
 
-/// Memory this process may still use, in bytes: MemAvailable from /proc/meminfo, lowered to the
-/// cgroup limit minus usage (cgroup v2 memory.max/memory.current) when that is smaller.
-/// Returns -1 when neither can be read (non-Linux).
+/// Memory this process may still use and where the figure comes from.
+struct AvailableMemory {
+    qint64 bytes = -1; ///< -1 when neither source can be read (non-Linux)
+    QString source;    ///< "MemAvailable in /proc/meminfo" or "the cgroup's memory.max − memory.current in
+                       ///< /sys/fs/cgroup" (the files read); "" when unknown
+};
+/// MemAvailable from `meminfo`, lowered to the cgroup limit minus usage (cgroup v2 memory.max and
+/// memory.current in `cgroupDir`) when that is smaller. The paths are parameters for tests.
+AvailableMemory availableMemory(const QString& meminfo = QStringLiteral("/proc/meminfo"),
+                                const QString& cgroupDir = QStringLiteral("/sys/fs/cgroup"));
+/// availableMemory().bytes.
 qint64 availableMemoryBytes();
 
-/// The cache budget: `fraction` of availableMemoryBytes(), or the value of the environment variable
-/// ATTNSCOPE_MEMORY_BUDGET (bytes; for tests and for users who know better) when set.
-/// Returns -1 (no limit) when the available memory is unknown. Throws memoryBudgetError() as InputError
-/// when the variable is set to anything but a positive integer (never ignored silently).
+/// The activation cache's memory budget and where it comes from.
+struct CacheBudget {
+    qint64 bytes = -1; ///< -1: no limit (the available memory is unknown)
+    QString origin;    ///< for messages: "set by ATTNSCOPE_MEMORY_BUDGET", "half of MemAvailable in /proc/meminfo",
+                       ///< "half of the cgroup's memory.max − memory.current in /sys/fs/cgroup"; "" with no limit
+};
+/// `fraction` of availableMemory(), or the value of the environment variable ATTNSCOPE_MEMORY_BUDGET (bytes;
+/// for tests and for users who know better) when set. Throws memoryBudgetError() as InputError when the
+/// variable is set to anything but a positive integer (never ignored silently).
+CacheBudget cacheBudget(double fraction = 0.5);
+/// cacheBudget(fraction).bytes.
 qint64 cacheBudgetBytes(double fraction = 0.5);
 /// "" or why ATTNSCOPE_MEMORY_BUDGET's value is not a budget ("ATTNSCOPE_MEMORY_BUDGET=abc is not a number of
 /// bytes: …"); checked at start-up like ATTNSCOPE_ISA, so a bad value stops before any work.
 QString memoryBudgetError();
-/// Where the budget comes from, for messages: "set by ATTNSCOPE_MEMORY_BUDGET" or "half of the available memory".
+/// cacheBudget(0.5).origin, without throwing for a bad ATTNSCOPE_MEMORY_BUDGET (then "set by …" all the same).
 QString cacheBudgetOrigin();
 
 /// What runForward does for a given estimate and budget.
@@ -87,10 +102,12 @@ struct CachePlan {
 ///     requested and residualsOnlyTotal(1, true) fits, else without; recomputedLayers = how many such layers
 ///     fit next to the residuals, at most options.recomputedLayers, at least 1;
 ///  4. throws InputError("The activation cache for N tokens would need X of memory even keeping only the
-///     residual streams (the full cache: F, attention patterns alone: P), but the budget is Y (half of the
-///     available memory). Use a shorter prompt.") with X = residualsOnlyTotal(1, false); "(set by
-///     ATTNSCOPE_MEMORY_BUDGET)" instead when that variable gives the budget (cacheBudgetOrigin).
-CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budget);
+///     residual streams (the full cache: F, attention patterns alone: P), but the budget is Y (ORIGIN). Use a
+///     shorter prompt.") with X = residualsOnlyTotal(1, false) and ORIGIN budget.origin ("half of MemAvailable
+///     in /proc/meminfo", "set by ATTNSCOPE_MEMORY_BUDGET", …).
+CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, const CacheBudget& budget);
+/// planCache with a budget of `budgetBytes` whose origin is cacheBudgetOrigin() (tests, benchmarks).
+CachePlan planCache(const ModelConfig& cfg, int nPositions, const ForwardOptions& options, qint64 budgetBytes);
 
 /// "1.5 GB"-style size for messages.
 QString formatBytes(qint64 bytes);

@@ -343,7 +343,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
 
     // memory guard: without the per-head results, or only the residual streams, if only that fits; a clear
     // InputError if nothing fits; never a cache the OOM killer ends (cache_budget.h)
-    const CachePlan plan = planCache(cfg, S, options, cacheBudgetBytes());
+    const CachePlan plan = planCache(cfg, S, options, cacheBudget());
     if (plan.cacheHeadResults != options.cacheHeadResults || plan.residualsOnly != options.residualsOnly) {
         ForwardOptions lean = options;
         lean.cacheHeadResults = plan.cacheHeadResults;

@@ -45,7 +45,7 @@ struct ForwardOptions {
 /// Throws InputError if tokens is empty, longer than n_ctx ("the prompt has N tokens but the model's
 /// context is n_ctx ...") or holds an out-of-range id; throws Cancelled if progress says so.
 /// Progress units: layers done out of n_layers + 1. The cache layout (full, without per-head results, or
-/// residuals-only) follows planCache(cfg, S, options, cacheBudgetBytes()); throws its InputError when even
+/// residuals-only) follows planCache(cfg, S, options, cacheBudget()); throws its InputError when even
 /// the residuals-only cache does not fit.
 ActivationCache runForward(const Model& model, std::span<const int> tokens,
                            const ForwardOptions& options = {}, const Progress& progress = {});

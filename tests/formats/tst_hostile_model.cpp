@@ -146,18 +146,54 @@ private slots:
         QCOMPARE(planCache(cfg, 10, forced, -1).recomputedLayers, 4);
         QVERIFY(planCache(cfg, 10, forced, -1).residualsOnly);
         const qint64 tooSmall = e.residualsOnlyTotal(1, false) - 1;
-        try {
+        // the message says where the budget came from
+        for (const QString& origin : {QStringLiteral("half of MemAvailable in /proc/meminfo"), QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET")})
+            try {
+                planCache(cfg, 10, opt, CacheBudget{tooSmall, origin});
+                QFAIL("no InputError");
+            } catch (const InputError& err) {
+                QCOMPARE(err.message(), QStringLiteral("The activation cache for 10 tokens would need %1 of memory even keeping "
+                                                       "only the residual streams (the full cache: %2, attention patterns alone: "
+                                                       "%3), but the budget is %4 (%5). Use a shorter prompt.")
+                                            .arg(formatBytes(tooSmall + 1), formatBytes(153960), formatBytes(6400),
+                                                 formatBytes(tooSmall), origin));
+            }
+        try { // a plain number: the origin of this process' budget
             planCache(cfg, 10, opt, tooSmall);
             QFAIL("no InputError");
         } catch (const InputError& err) {
-            QCOMPARE(err.message(), QStringLiteral("The activation cache for 10 tokens would need %1 of memory even keeping "
-                                                   "only the residual streams (the full cache: %2, attention patterns alone: "
-                                                   "%3), but the budget is %4 (half of the available memory). Use a shorter "
-                                                   "prompt.")
-                                        .arg(formatBytes(tooSmall + 1), formatBytes(153960), formatBytes(6400),
-                                             formatBytes(tooSmall)));
+            QVERIFY2(err.message().endsWith(QStringLiteral("(%1). Use a shorter prompt.").arg(cacheBudgetOrigin())), qPrintable(err.message()));
         }
         QCOMPARE(formatBytes(1536 * 1024), QStringLiteral("1.5 MB"));
+    }
+
+    /// Where the available memory comes from, on made-up /proc/meminfo and cgroup files.
+    void availableMemorySources() {
+        QTemporaryDir dir;
+        const QString meminfo = dir.filePath("meminfo"), cgroup = dir.filePath("cgroup");
+        QVERIFY(QDir().mkpath(cgroup));
+        const auto write = [](const QString& path, const QByteArray& text) {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate) && f.write(text) == text.size());
+        };
+        AvailableMemory m = availableMemory(meminfo, cgroup); // neither
+        QCOMPARE(m.bytes, qint64(-1));
+        QCOMPARE(m.source, QString());
+        write(meminfo, "MemTotal:        8000 kB\nMemFree:         1000 kB\nMemAvailable:    3000 kB\n");
+        m = availableMemory(meminfo, cgroup);
+        QCOMPARE(m.bytes, qint64(3000 * 1024));
+        QCOMPARE(m.source, QStringLiteral("MemAvailable in %1").arg(meminfo));
+        write(cgroup + "/memory.max", "max\n"); // no limit
+        write(cgroup + "/memory.current", "1000000\n");
+        QCOMPARE(availableMemory(meminfo, cgroup).source, QStringLiteral("MemAvailable in %1").arg(meminfo));
+        write(cgroup + "/memory.max", "5000000\n"); // 4 MB free in the cgroup: more than MemAvailable
+        QCOMPARE(availableMemory(meminfo, cgroup).bytes, qint64(3000 * 1024));
+        write(cgroup + "/memory.max", "2000000\n"); // 1 MB free: the cgroup's limit
+        m = availableMemory(meminfo, cgroup);
+        QCOMPARE(m.bytes, qint64(1000000));
+        QCOMPARE(m.source, QStringLiteral("the cgroup's memory.max − memory.current in %1").arg(cgroup));
+        QVERIFY(QFile::remove(meminfo)); // the cgroup alone
+        QCOMPARE(availableMemory(meminfo, cgroup).bytes, qint64(1000000));
     }
 
     void availableMemoryIsPlausible() {
@@ -169,19 +205,26 @@ private slots:
         const qint64 totalKb = text.mid(i + 9, text.indexOf('\n', i) - i - 9).replace("kB", "").trimmed().toLongLong();
         const qint64 available = availableMemoryBytes();
         QVERIFY2(available > 0 && available <= totalKb * 1024, qPrintable(QString::number(available)));
-        const qint64 budget = cacheBudgetBytes(0.5);
-        QVERIFY(budget > 0 && budget <= totalKb * 512);
-        QCOMPARE(cacheBudgetOrigin(), QStringLiteral("half of the available memory"));
+        const CacheBudget budget = cacheBudget(0.5);
+        QVERIFY(budget.bytes > 0 && budget.bytes <= totalKb * 512);
+        // MemAvailable, or the cgroup's free memory when that is less (in a container)
+        const AvailableMemory m = availableMemory();
+        QVERIFY2(m.source == QStringLiteral("MemAvailable in /proc/meminfo") ||
+                     m.source == QStringLiteral("the cgroup's memory.max − memory.current in /sys/fs/cgroup"),
+                 qPrintable(m.source));
+        QCOMPARE(budget.origin, QStringLiteral("half of ") + m.source);
+        QCOMPARE(cacheBudgetOrigin(), budget.origin);
         {
             const ScopedEnv env("ATTNSCOPE_MEMORY_BUDGET", "12345");
             QCOMPARE(cacheBudgetBytes(), qint64(12345));
+            QCOMPARE(cacheBudget().origin, QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET"));
             QCOMPARE(memoryBudgetError(), QString());
             QCOMPARE(cacheBudgetOrigin(), QStringLiteral("set by ATTNSCOPE_MEMORY_BUDGET"));
         }
         {
             const ScopedEnv env("ATTNSCOPE_MEMORY_BUDGET", ""); // empty is unset, as for ATTNSCOPE_ISA
             QCOMPARE(memoryBudgetError(), QString());
-            QCOMPARE(cacheBudgetOrigin(), QStringLiteral("half of the available memory"));
+            QCOMPARE(cacheBudgetOrigin(), budget.origin);
         }
         // a value that is not a positive integer is an error, never ignored
         for (const char* bad : {"abc", "0", "-5", "4G"}) {
