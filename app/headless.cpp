@@ -4,6 +4,7 @@
 #include "model/analysis/circuits/circuits_json.h"
 #include "model/analysis/residual/direct_logit_attribution.h"
 #include "model/analysis/common/target_token.h"
+#include "model/analysis/common/token_json.h"
 #include "model/analysis/attention/steps_json.h"
 #include "model/analysis/embedding_space/embedding_space_json.h"
 #include "model/analysis/comparison/finetune_json.h"
@@ -75,12 +76,7 @@ QJsonObject stitchDump(const std::shared_ptr<const Model>& a, const std::vector<
 /// {"token_ids", "tokens"} of the command's prompt (or --token-ids) with the tokenizer alone.
 QJsonObject tokenizeDump(const Tokenizer& tok, const CommandLine& cmd) {
     const std::vector<int> ids = promptIds(tok, cmd);
-    QJsonArray idArray, texts;
-    for (int id : ids) {
-        idArray.append(id);
-        texts.append(QString::fromUtf8(tok.tokenBytes(id)));
-    }
-    return QJsonObject{{"token_ids", idArray}, {"tokens", texts}};
+    return QJsonObject{{"token_ids", tokenIdsJson(ids)}, {"tokens", tokenTextsJson(tok, ids)}};
 }
 
 /// The circuit objects the command asks for, added to `dump` ("patching", "path_patching", "flow", "attend").
@@ -212,13 +208,14 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (stitching) dump.insert(QStringLiteral("stitch"), stitchDump(model, ids, cmd));
             if (!cmd.dla.isEmpty())
                 dump.insert(QStringLiteral("dla"),
-                            dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second})));
+                            dlaToJson(directLogitAttribution(*model, cache, {cmd.position, dlaTokens.first, dlaTokens.second}),
+                                      model->tokenizer()));
             if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, model->tokenizer(), logitLens(*model, cache, cmd.top)));
             addCircuits(*model, cmd, ids, cache, dump);
             if (cmd.generate > 0) {
-                QJsonArray generated;
-                for (int id : greedyContinuation(*model, ids, cmd.generate)) generated.append(id);
-                dump.insert(QStringLiteral("generated_ids"), generated);
+                const std::vector<int> generated = greedyContinuation(*model, ids, cmd.generate);
+                dump.insert(QStringLiteral("generated_ids"), tokenIdsJson(generated));
+                dump.insert(QStringLiteral("generated_tokens"), tokenTextsJson(model->tokenizer(), generated));
             }
             if (!writeJsonFile(dump, cmd.dumpJson, &error))
                 throw InputError(error);

@@ -1,5 +1,6 @@
 #include "app/json_dump.h"
 
+#include "model/analysis/common/token_json.h"
 #include "model/analysis/common/top_tokens.h"
 
 #include <QFile>
@@ -20,20 +21,15 @@ QJsonArray rowToJson(const Eigen::Ref<const RowVector>& row) {
 QJsonObject promptDump(const Model& model, const ActivationCache& cache, int layer, int head) {
     const Tokenizer& tok = model.tokenizer();
     QJsonObject out;
-    QJsonArray ids, texts;
-    for (int id : cache.tokens) {
-        ids.append(id);
-        texts.append(QString::fromUtf8(tok.tokenBytes(id)));
-    }
-    out["token_ids"] = ids;
-    out["tokens"] = texts;
+    out["token_ids"] = tokenIdsJson(cache.tokens);
+    out["tokens"] = tokenTextsJson(tok, cache.tokens);
     const int lastRow = cache.logitRow(cache.nPositions() - 1);
     if (lastRow >= 0) {
         const RowVector last = cache.logits.row(lastRow);
         QJsonArray top;
         for (const TokenScore& t : topTokens(last, 10)) {
             const int id = t.id;
-            top.append(QJsonObject{{"id", id}, {"token", QString::fromUtf8(tok.tokenBytes(id))},
+            top.append(QJsonObject{{"id", id}, {"token", tokenText(tok, id)},
                                    {"logit", double(t.logit)}});
         }
         out["top_next_tokens"] = top;

@@ -7,6 +7,7 @@
 // byte fallback, "<s>"); every case goes through the same loaders in tst_llama_stories and
 // tst_llama_tokenizer.
 
+#include "model/formats/model_loader.h"
 #include "support/cli_process.h"
 #include "support/reference_json.h"
 #include "support/safetensors_writer.h"
@@ -64,6 +65,12 @@ private slots:
         const QJsonObject dump = readJsonObject(out);
         QCOMPARE(intsFromJson(dump["token_ids"].toArray()), p.ids);
         QCOMPARE(intsFromJson(dump["generated_ids"].toArray()), std::vector<int>(p.continuation.begin(), p.continuation.begin() + 16));
+        // each generated id's text beside it, as "tokens" beside "token_ids"
+        const QJsonArray generatedTokens = dump["generated_tokens"].toArray();
+        QCOMPARE(generatedTokens.size(), 16);
+        const auto tok = loadTokenizerOnly(storiesFile("tok512.bin"));
+        for (int i = 0; i < 16; ++i)
+            QCOMPARE(generatedTokens[i].toString(), QString::fromUtf8(tok->tokenBytes(p.continuation[size_t(i)])));
         QCOMPARE(dump["top_next_tokens"].toArray()[0].toObject()["id"].toInt(), 432); // ","
         const QJsonArray last = dump["logits_last"].toArray();
         QCOMPARE(last.size(), 512);

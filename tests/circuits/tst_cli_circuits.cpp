@@ -66,6 +66,15 @@ private slots:
         const Tokenizer& tok = demo_->tokenizer();
         const std::vector<int> clean = tokenizePrompt(tok, kClean, tok.addsBos()), corrupt = tokenizePrompt(tok, kCorrupt, tok.addsBos());
         QCOMPARE(int(p["clean_token_ids"].toArray().size()), int(clean.size()));
+        // the texts beside the ids: the corrupted prompt differs in " made"
+        QCOMPARE(p["clean_tokens"].toArray().size(), p["clean_token_ids"].toArray().size());
+        QCOMPARE(p["corrupt_tokens"].toArray().size(), p["corrupt_token_ids"].toArray().size());
+        for (int i = 0; i < int(clean.size()); ++i) {
+            QCOMPARE(p["clean_tokens"].toArray()[i].toString(), QString::fromUtf8(tok.tokenBytes(clean[size_t(i)])));
+            QCOMPARE(p["corrupt_tokens"].toArray()[i].toString(), QString::fromUtf8(tok.tokenBytes(corrupt[size_t(i)])));
+        }
+        QVERIFY(p["clean_tokens"].toArray().contains(QJsonValue(" created")) && !p["clean_tokens"].toArray().contains(QJsonValue(" made")));
+        QVERIFY(p["corrupt_tokens"].toArray().contains(QJsonValue(" made")));
         PatchingOptions o;
         o.hook = PatchHook::Z;
         o.metric = parsePatchingMetric(tok, kMetric);

@@ -88,8 +88,14 @@ void TestCliDla::checkAgainstPanel(const QString& modelPath, const QString& prom
     panel.targetPicker()->setText(targetText);
     if (!counterText.isEmpty()) panel.counterPicker()->setText(counterText);
     panel.setPosition(position);
-    QCOMPARE(panel.targetToken(), dla["token"].toInt());
-    QCOMPARE(panel.counterToken(), counterText.isEmpty() ? -1 : dla["counter_token"].toInt());
+    QCOMPARE(panel.targetToken(), dla["token_id"].toInt());
+    QCOMPARE(panel.counterToken(), counterText.isEmpty() ? -1 : dla["counter_token_id"].toInt());
+    // the token texts beside the ids, as the dump's "tokens" beside "token_ids"
+    QCOMPARE(dla["token"].toString(), QString::fromUtf8(model->tokenizer().tokenBytes(panel.targetToken())));
+    if (!counterText.isEmpty())
+        QCOMPARE(dla["counter_token"].toString(), QString::fromUtf8(model->tokenizer().tokenBytes(panel.counterToken())));
+    else
+        QVERIFY(!dla.contains("counter_token") && !dla.contains("counter_token_id"));
     QCOMPARE(panel.position(), dla["position"].toInt());
     const QHash<QString, double> shown = panelValues(panel);
     QCOMPARE(shown.size(), comps.size());
@@ -133,7 +139,8 @@ void TestCliDla::llamaTokenWithSpaceMatchesRunC() {
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     const QJsonObject dla = readJsonObject(out)["dla"].toObject();
     const auto model = loadModel(testdata("stories260K/stories260K.gguf"));
-    QCOMPARE(dla["token"].toInt(), model->tokenizer().tokenId(QString::fromUtf8("▁there")).value_or(-1));
+    QCOMPARE(dla["token_id"].toInt(), model->tokenizer().tokenId(QString::fromUtf8("▁there")).value_or(-1));
+    QCOMPARE(dla["token"].toString(), QString(" there")); // "▁there" in the middle of a text
     const QJsonArray comps = dla["components"].toArray();
     const ModelConfig& cfg = model->config();
     QCOMPARE(comps.size(), 1 + cfg.n_layers * (cfg.n_heads + 1));
@@ -145,7 +152,7 @@ void TestCliDla::llamaTokenWithSpaceMatchesRunC() {
     QVERIFY(std::abs(sum - dla["logit"].toDouble() + dla["bias_term"].toDouble()) <= 1e-4);
     const QJsonObject ref = readJsonObject(testdata("stories260K/reference.json"))["main"].toObject();
     const QJsonArray perPosition = ref["logits_per_prompt_position"].toArray();
-    const double runC = perPosition.last().toObject()["logits"].toArray()[dla["token"].toInt()].toDouble();
+    const double runC = perPosition.last().toObject()["logits"].toArray()[dla["token_id"].toInt()].toDouble();
     QVERIFY2(std::abs(dla["logit"].toDouble() - runC) <= 1e-4, qPrintable(QString::number(dla["logit"].toDouble() - runC)));
 }
 

@@ -145,7 +145,7 @@ void TestDla::json() {
     auto model = makeModel(randomWeights(gpt2Config(1, 2, 8, 8, 20), 26));
     const ActivationCache cache = runForward(*model, std::vector<int>{3, 1, 4});
     const DirectLogitAttribution dla = directLogitAttribution(*model, cache, {-1, 6, 2});
-    const QJsonObject o = dlaToJson(dla);
+    const QJsonObject o = dlaToJson(dla, model->tokenizer());
     const QJsonArray comps = o["components"].toArray();
     QStringList names;
     for (const auto& c : comps) names << c.toObject()["name"].toString();
@@ -155,8 +155,14 @@ void TestDla::json() {
     QCOMPARE(o["logit"].toDouble(), dla.logit);
     QVERIFY(std::abs(o["logit"].toDouble() - (double(cache.logits(2, 6)) - cache.logits(2, 2))) <= 1e-6);
     QCOMPARE(o["position"].toInt(), 2);
-    QCOMPARE(o["counter_token"].toInt(), 2);
-    QVERIFY(!dlaToJson(directLogitAttribution(*model, cache, {-1, 6, -1})).contains("counter_token"));
+    // each token id with its text ("t6" is the handmade tokenizer's spelling of id 6)
+    QCOMPARE(o["token_id"].toInt(), 6);
+    QCOMPARE(o["token"].toString(), QString("t6"));
+    QCOMPARE(o["counter_token_id"].toInt(), 2);
+    QCOMPARE(o["counter_token"].toString(), QString("t2"));
+    const QJsonObject single = dlaToJson(directLogitAttribution(*model, cache, {-1, 6, -1}), model->tokenizer());
+    QVERIFY(!single.contains("counter_token") && !single.contains("counter_token_id"));
+    QCOMPARE(single["token"].toString(), QString("t6"));
 }
 
 void TestDla::rejectsBadTokens() {

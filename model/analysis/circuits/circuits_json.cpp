@@ -1,5 +1,6 @@
 #include "model/analysis/circuits/circuits_json.h"
 
+#include "model/analysis/common/token_json.h"
 #include "model/analysis/embedding_space/logit_lens.h"
 
 #include <QJsonArray>
@@ -11,21 +12,12 @@ namespace {
 
 QJsonValue number(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); }
 
-QJsonArray ids(std::span<const int> t) {
-    QJsonArray a;
-    for (int id : t) a.append(id);
-    return a;
-}
-
 QJsonObject metricJson(const PatchingMetric& m, const Tokenizer& tok) {
-    QJsonArray texts, tokenIds;
+    std::vector<int> tokens;
     for (int t : {m.token, m.counterToken})
-        if (t >= 0) {
-            texts.append(QString::fromUtf8(tok.tokenBytes(t)));
-            tokenIds.append(t);
-        }
-    return {{QStringLiteral("kind"), patchingMetricKindName(m.kind)}, {QStringLiteral("tokens"), texts},
-            {QStringLiteral("token_ids"), tokenIds}, {QStringLiteral("description"), describePatchingMetric(m, tok)}};
+        if (t >= 0) tokens.push_back(t);
+    return {{QStringLiteral("kind"), patchingMetricKindName(m.kind)}, {QStringLiteral("tokens"), tokenTextsJson(tok, tokens)},
+            {QStringLiteral("token_ids"), tokenIdsJson(tokens)}, {QStringLiteral("description"), describePatchingMetric(m, tok)}};
 }
 
 QString metricConvention(const PatchingMetric& m, int position) {
@@ -67,8 +59,10 @@ QJsonObject patchingToJson(const PatchingSweep& s, const Tokenizer& tok, std::sp
             {QStringLiteral("by_position"), !heads || o.byPosition},
             {QStringLiteral("position"), s.position},
             {QStringLiteral("metric"), metricJson(o.metric, tok)},
-            {QStringLiteral("clean_token_ids"), ids(clean)},
-            {QStringLiteral("corrupt_token_ids"), ids(corrupt)},
+            {QStringLiteral("clean_token_ids"), tokenIdsJson(clean)},
+            {QStringLiteral("clean_tokens"), tokenTextsJson(tok, clean)},
+            {QStringLiteral("corrupt_token_ids"), tokenIdsJson(corrupt)},
+            {QStringLiteral("corrupt_tokens"), tokenTextsJson(tok, corrupt)},
             {QStringLiteral("clean"), number(s.clean)},
             {QStringLiteral("corrupt"), number(s.corrupt)},
             {QStringLiteral("cells"), cells},

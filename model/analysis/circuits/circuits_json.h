@@ -2,7 +2,7 @@
 // JSON of the circuit tools for the command line's --dump-json (README "Circuits on the command line").
 // Every object carries "conventions": what each number means (units, normalisation, index origins).
 //   "patching":    {"activation", "direction", "ablation", "by_position", "position", "metric": {"kind", "tokens",
-//                   "token_ids"}, "clean_token_ids", "corrupt_token_ids", "clean", "corrupt",
+//                   "token_ids"}, "clean_token_ids", "clean_tokens", "corrupt_token_ids", "corrupt_tokens", "clean", "corrupt",
 //                   "cells": [{"layer", "head" (z/q/k/v/pattern), "position" (resid_pre/attn_out/mlp_out and by
 //                   position), "metric", "normalised"}, …], "conventions"}
 //   "path_patching": {"direction", "position", "metric", "clean", "corrupt", "senders", "receivers",

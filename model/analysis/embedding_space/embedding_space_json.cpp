@@ -1,14 +1,14 @@
 #include "model/analysis/embedding_space/embedding_space_json.h"
 
+#include "model/analysis/common/token_json.h"
+
 namespace attnscope {
 
 namespace {
-QString text(const Tokenizer& tok, int id) { return QString::fromUtf8(tok.tokenBytes(id)); }
-
 QJsonArray tokensToJson(const std::vector<ScoredToken>& tokens, const Tokenizer& tok) {
     QJsonArray a;
     for (const ScoredToken& t : tokens)
-        a.append(QJsonObject{{"token_id", t.id}, {"token", text(tok, t.id)}, {"score", double(t.score)}});
+        a.append(QJsonObject{{"token_id", t.id}, {"token", tokenText(tok, t.id)}, {"score", double(t.score)}});
     return a;
 }
 } // namespace
@@ -24,8 +24,8 @@ QString neuronVectorName(NeuronVectorKind kind) {
 QJsonObject toJson(const PairProjection& p, const Tokenizer& tok) {
     QJsonArray top;
     for (const ScoredPair& s : p.top)
-        top.append(QJsonObject{{"row_token_id", s.row}, {"row_token", text(tok, s.row)}, {"col_token_id", s.col},
-                               {"col_token", text(tok, s.col)}, {"score", double(s.score)}});
+        top.append(QJsonObject{{"row_token_id", s.row}, {"row_token", tokenText(tok, s.row)}, {"col_token_id", s.col},
+                               {"col_token", tokenText(tok, s.col)}, {"score", double(s.score)}});
     return {{"projection", pairProjectionName(p.kind)}, {"layer", p.layer}, {"head", p.head}, {"top", top}};
 }
 
@@ -39,7 +39,7 @@ QJsonArray logitLensToJson(const ModelConfig& cfg, const Tokenizer& tok, const s
     for (const LensCell& c : cells) {
         QJsonArray top;
         for (const TokenScore& t : c.top)
-            top.append(QJsonObject{{"token_id", t.id}, {"token", text(tok, t.id)}, {"prob", double(t.prob)}});
+            top.append(QJsonObject{{"token_id", t.id}, {"token", tokenText(tok, t.id)}, {"prob", double(t.prob)}});
         out.append(QJsonObject{{"layer", lensBoundaryName(cfg, c.boundary)}, {"position", c.position}, {"top", top}});
     }
     return out;

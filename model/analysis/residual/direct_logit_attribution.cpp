@@ -1,6 +1,7 @@
 #include "model/analysis/residual/direct_logit_attribution.h"
 
 #include "model/analysis/common/input_checks.h"
+#include "model/analysis/common/token_json.h"
 
 #include <QJsonArray>
 #include <cmath>
@@ -69,7 +70,7 @@ Matrix dlaTable(const ModelConfig& cfg, const DirectLogitAttribution& dla) {
     return layerHeadTable(cfg, dla.components, [](const DlaComponent& c) { return c.value; });
 }
 
-QJsonObject dlaToJson(const DirectLogitAttribution& dla) {
+QJsonObject dlaToJson(const DirectLogitAttribution& dla, const Tokenizer& tokenizer) {
     QJsonArray components;
     for (const DlaComponent& c : dla.components)
         components.append(QJsonObject{{QStringLiteral("name"), c.name}, {QStringLiteral("value"), c.value}});
@@ -79,8 +80,12 @@ QJsonObject dlaToJson(const DirectLogitAttribution& dla) {
                   {QStringLiteral("bias_term"), dla.biasTerm},
                   {QStringLiteral("check_error"), dla.checkError},
                   {QStringLiteral("position"), dla.position},
-                  {QStringLiteral("token"), dla.token}};
-    if (dla.counterToken >= 0) o.insert(QStringLiteral("counter_token"), dla.counterToken);
+                  {QStringLiteral("token_id"), dla.token},
+                  {QStringLiteral("token"), tokenText(tokenizer, dla.token)}};
+    if (dla.counterToken >= 0) {
+        o.insert(QStringLiteral("counter_token_id"), dla.counterToken);
+        o.insert(QStringLiteral("counter_token"), tokenText(tokenizer, dla.counterToken));
+    }
     return o;
 }
 

@@ -7,6 +7,7 @@
 // (TransformerLens ActivationCache.py; Nanda, "Exploratory Analysis Demo").
 
 #include "model/analysis/residual/residual_decomposition.h"
+#include "model/tokenizers/tokenizer.h"
 
 #include <QJsonObject>
 #include <vector>
@@ -48,8 +49,8 @@ DirectLogitAttribution directLogitAttribution(const Model& model, const Activati
 Matrix dlaTable(const ModelConfig& cfg, const DirectLogitAttribution& dla);
 
 /// The CLI's "dla" object: {"components": [{"name": "L0H1", "value": …}, …], "total": …, "logit": …,
-/// "bias_term": …, "check_error": …, "position": p, "token": t, "counter_token": t' (only for a difference)}.
-/// "logit" is the model's actual logit (difference).
-QJsonObject dlaToJson(const DirectLogitAttribution& dla);
+/// "bias_term": …, "check_error": …, "position": p, "token_id": t, "token": its text, "counter_token_id": t',
+/// "counter_token": its text (these two only for a difference)}. "logit" is the model's actual logit (difference).
+QJsonObject dlaToJson(const DirectLogitAttribution& dla, const Tokenizer& tokenizer);
 
 } // namespace attnscope
