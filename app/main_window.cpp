@@ -315,6 +315,7 @@ void MainWindow::addPanel(AnalysisPanel* panel) {
     connect(panel, &AnalysisPanel::statusMessage, statusLabel_, &StatusLine::showFinished); // a panel's job is done
     connect(panel, &AnalysisPanel::secondModelRequested, this, [this, panel](const QString& path) {
         secondRequester_ = panel;
+        statusLabel_->startJob(tr("Opening %1 as the second model…").arg(path));
         session_.openSecondModel(path);
     });
     connect(panel, &AnalysisPanel::secondModelCancelRequested, &session_, &ModelSession::cancelSecondModel);
@@ -335,10 +336,10 @@ void MainWindow::openModel(const QString& nameOrPath, const QString& prompt, con
         return;
     }
     openedAs_ = nameOrPath.isEmpty() ? QStringLiteral("demo") : nameOrPath;
-    statusLabel_->showMessage(tr("Opening %1…").arg(resolved.path));
     LoadOptions options; // absolute: the load runs later, and sessions store it (session_file.h)
     options.tokenizerPath = tokenizerPath.isEmpty() ? QString() : QFileInfo(tokenizerPath).absoluteFilePath();
-    session_.openModel(resolved.path, options);
+    session_.openModel(resolved.path, options); // a new job: the status line is cleared (onBusyChanged)
+    statusLabel_->showMessage(tr("Opening %1…").arg(resolved.path));
 }
 
 void MainWindow::openPath(const QString& nameOrPath) {
@@ -456,6 +457,7 @@ void MainWindow::onForwardFinished() {
 }
 
 void MainWindow::onBusyChanged(bool busy) {
+    if (busy) statusLabel_->startJob(); // the last job's message no longer applies
     progress_->setVisible(busy);
     cancelButton_->setVisible(busy);
     runButton_->setEnabled(!busy);

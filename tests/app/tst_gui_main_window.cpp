@@ -1,7 +1,7 @@
 // The main window, offscreen: open a model, run a prompt, move between heads with the keyboard,
 // click the head grid, export the current heatmap as PNG/SVG/PDF and all heads; values shown are
 // the forward cache's (checked against the picoGPT reference pattern of tiny-gpt2 L1H3, 1e-5); a finished
-// job's status message goes away, an error stays.
+// job's status message goes away, an error stays until the next job starts.
 
 #include "app/main_window.h"
 #include "app/status_line.h"
@@ -29,6 +29,7 @@ private slots:
     void exportsCurrentAndAllHeads();
     void failedLoadKeepsPreviousModel();
     void finishedJobMessagesAreTemporary();
+    void newJobClearsTheLastMessage();
 
 private:
     std::unique_ptr<MainWindow> w_;
@@ -147,6 +148,29 @@ void TestGuiMainWindow::finishedJobMessagesAreTemporary() {
     QTest::qWait(600);
     QCOMPARE(status->text(), QString("Computing layer 1…"));
     status->setFinishedTimeout(StatusLine::kFinishedMs);
+}
+
+void TestGuiMainWindow::newJobClearsTheLastMessage() {
+    auto* status = w_->statusBar()->findChild<StatusLine*>();
+    QVERIFY(status);
+    // a warning stays while nothing happens, and goes as soon as the prompt runs again
+    status->showMessage("Warning: the logits contain NaN or Inf.");
+    QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
+    w_->setPrompt("The cat sat");
+    w_->runPrompt();
+    QVERIFY(w_->session().isBusy());
+    QCOMPARE(status->text(), QString()); // cleared when the job started (its progress is queued, not shown yet)
+    QVERIFY(ran.wait(30000));
+    QVERIFY2(!status->text().contains("Warning"), qPrintable(status->text()));
+    // likewise opening a model: an error of the last job is replaced by what the new one does
+    status->showMessage("Cannot run the prompt: something");
+    QSignalSpy loaded(&w_->session(), &ModelSession::modelLoaded);
+    w_->openModel(testdata("tiny-gpt2"));
+    QCOMPARE(status->text(), QString("Opening %1…").arg(testdata("tiny-gpt2")));
+    QVERIFY(loaded.wait(30000));
+    QVERIFY(ran.wait(30000)); // the prompt runs after the model opened
+    w_->session().waitForIdle();
+    QVERIFY2(!status->text().contains("Cannot run"), qPrintable(status->text()));
 }
 
 QTEST_MAIN(TestGuiMainWindow)
