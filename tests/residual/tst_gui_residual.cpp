@@ -5,6 +5,7 @@
 // inductionScores, an ablation changes the logit by what previewAblation computes directly, and the
 // exports write PNG/SVG/PDF/CSV files of the right size and kind.
 
+#include "app/main_window.h"
 #include "model/analysis/residual/ablation.h"
 #include "model/analysis/attention/head_detectors.h"
 #include "model/formats/model_loader.h"
@@ -18,10 +19,12 @@
 #include "views/residual/residual_panel.h"
 #include "views/common/token_picker.h"
 #include "views/common/top_tokens_view.h"
+#include "views/figures/matrix_heatmap.h"
 
 #include <qcustomplot.h>
 
 #include <QFile>
+#include <QFontMetricsF>
 #include <QHeaderView>
 #include <QImage>
 #include <QLineEdit>
@@ -45,6 +48,7 @@ private slots:
     void ablationMatchesPreviewAblation();
     void exportsFiles();
     void topPredictionAtAnEarlierPosition();
+    void titlesFitAtTheDefaultSize();
 
 private:
     int tokenOf(const QString& text) const {
@@ -289,6 +293,52 @@ void TestGuiResidual::topPredictionAtAnEarlierPosition() {
         QCOMPARE(panel.targetToken(), int(best));
         QVERIFY(panel.targetDescription().contains(model_->tokenizer().displayToken(int(best))));
     }
+}
+
+namespace {
+/// The text of `plot`'s title element (its first QCPTextElement) and how much wider than the plot its widest
+/// line is, in pixels (≤ 0: it fits).
+std::pair<QString, double> titleOverflow(QCustomPlot* plot) {
+    for (int i = 0; i < plot->plotLayout()->elementCount(); ++i)
+        if (auto* title = qobject_cast<QCPTextElement*>(plot->plotLayout()->elementAt(i))) {
+            const QFontMetricsF fm(title->font());
+            double widest = 0;
+            for (const QString& line : title->text().split(QLatin1Char('\n'))) widest = std::max(widest, fm.horizontalAdvance(line));
+            return {title->text(), widest - plot->width()};
+        }
+    return {};
+}
+} // namespace
+
+/// The DLA tab of a window at its default size (1500×920) on the demo model, with the longest kind of title (a
+/// logit difference): the heatmap's title wraps to the heatmap's width and the cumulative chart's title fits its
+/// chart; neither is clipped.
+void TestGuiResidual::titlesFitAtTheDefaultSize() {
+    MainWindow w(nullptr, MainWindow::Mode::Offscreen);
+    QCOMPARE(w.size(), QSize(1500, 920));
+    w.show();
+    QSignalSpy ran(&w.session(), &ModelSession::forwardFinished);
+    w.openModel(demoDir(), "In the beginning God created the heaven and the earth. In the beginning God created the heaven");
+    QVERIFY(ran.wait(30000));
+    QVERIFY(w.showView("logit-attribution"));
+    auto* panel = qobject_cast<ResidualPanel*>(w.panel("logit-attribution"));
+    QVERIFY(panel);
+    panel->setMeasure(ResidualPanel::Measure::DlaDifference);
+    panel->targetPicker()->setText(" created");
+    panel->counterPicker()->setText(" said");
+    QVERIFY(panel->counterToken() >= 0);
+    panel->setPosition(15); // the second " God"
+    for (int i = 0; i < 3; ++i) QCoreApplication::processEvents(); // layouts, the heatmap's fitCells
+    panel->heatmap()->plot()->replot();
+    panel->cumulativePlot()->replot();
+    const auto [heatmapTitle, heatmapOver] = titleOverflow(panel->heatmap()->plot());
+    QCOMPARE(QString(heatmapTitle).replace('\n', ' '), QString::fromUtf8("DLA to logit[␣created] − logit[␣said] at position 15 (␣God)"));
+    QVERIFY2(heatmapOver <= 0, qPrintable(QString("\"%1\" is %2 px wider than its %3 px plot")
+                                              .arg(heatmapTitle).arg(heatmapOver).arg(panel->heatmap()->plot()->width())));
+    const auto [chartTitle, chartOver] = titleOverflow(panel->cumulativePlot());
+    QCOMPARE(chartTitle, QString::fromUtf8("Cumulative logit[␣created] − logit[␣said] at position 15 (␣God)"));
+    QVERIFY2(chartOver <= 0, qPrintable(QString("\"%1\" is %2 px wider than its %3 px chart")
+                                            .arg(chartTitle).arg(chartOver).arg(panel->cumulativePlot()->width())));
 }
 
 QTEST_MAIN(TestGuiResidual)
