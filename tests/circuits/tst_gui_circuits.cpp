@@ -269,8 +269,9 @@ private slots:
         QVERIFY(v->exportJson("/nonexistent/dir/flow.json").startsWith("/nonexistent/dir/flow.json: "));
     }
 
-    /// 200 positions on an 900 px wide plot: every k-th position is labelled ("k·i ␣tok"), from 0, with at
-    /// least a line height between labels (the x labels are rotated); 8 positions are all labelled.
+    /// 200 positions on an 900 px wide plot: every k-th position is labelled ("k·i ␣tok"), from 0, and no two
+    /// drawn labels overlap (their rectangles as QFontMetrics measures them, rotated as drawn); zoomed in to 20
+    /// positions and on 8 positions every position is labelled, still without overlap.
     void flowGraphLabelsDoNotOverlap() {
         FlowGraphPlot plot;
         plot.resize(900, 500);
@@ -304,9 +305,34 @@ private slots:
             }
         }
         QCOMPARE(plot.plot()->xAxis->tickLabelRotation(), -90.0);
+        // the drawn labels' rectangles: a label rotated by −90° is as wide on the x axis as its text is high, centred
+        // on its tick, and reaches down as far as its text is long
+        const auto overlaps = [&]() -> QString {
+            QCPAxis* x = plot.plot()->xAxis;
+            const QFontMetricsF fm(x->tickLabelFont());
+            const QVector<double> t = x->tickVector();
+            const QVector<QString> l = x->tickVectorLabels();
+            std::vector<QRectF> rects;
+            for (int i = 0; i < t.size(); ++i) {
+                const QRectF text = fm.boundingRect(l[i]);
+                rects.push_back(QRectF(x->coordToPixel(t[i]) - text.height() / 2, x->axisRect()->bottom(), text.height(), text.width()));
+            }
+            for (size_t i = 1; i < rects.size(); ++i)
+                if (rects[i].intersects(rects[i - 1]))
+                    return QStringLiteral("\"%1\" [%2, %3] overlaps \"%4\" [%5, %6]")
+                        .arg(l[int(i)]).arg(rects[i].left()).arg(rects[i].right())
+                        .arg(l[int(i) - 1]).arg(rects[i - 1].left()).arg(rects[i - 1].right());
+            return rects.size() < 2 ? QStringLiteral("fewer than two labels") : QString();
+        };
+        QCOMPARE(overlaps(), QString());
+        plot.plot()->xAxis->setRange(40, 59); // zoomed in: every position labelled
+        plot.plot()->replot();
+        QCOMPARE(plot.plot()->xAxis->tickVector().size(), 20);
+        QCOMPARE(overlaps(), QString());
         draw(8);
         QCOMPARE(plot.plot()->xAxis->tickVector(), (QVector<double>{0, 1, 2, 3, 4, 5, 6, 7}));
         QCOMPARE(plot.plot()->xAxis->tickVectorLabels().last(), QStringLiteral("7 ␣tok7"));
+        QCOMPARE(overlaps(), QString());
     }
 
     void attendSplitSumsToTheScore() {
