@@ -16,6 +16,7 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
+#include "support/fake_model_stores.h"
 #include "support/handmade_model.h"
 #include "support/safetensors_writer.h"
 #include "support/test_paths.h"
@@ -83,6 +84,7 @@ private slots:
     void initTestCase();
     void secondModelComesFromTheSession();
     void secondModelFailureIsShown();
+    void secondModelByName();
     void stitchSweepShowsTheNumbers();
     void selfStitchIsTheIdentity();
     void rankDeficientEmbeddingIsReported();
@@ -167,6 +169,27 @@ void TestGuiStitch::secondModelFailureIsShown() {
     alone.openSecondModel(demoDir());
     QVERIFY2(alone.secondModelInfo()->text().contains("opened by the window's model session"), qPrintable(alone.secondModelInfo()->text()));
     alone.waitForIdle(); // nothing pending
+}
+
+/// A second model asked for by name (the Hugging Face cache's "gpt2"): the session resolves and opens the
+/// snapshot, and the panel's request settles although the model's path is not the name it asked with.
+void TestGuiStitch::secondModelByName() {
+    const FakeStores stores = buildFakeStores(tmp_.filePath("stores"));
+    useFakeStores(stores);
+    MainWindow w(nullptr, MainWindow::Mode::Offscreen);
+    openAndRun(w, testdata("tiny-gpt2"), "The cat sat"); // the cached "gpt2" is a copy of tiny-gpt2: comparable
+    ModelComparePanel* cmp = comparePanel(w);
+    QSignalSpy loaded(&w.session(), &ModelSession::secondModelLoaded);
+    cmp->openSecondModel("gpt2");
+    cmp->waitForIdle(); // returns: the request settled
+    QCOMPARE(loaded.count(), 1);
+    QVERIFY(cmp->secondModel());
+    QCOMPARE(cmp->secondModel()->info().path, stores.gpt2Newest);
+    QCOMPARE(cmp->secondModel()->info().name, QString("gpt2"));
+    QVERIFY2(cmp->secondModelInfo()->text().startsWith("Model B: " + stores.gpt2Newest), qPrintable(cmp->secondModelInfo()->text()));
+    qputenv("HOME", tmp_.path().toUtf8()); // as initTestCase left it for the other tests
+    qunsetenv("HF_HOME");
+    qunsetenv("OLLAMA_MODELS");
 }
 
 void TestGuiStitch::stitchSweepShowsTheNumbers() {

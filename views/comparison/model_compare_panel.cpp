@@ -266,7 +266,9 @@ void ModelComparePanel::setSecondModel(std::shared_ptr<const Model> model) {
     compare();
     diff();
     updateSubViews();
-    if (!pendingSecond_.isEmpty() && (!other_ || other_->info().path == pendingSecond_)) {
+    // the session delivers only the newest request's model (older loads are dropped), and the request may be a
+    // name ("demo-variant", "gpt2") whose model's path differs: any model arriving settles it
+    if (!pendingSecond_.isEmpty()) {
         pendingSecond_.clear();
         emit secondModelSettled();
     }
