@@ -204,6 +204,9 @@ private slots:
               "--metric \"logit_diff\": The logit_diff metric needs its tokens after a colon, e.g. \"logit_diff: Mary, John\".", 2);
         fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "kl: created", "--patch", "z"},
               "--metric \"kl: created\": The kl metric takes no tokens", 2);
+        fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "logit_diff: created", "--patch", "z"},
+              "--metric \"logit_diff: created\": The logit_diff metric needs two tokens separated by a comma, e.g. "
+              "\"logit_diff: Mary, John\"; got 'created'.", 2); // no comma: not two tokens in any vocabulary
         fails({"--model", "no/such/model", "--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "entropy", "--patch", "z"},
               "Unknown metric 'entropy'", 2); // before the model is looked for
         // a form that is right but a text that is not one token of this vocabulary: the model's answer (1)

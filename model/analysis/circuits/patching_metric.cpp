@@ -59,6 +59,10 @@ QString formError(const MetricText& m) {
         return tr("The %1 metric needs its token%2 after a colon, e.g. \"%1: Mary%3\".")
             .arg(kind, *m.named == PatchingMetricKind::LogitDiff ? QStringLiteral("s") : QString(),
                  *m.named == PatchingMetricKind::LogitDiff ? QStringLiteral(", John") : QString());
+    // two tokens need a comma between them, whatever the vocabulary (with one, whether it splits is the vocabulary's say)
+    if (*m.named == PatchingMetricKind::LogitDiff && !m.rest.contains(QLatin1Char(',')))
+        return tr("The logit_diff metric needs two tokens separated by a comma, e.g. \"logit_diff: Mary, John\"; got '%1'.")
+            .arg(m.rest.trimmed());
     return {};
 }
 } // namespace
