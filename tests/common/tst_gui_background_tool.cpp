@@ -283,6 +283,13 @@ private slots:
         QCOMPARE(qobject_cast<QPushButton*>(row->itemAt(1)->widget())->text(), QString("Cancel"));
         QWidget holder;
         holder.setLayout(row);
+        // a view's own label as the status line (the head detectors' bar): failures and cancels go there
+        QLabel own;
+        bare.useStatusLabel(&own);
+        bare.start([](const BackgroundTask::Context&) -> std::function<void()> { throw InputError("weights.bin: truncated"); });
+        bare.waitForIdle();
+        QCOMPARE(own.text(), QString("weights.bin: truncated"));
+        QCOMPARE(bare.statusText(), QString("weights.bin: truncated"));
     }
 
     void aViewDestroyedMidJobWaitsForIt() {

@@ -48,6 +48,11 @@ void BackgroundTool::setStatus(const QString& text) {
     if (status_) status_->setText(text);
 }
 
+void BackgroundTool::useStatusLabel(QLabel* label) {
+    if (status_ && !status_->parent()) delete status_;
+    status_ = label;
+}
+
 QHBoxLayout* BackgroundTool::controlRow(std::initializer_list<QWidget*> lead, std::initializer_list<QWidget*> trail) {
     auto* row = taskRow(task_, lead);
     int at = int(lead.size()); // before the progress bar

@@ -50,6 +50,8 @@ public:
     QLabel* statusLabel() const;
     QString statusText() const;
     void setStatus(const QString& text);
+    /// Makes `label` (the view's, placed and styled as the view likes) the status line instead of the tool's own.
+    void useStatusLabel(QLabel* label);
     SettingsBinding& settings() { return settings_; }
     const SettingsBinding& settings() const { return settings_; }
 
