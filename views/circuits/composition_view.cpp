@@ -24,10 +24,8 @@ CompositionView::CompositionView(QWidget* parent)
     kind_->setItemData(0, tr("‖W_OV^a · (W_QK^b)ᵀ‖_F / (‖W_OV^a‖_F ‖W_QK^b‖_F): head a's output read by head b's keys"), Qt::ToolTipRole);
     kind_->setItemData(1, tr("‖W_OV^a · W_QK^b‖_F / (‖W_OV^a‖_F ‖W_QK^b‖_F): head a's output read by head b's queries"), Qt::ToolTipRole);
     kind_->setItemData(2, tr("‖W_OV^a · W_OV^b‖_F / (‖W_OV^a‖_F ‖W_OV^b‖_F): head a's output moved on by head b"), Qt::ToolTipRole);
-    auto* split = new QSplitter;
     heatmap_ = new MatrixHeatmap;
     heatmap_->setEmptyText(tr("Compute scores: every pair of heads in different layers. Click a cell for its virtual OV circuit."));
-    split->addWidget(heatmap_);
     auto* side = new QWidget;
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -42,10 +40,7 @@ CompositionView::CompositionView(QWidget* parent)
     ov_ = makeScoreTable({tr("#"), tr("source token"), tr("output token"), tr("score")}, QStringLiteral("virtual_ov"),
                          tr("Select a pair to see which tokens head a then head b move to which."));
     sideLayout->addWidget(ov_, 3);
-    split->addWidget(side);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    tool_.addTo(new QVBoxLayout(this), {kind_}, split);
+    tool_.addTo(new QVBoxLayout(this), {kind_}, splitPanes(Qt::Horizontal, {{heatmap_, 3}, {side, 2}}));
 
     connect(&tool_, &BackgroundTool::runRequested, this, &CompositionView::run);
     connect(kind_, &QComboBox::currentIndexChanged, this, [this] {

@@ -45,9 +45,7 @@ FlowView::FlowView(QWidget* parent) : QWidget(parent), tool_(tr("Build graph"), 
     auto* jsonButton = new QPushButton(tr("Export JSON…"));
     layout->addLayout(tool_.controlRow({norm_, threshold_, renormalise_, position_}, {jsonButton}));
     layout->addWidget(tool_.statusLabel());
-    auto* split = new QSplitter;
     plot_ = new FlowGraphPlot;
-    split->addWidget(plot_);
     auto* side = new QWidget;
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -55,10 +53,7 @@ FlowView::FlowView(QWidget* parent) : QWidget(parent), tool_(tr("Build graph"), 
     sideLayout->addWidget(detailsTitle_);
     details_ = makeScoreTable({tr("#"), tr("part"), tr("value")}, QStringLiteral("flow_details"), tr("Nothing selected."));
     sideLayout->addWidget(details_, 1);
-    split->addWidget(side);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 1);
-    layout->addWidget(split, 1);
+    layout->addWidget(splitPanes(Qt::Horizontal, {{plot_, 3}, {side, 1}}), 1);
 
     connect(&tool_, &BackgroundTool::runRequested, this, &FlowView::build);
     connect(threshold_, &QDoubleSpinBox::valueChanged, this, &FlowView::prune);

@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSplitter>
 #include <QVBoxLayout>
 
 namespace attnscope {
@@ -13,6 +14,15 @@ QLabel* textLine(const QString& text) {
     l->setWordWrap(true);
     l->setTextInteractionFlags(Qt::TextSelectableByMouse);
     return l;
+}
+
+QSplitter* splitPanes(Qt::Orientation orientation, std::initializer_list<std::pair<QWidget*, int>> panes) {
+    auto* split = new QSplitter(orientation);
+    for (auto [pane, stretch] : panes) {
+        split->addWidget(pane);
+        if (stretch > 0) split->setStretchFactor(split->count() - 1, stretch);
+    }
+    return split;
 }
 
 BackgroundTool::BackgroundTool(const QString& runText, const QString& idleStatus, QObject* parent)

@@ -10,9 +10,10 @@
 //  - the context: newContext() when the view's model or prompt changes drops the running job, so no result
 //    of another model or prompt ever reaches the view;
 //  - the settings: settings() binds the inputs to session keys (SettingsBinding, views/common/panel_state.h).
-// A view: builds its inputs and result widget, calls addTo(layout, {inputs}, result), connects runRequested
-// to its run(); run() checks the inputs (reject(message) on a problem) and calls start(busy, work), the work
-// returning the closure that shows the result; setContext() calls newContext().
+// A view holds it as a member (destroyed before the view's widgets, it waits for the job first), builds its
+// inputs and result widget, calls addTo(layout, {inputs}, result), connects runRequested to its run(); run()
+// checks the inputs (reject(message) on a problem) and calls start(busy, work), the work returning the closure
+// that shows the result; setContext() calls newContext(); saveState/restoreState use settings().
 
 #include "views/common/background_task.h"
 #include "views/common/panel_state.h"
@@ -22,10 +23,12 @@
 #include <QString>
 #include <functional>
 #include <initializer_list>
+#include <utility>
 
 class QHBoxLayout;
 class QLabel;
 class QPushButton;
+class QSplitter;
 class QVBoxLayout;
 class QWidget;
 
@@ -35,13 +38,17 @@ namespace attnscope {
 /// are not markup, word-wrapped and selectable with the mouse.
 QLabel* textLine(const QString& text = {});
 
+/// A splitter of `panes` (a tool's result beside its details, a table above its projection, …), each with its
+/// stretch factor: the share of the free space it takes (0 leaves the pane's own size policy).
+QSplitter* splitPanes(Qt::Orientation orientation, std::initializer_list<std::pair<QWidget*, int>> panes);
+
 class BackgroundTool : public QObject {
     Q_OBJECT
 public:
     /// `runText` labels the Run button (empty: no button, the view starts its jobs itself); `idleStatus` is the
     /// status line's text until the first job. The button and the status line have no parent until laid out.
     explicit BackgroundTool(const QString& runText = {}, const QString& idleStatus = {}, QObject* parent = nullptr);
-    /// Waits for the running job (its closures hold the view), then deletes the widgets never laid out.
+    /// Deletes the widgets never laid out; the task then waits for the running job (its closures hold the view).
     ~BackgroundTool() override;
 
     BackgroundTask& task() { return task_; }

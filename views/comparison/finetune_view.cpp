@@ -98,11 +98,7 @@ void FinetuneView::buildUi() {
     pt->addWidget(projBottom_);
     pv->addLayout(pt, 1);
 
-    auto* left = new QSplitter(Qt::Vertical);
-    left->addWidget(table_);
-    left->addWidget(projBox);
-    left->setStretchFactor(0, 3);
-    left->setStretchFactor(1, 2);
+    auto* left = splitPanes(Qt::Vertical, {{table_, 3}, {projBox, 2}});
 
     heads_ = new MatrixHeatmap;
     heads_->figureActions()->setBaseName(QStringLiteral("finetune_heads"));
@@ -118,11 +114,7 @@ void FinetuneView::buildUi() {
     overview_->addTab(tensors_, tr("Tensors"));
 
     overview_->setMinimumWidth(380);
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->addWidget(left);
-    split->addWidget(overview_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Horizontal, {{left, 3}, {overview_, 2}});
     split->setSizes({800, 520});
     auto* v = new QVBoxLayout(this);
     v->addWidget(summary_);

@@ -125,9 +125,7 @@ void StitchView::buildUi() {
     const QString empty = tr("Open a second model that shares the tokenizer, then Sweep k.");
     std::tie(lossPlot_, lossFigure_) = makePlot(lossTitle_, QStringLiteral("stitch_loss"), empty);
     std::tie(agreePlot_, agreeFigure_) = makePlot(agreeTitle_, QStringLiteral("stitch_agreement"), empty);
-    auto* charts = new QSplitter(Qt::Horizontal);
-    charts->addWidget(lossPlot_);
-    charts->addWidget(agreePlot_);
+    auto* charts = splitPanes(Qt::Horizontal, {{lossPlot_, 0}, {agreePlot_, 0}});
 
     variantShown_ = new QComboBox;
     layers_ = makeScoreTable({tr("k"), tr("loss"), tr("loss − loss_B"), tr("agree A"), tr("agree B"), tr("‖h·M‖/‖h‖")},
@@ -159,14 +157,7 @@ void StitchView::buildUi() {
     pv->addLayout(ph);
     pv->addWidget(positions_);
 
-    auto* tables = new QSplitter(Qt::Horizontal);
-    tables->addWidget(layerBox);
-    tables->addWidget(posBox);
-    auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(charts);
-    split->addWidget(tables);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Vertical, {{charts, 3}, {splitPanes(Qt::Horizontal, {{layerBox, 0}, {posBox, 0}}), 2}});
     split->setSizes({400, 280});
 
     auto* v = new QVBoxLayout(this);

@@ -89,16 +89,7 @@ void LogitLensPanel::buildUi() {
     readout_ = new ComponentReadoutView;
     auto* readoutBox = new QGroupBox(tr("Component readout"));
     (new QVBoxLayout(readoutBox))->addWidget(readout_);
-    auto* lower = new QSplitter(Qt::Horizontal);
-    lower->addWidget(cellBox);
-    lower->addWidget(readoutBox);
-    lower->setStretchFactor(0, 2);
-    lower->setStretchFactor(1, 3);
-    auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(views_);
-    split->addWidget(lower);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Vertical, {{views_, 3}, {splitPanes(Qt::Horizontal, {{cellBox, 2}, {readoutBox, 3}}), 2}});
 
     auto* v = new QVBoxLayout(this);
     v->addLayout(controls);

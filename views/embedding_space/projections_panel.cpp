@@ -113,14 +113,7 @@ void ProjectionsPanel::buildUi() {
     revTables->addWidget(revNeurons_);
     revV->addLayout(revTables, 1);
 
-    auto* right = new QSplitter(Qt::Vertical);
-    right->addWidget(rowBox);
-    right->addWidget(revBox);
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->addWidget(topBox);
-    split->addWidget(right);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Horizontal, {{topBox, 3}, {splitPanes(Qt::Vertical, {{rowBox, 0}, {revBox, 0}}), 2}});
 
     auto* v = new QVBoxLayout(this);
     v->addLayout(controls);
