@@ -13,7 +13,6 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace attnscope {
 
@@ -75,26 +74,15 @@ HeadDetectorsView::HeadDetectorsView(QWidget* parent) : QWidget(parent) {
         if (!path.isEmpty())
             if (QString e = exportCsv(path); !e.isEmpty()) status_->setText(e);
     });
-    connect(&watcher_, &QFutureWatcher<InductionResult>::finished, this, [this] {
-        const InductionResult r = watcher_.result();
-        const bool current = runningGeneration_ == generation_;
-        runningGeneration_ = -1;
-        if (!current) { // the model changed while it ran
-            startInduction();
-            return;
-        }
-        scores_[size_t(columnOf(HeadDetector::Induction) - FirstScoreColumn)] = r.scores;
-        status_->setText(r.scores ? tr("Induction: %1 query positions of a repeated random sequence.").arg(r.scores->nQueries)
-                                  : tr("Induction scores unavailable: %1").arg(r.error));
+    inductionTool_.useStatusLabel(status_);
+    promptTool_.useStatusLabel(status_);
+    inductionTool_.setFailedHandler([this](const QString& m) {
+        scores_[size_t(columnOf(HeadDetector::Induction) - FirstScoreColumn)].reset();
+        status_->setText(tr("Induction scores unavailable: %1").arg(m));
         fillTable();
         applyOverlay();
         emit inductionFinished();
     });
-}
-
-HeadDetectorsView::~HeadDetectorsView() {
-    generation_ = -2; // nothing left to deliver to
-    watcher_.waitForFinished();
 }
 
 void HeadDetectorsView::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache) {
@@ -103,7 +91,7 @@ void HeadDetectorsView::setContext(std::shared_ptr<const Model> model, std::shar
     cache_ = std::move(cache);
     // a residuals-only cache recomputes its layers: scored and drawn in the background (startPromptScores)
     const bool background = cache_ && model_ && cache_->residualsOnly();
-    promptTask_.cancel();
+    promptTool_.discard(); // layers of the last cache are not drawn on this one
     promptPending_ = false;
     for (HeadDetector d : allDetectors()) {
         auto& slot = scores_[size_t(columnOf(d) - FirstScoreColumn)];
@@ -124,8 +112,8 @@ void HeadDetectorsView::setContext(std::shared_ptr<const Model> model, std::shar
         grid_->clear();
     }
     if (newModel) {
-        ++generation_;
-        if (model_) startInduction();
+        if (model_) startInduction(); // replaces the run of the last model
+        else inductionTool_.discard();
     }
     fillTable();
     applyOverlay();
@@ -138,8 +126,7 @@ void HeadDetectorsView::showEvent(QShowEvent* event) {
 
 void HeadDetectorsView::startPromptScores() {
     promptPending_ = false;
-    status_->setText(tr("Computing the layers for the head detectors…"));
-    promptTask_.start([this, cache = cache_](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    promptTool_.start(tr("Computing the layers for the head detectors…"), [this, cache = cache_](const BackgroundTask::Context& ctx) -> std::function<void()> {
         const std::vector<HeadDetector> detectors{HeadDetector::PreviousToken, HeadDetector::DuplicateToken,
                                                   HeadDetector::FirstToken};
         std::vector<HeadScores> s = scoreHeads(*cache, detectors, ctx.progress,
@@ -156,23 +143,21 @@ void HeadDetectorsView::startPromptScores() {
 }
 
 void HeadDetectorsView::startInduction() {
-    if (!model_ || runningGeneration_ >= 0) return; // a running job restarts itself when it sees the new generation
-    runningGeneration_ = generation_;
-    status_->setText(tr("Running the model on a repeated random sequence for the induction scores…"));
-    auto model = model_;
-    const int bos = model->tokenizer().bosId().value_or(-1);
-    watcher_.setFuture(QtConcurrent::run([model, bos]() -> InductionResult {
-        try {
-            return {inductionScores(*model, bos), {}};
-        } catch (const InputError& e) {
-            return {std::nullopt, e.message()};
-        } catch (const std::exception& e) {
-            return {std::nullopt, QString::fromUtf8(e.what())};
-        }
-    }));
+    const int bos = model_->tokenizer().bosId().value_or(-1);
+    inductionTool_.start(tr("Running the model on a repeated random sequence for the induction scores…"),
+                         [this, model = model_, bos](const BackgroundTask::Context& ctx) -> std::function<void()> {
+        HeadScores s = inductionScores(*model, bos, ctx.progress);
+        return [this, s = std::move(s)] {
+            scores_[size_t(columnOf(HeadDetector::Induction) - FirstScoreColumn)] = s;
+            status_->setText(tr("Induction: %1 query positions of a repeated random sequence.").arg(s.nQueries));
+            fillTable();
+            applyOverlay();
+            emit inductionFinished();
+        };
+    });
 }
 
-bool HeadDetectorsView::inductionRunning() const { return runningGeneration_ >= 0; }
+bool HeadDetectorsView::inductionRunning() const { return inductionTool_.isRunning(); }
 
 std::optional<HeadScores> HeadDetectorsView::scores(HeadDetector detector) const {
     return scores_[size_t(columnOf(detector) - FirstScoreColumn)];

@@ -7,9 +7,8 @@
 // computed in the background too, layer by layer, once the view is shown.
 
 #include "model/analysis/attention/head_detectors.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
-#include <QFutureWatcher>
 #include <QWidget>
 #include <array>
 #include <memory>
@@ -35,7 +34,6 @@ public:
     static int columnOf(HeadDetector d);
 
     explicit HeadDetectorsView(QWidget* parent = nullptr);
-    ~HeadDetectorsView() override;
     /// New model and/or prompt. Rescores the prompt detectors (in the background, when shown, for a
     /// residuals-only cache); starts the induction run when the model changed.
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache);
@@ -46,9 +44,9 @@ public:
     std::optional<HeadDetector> overlay() const;
     bool inductionRunning() const;
     /// True while the prompt detectors of a residuals-only cache are still being computed (or wait to be shown).
-    bool promptScoresPending() const { return promptPending_ || promptTask_.isRunning(); }
+    bool promptScoresPending() const { return promptPending_ || promptTool_.isRunning(); }
     /// Blocks (processing events) until the background scoring is done (tests).
-    void waitForPromptScores() { promptTask_.waitForIdle(); }
+    void waitForPromptScores() { promptTool_.waitForIdle(); }
     QTableWidget* table() const { return table_; }
     HeadGrid* headGrid() const { return grid_; }
     /// Writes the table (head, layer, head, four scores) as CSV. Returns an error or "".
@@ -77,12 +75,9 @@ private:
     HeadGrid* grid_;
     QTableWidget* table_;
     QLabel* status_;
-    struct InductionResult { std::optional<HeadScores> scores; QString error; };
-    QFutureWatcher<InductionResult> watcher_;
-    int generation_ = 0;        ///< bumped per model; a finished run of an older model is dropped
-    int runningGeneration_ = -1;
-    BackgroundTask promptTask_; ///< prompt detectors + grid of a residuals-only cache
-    bool promptPending_ = false; ///< promptTask_ waits for the view to be shown
+    BackgroundTool inductionTool_; ///< the induction run, once per model (a new model replaces it)
+    BackgroundTool promptTool_;    ///< prompt detectors + grid of a residuals-only cache; both report in status_
+    bool promptPending_ = false;   ///< promptTool_ waits for the view to be shown
 };
 
 } // namespace attnscope

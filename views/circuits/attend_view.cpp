@@ -2,15 +2,13 @@
 
 #include "views/figures/matrix_heatmap.h"
 
-#include <QLabel>
-#include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
 namespace attnscope {
 
-AttendView::AttendView(QWidget* parent) : QWidget(parent) {
-    auto* layout = new QVBoxLayout(this);
+AttendView::AttendView(QWidget* parent)
+    : QWidget(parent), tool_(tr("Split the score"), tr("Pick a head, a query and a key position.")) {
     const auto spin = [](const QString& prefix) {
         auto* s = new QSpinBox;
         s->setPrefix(prefix);
@@ -21,24 +19,16 @@ AttendView::AttendView(QWidget* parent) : QWidget(parent) {
     head_ = spin(tr("head "));
     query_ = spin(tr("query "));
     key_ = spin(tr("key "));
-    runButton_ = new QPushButton(tr("Split the score"));
-    layout->addLayout(taskRow(task_, {layer_, head_, query_, key_, runButton_}));
-    check_ = new QLabel(tr("Pick a head, a query and a key position."));
-    check_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    check_->setWordWrap(true);
-    check_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(check_);
     heatmap_ = new MatrixHeatmap;
     heatmap_->setEmptyText(tr("Each cell: scale · q-side component · k-side component; the cells sum to the pre-softmax score."));
-    layout->addWidget(heatmap_, 1);
-    connect(runButton_, &QPushButton::clicked, this, &AttendView::run);
+    tool_.addTo(new QVBoxLayout(this), {layer_, head_, query_, key_}, heatmap_);
+    connect(&tool_, &BackgroundTool::runRequested, this, &AttendView::run);
     connect(query_, &QSpinBox::valueChanged, this, [this](int q) { key_->setMaximum(q); });
-    connect(&task_, &BackgroundTask::failed, this, [this](const QString& m) { check_->setText(m); });
 }
 
 void AttendView::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache, const QStringList& labels) {
     if (model == model_ && cache == cache_) return;
-    task_.cancel();
+    tool_.newContext();
     model_ = std::move(model);
     cache_ = std::move(cache);
     labels_ = labels;
@@ -51,7 +41,7 @@ void AttendView::setContext(std::shared_ptr<const Model> model, std::shared_ptr<
     query_->setMaximum(S - 1);
     if (cache_ && query_->value() == 0) query_->setValue(S - 1);
     key_->setMaximum(query_->value());
-    runButton_->setEnabled(model_ && cache_);
+    tool_.runButton()->setEnabled(model_ && cache_);
     redraw();
 }
 
@@ -62,16 +52,12 @@ void AttendView::setQuery(int layer, int head, int query, int key) {
     key_->setValue(key);
 }
 
-QString AttendView::checkText() const { return check_->text(); }
-
 void AttendView::run() {
     if (!model_ || !cache_) return;
     const int l = layer_->value(), h = head_->value(), q = query_->value(), k = key_->value();
-    check_->setText(tr("Splitting…"));
-    task_.start([this, model = model_, cache = cache_, l, h, q, k](const BackgroundTask::Context&) -> std::function<void()> {
+    tool_.start(tr("Splitting…"), [this, model = model_, cache = cache_, l, h, q, k](const BackgroundTask::Context&) -> std::function<void()> {
         AttentionScoreSplit s = splitAttentionScore(*model, *cache, l, h, q, k);
-        return [this, s = std::move(s), cache] {
-            if (cache != cache_) return;
+        return [this, s = std::move(s)] {
             split_ = s;
             redraw();
         };
@@ -94,7 +80,7 @@ void AttendView::redraw() {
     f.valueTitle = tr("score term");
     f.scale = MatrixFigure::Scale::Signed;
     heatmap_->setFigure(f);
-    check_->setText(tr("Σ terms = %1; cached scaled score (attn_scores) = %2; check error |Σ − score| = %3; attention weight "
+    tool_.setStatus(tr("Σ terms = %1; cached scaled score (attn_scores) = %2; check error |Σ − score| = %3; attention weight "
                        "A[%4, %5] = %6")
                         .arg(s.sum, 0, 'g', 8)
                         .arg(s.score, 0, 'g', 8)

@@ -5,14 +5,12 @@
 // heatmap whose cells sum to the cached scaled score; the check line prints Σ terms, the score and |error|.
 
 #include "model/analysis/circuits/attention_score_split.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QWidget>
 #include <memory>
 #include <optional>
 
-class QLabel;
-class QPushButton;
 class QSpinBox;
 
 namespace attnscope {
@@ -28,11 +26,11 @@ public:
     void setQuery(int layer, int head, int query, int key);
     /// Splits the score in the background.
     void run();
-    BackgroundTask& task() { return task_; }
+    BackgroundTask& task() { return tool_.task(); }
     const std::optional<AttentionScoreSplit>& split() const { return split_; }
     MatrixHeatmap* heatmap() const { return heatmap_; }
     /// "Σ terms = … ; cached score = … ; check error |Σ − score| = …; attention weight …".
-    QString checkText() const;
+    QString checkText() const { return tool_.statusText(); }
 
 private:
     void redraw();
@@ -45,10 +43,8 @@ private:
     QSpinBox* head_;
     QSpinBox* query_;
     QSpinBox* key_;
-    QPushButton* runButton_;
-    QLabel* check_;
     MatrixHeatmap* heatmap_;
-    BackgroundTask task_;
+    BackgroundTool tool_; ///< its status line is the check line
 };
 
 } // namespace attnscope

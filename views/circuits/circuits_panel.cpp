@@ -19,10 +19,6 @@ namespace {
 const QStringList kTabs{QStringLiteral("patching"), QStringLiteral("path-patching"), QStringLiteral("flow"), QStringLiteral("attend"),
                         QStringLiteral("composition")};
 const QStringList kMetrics{QStringLiteral("logit_diff"), QStringLiteral("logit"), QStringLiteral("prob"), QStringLiteral("kl")};
-const QStringList kHooks{QStringLiteral("resid_pre"), QStringLiteral("attn_out"), QStringLiteral("mlp_out"), QStringLiteral("z"),
-                         QStringLiteral("q"),         QStringLiteral("k"),        QStringLiteral("v"),       QStringLiteral("pattern")};
-const QStringList kAblations{QStringLiteral("none"), QStringLiteral("zero"), QStringLiteral("mean"), QStringLiteral("reference-mean"),
-                             QStringLiteral("resample")};
 } // namespace
 
 CircuitsPanel::CircuitsPanel(QWidget* parent) : AnalysisPanel(parent) {
@@ -73,9 +69,7 @@ QJsonObject CircuitsPanel::saveState() const {
     o["token"] = inputs_->tokenPicker()->text();
     o["counter_token"] = inputs_->counterPicker()->text();
     o["direction"] = patchDirectionName(inputs_->direction());
-    o["activation"] = patchHookName(patching_->hook());
-    o["by_position"] = patching_->byPosition();
-    o["ablation"] = ablationKindName(patching_->ablation());
+    patching_->saveSettings(o); // activation, by_position, ablation
     return o;
 }
 
@@ -86,9 +80,7 @@ void CircuitsPanel::restoreState(const QJsonObject& state, QStringList* problems
     if (clean || corrupt) inputs_->setPrompts(clean.value_or(inputs_->cleanEdit()->text()), corrupt.value_or(inputs_->corruptEdit()->text()));
     if (auto m = r.choice(QStringLiteral("metric"), kMetrics)) inputs_->setMetricKind(PatchingMetricKind(*m));
     if (auto d = r.choice(QStringLiteral("direction"), {QStringLiteral("denoise"), QStringLiteral("noise")})) inputs_->setDirection(PatchDirection(*d));
-    if (auto h = r.choice(QStringLiteral("activation"), kHooks)) patching_->setHook(PatchHook(*h));
-    if (auto b = r.boolean(QStringLiteral("by_position"))) patching_->setByPosition(*b);
-    if (auto a = r.choice(QStringLiteral("ablation"), kAblations)) patching_->setAblation(AblationKind(*a));
+    patching_->restoreSettings(r);
     if (auto t = r.string(QStringLiteral("token"))) inputs_->tokenPicker()->setText(*t);
     if (auto t = r.string(QStringLiteral("counter_token"))) inputs_->counterPicker()->setText(*t);
     if (r.boolean(QStringLiteral("autorun")).value_or(false)) { // screenshots: run the shown sub-tab's tool

@@ -5,8 +5,6 @@
 
 #include <QComboBox>
 #include <QHBoxLayout>
-#include <QLabel>
-#include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
@@ -16,8 +14,9 @@
 
 namespace attnscope {
 
-CompositionView::CompositionView(QWidget* parent) : QWidget(parent) {
-    auto* layout = new QVBoxLayout(this);
+CompositionView::CompositionView(QWidget* parent)
+    : QWidget(parent), tool_(tr("Compute scores"), tr("Scores from the weights alone; no prompt needed.")),
+      ovTool_({}, tr("Virtual OV circuit: select a pair.")) {
     kind_ = new QComboBox;
     kind_->addItem(tr("K-composition"), int(CompositionKind::K));
     kind_->addItem(tr("Q-composition"), int(CompositionKind::Q));
@@ -25,17 +24,8 @@ CompositionView::CompositionView(QWidget* parent) : QWidget(parent) {
     kind_->setItemData(0, tr("‖W_OV^a · (W_QK^b)ᵀ‖_F / (‖W_OV^a‖_F ‖W_QK^b‖_F): head a's output read by head b's keys"), Qt::ToolTipRole);
     kind_->setItemData(1, tr("‖W_OV^a · W_QK^b‖_F / (‖W_OV^a‖_F ‖W_QK^b‖_F): head a's output read by head b's queries"), Qt::ToolTipRole);
     kind_->setItemData(2, tr("‖W_OV^a · W_OV^b‖_F / (‖W_OV^a‖_F ‖W_OV^b‖_F): head a's output moved on by head b"), Qt::ToolTipRole);
-    runButton_ = new QPushButton(tr("Compute scores"));
-    layout->addLayout(taskRow(task_, {kind_, runButton_}));
-    baseline_ = new QLabel(tr("Scores from the weights alone; no prompt needed."));
-    baseline_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    baseline_->setWordWrap(true);
-    baseline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(baseline_);
-    auto* split = new QSplitter;
     heatmap_ = new MatrixHeatmap;
     heatmap_->setEmptyText(tr("Compute scores: every pair of heads in different layers. Click a cell for its virtual OV circuit."));
-    split->addWidget(heatmap_);
     auto* side = new QWidget;
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
@@ -46,24 +36,16 @@ CompositionView::CompositionView(QWidget* parent) : QWidget(parent) {
     k_->setRange(1, 1000);
     k_->setValue(20);
     k_->setPrefix(tr("top "));
-    ovTitle_ = new QLabel(tr("Virtual OV circuit: select a pair."));
-    ovTitle_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    ovTitle_->setWordWrap(true);
-    sideLayout->addLayout(taskRow(ovTask_, {ovTitle_, k_}));
+    sideLayout->addLayout(ovTool_.controlRow({ovTool_.statusLabel(), k_}));
     ov_ = makeScoreTable({tr("#"), tr("source token"), tr("output token"), tr("score")}, QStringLiteral("virtual_ov"),
                          tr("Select a pair to see which tokens head a then head b move to which."));
     sideLayout->addWidget(ov_, 3);
-    split->addWidget(side);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
-    layout->addWidget(split, 1);
+    tool_.addTo(new QVBoxLayout(this), {kind_}, splitPanes(Qt::Horizontal, {{heatmap_, 3}, {side, 2}}));
 
-    connect(runButton_, &QPushButton::clicked, this, &CompositionView::run);
+    connect(&tool_, &BackgroundTool::runRequested, this, &CompositionView::run);
     connect(kind_, &QComboBox::currentIndexChanged, this, [this] {
         if (scores_) run();
     });
-    connect(&task_, &BackgroundTask::failed, this, [this](const QString& m) { baseline_->setText(m); });
-    connect(&ovTask_, &BackgroundTask::failed, this, [this](const QString& m) { ovTitle_->setText(m); });
     connect(heatmap_, &MatrixHeatmap::cellClicked, this, [this](int row, int col) {
         if (!scores_) return;
         const int H = scores_->nHeads;
@@ -81,27 +63,23 @@ CompositionView::CompositionView(QWidget* parent) : QWidget(parent) {
 
 void CompositionView::setContext(std::shared_ptr<const Model> model) {
     if (model == model_) return;
-    task_.cancel();
-    ovTask_.cancel();
+    tool_.newContext();
+    ovTool_.newContext();
     model_ = std::move(model);
     scores_.reset();
     ov_->setRowCount(0);
-    runButton_->setEnabled(bool(model_));
+    tool_.runButton()->setEnabled(bool(model_));
     redraw();
 }
 
 void CompositionView::setKind(CompositionKind kind) { kind_->setCurrentIndex(kind_->findData(int(kind))); }
 CompositionKind CompositionView::kind() const { return CompositionKind(kind_->currentData().toInt()); }
-QString CompositionView::baselineText() const { return baseline_->text(); }
-QString CompositionView::ovTitle() const { return ovTitle_->text(); }
 
 void CompositionView::run() {
     if (!model_) return;
-    baseline_->setText(tr("Computing composition scores…"));
-    task_.start([this, model = model_, k = kind()](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    tool_.start(tr("Computing composition scores…"), [this, model = model_, k = kind()](const BackgroundTask::Context& ctx) -> std::function<void()> {
         std::shared_ptr<const CompositionScores> s = compositionScores(*model, k, ctx.progress);
-        return [this, s, model] {
-            if (model != model_) return;
+        return [this, s] {
             scores_ = s;
             redraw();
         };
@@ -129,7 +107,7 @@ void CompositionView::redraw() {
     f.valueTitle = tr("composition score");
     f.scale = MatrixFigure::Scale::Sequential;
     heatmap_->setFigure(f);
-    baseline_->setText(tr("%1: ‖L·R‖_F / (‖L‖_F ‖R‖_F) for every earlier head a and later head b. Random baseline (matrices of "
+    tool_.setStatus(tr("%1: ‖L·R‖_F / (‖L‖_F ‖R‖_F) for every earlier head a and later head b. Random baseline (matrices of "
                           "the same shapes, N(0,1) entries): %2 ± %3 over %4 samples; a score well above it means the heads "
                           "read and write related subspaces.")
                            .arg(name)
@@ -158,14 +136,13 @@ void CompositionView::redraw() {
 
 void CompositionView::showVirtualOv(int layerA, int headA, int layerB, int headB) {
     if (!model_) return;
-    ovTitle_->setText(tr("Virtual OV circuit L%1H%2 → L%3H%4: computing…").arg(layerA).arg(headA).arg(layerB).arg(headB));
     const int k = k_->value();
-    ovTask_.start([this, model = model_, layerA, headA, layerB, headB, k](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    ovTool_.start(tr("Virtual OV circuit L%1H%2 → L%3H%4: computing…").arg(layerA).arg(headA).arg(layerB).arg(headB),
+                  [this, model = model_, layerA, headA, layerB, headB, k](const BackgroundTask::Context& ctx) -> std::function<void()> {
         std::vector<ScoredPair> top = virtualOvCircuit(*model, layerA, headA, layerB, headB, k, ctx.progress);
-        return [this, model, top = std::move(top), layerA, headA, layerB, headB] {
-            if (model != model_) return;
+        return [this, top = std::move(top), layerA, headA, layerB, headB] {
             fillPairTable(ov_, top, model_->tokenizer());
-            ovTitle_->setText(tr("Virtual OV circuit L%1H%2 → L%3H%4: W_E·W_OV^a·W_OV^b·W_Eᵀ, top %5 (source token → output token)")
+            ovTool_.setStatus(tr("Virtual OV circuit L%1H%2 → L%3H%4: W_E·W_OV^a·W_OV^b·W_Eᵀ, top %5 (source token → output token)")
                                   .arg(layerA).arg(headA).arg(layerB).arg(headB).arg(top.size()));
         };
     });

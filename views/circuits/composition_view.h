@@ -6,14 +6,12 @@
 // thread (compositionScores caches them). Math: model/analysis/circuits/composition_scores.h.
 
 #include "model/analysis/circuits/composition_scores.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QWidget>
 #include <memory>
 
 class QComboBox;
-class QLabel;
-class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
@@ -35,16 +33,16 @@ public:
     void run();
     /// The virtual OV circuit of head (layerA, headA) then (layerB, headB), top `k` token pairs, in the background.
     void showVirtualOv(int layerA, int headA, int layerB, int headB);
-    BackgroundTask& task() { return task_; }
-    BackgroundTask& ovTask() { return ovTask_; }
+    BackgroundTask& task() { return tool_.task(); }
+    BackgroundTask& ovTask() { return ovTool_.task(); }
     std::shared_ptr<const CompositionScores> scores() const { return scores_; }
     MatrixHeatmap* heatmap() const { return heatmap_; }
     /// The strongest pairs, highest score first (at most 100 rows).
     QTableWidget* pairTable() const { return pairs_; }
     /// The virtual OV circuit's top token pairs (#, source token, output token, score).
     QTableWidget* ovTable() const { return ov_; }
-    QString baselineText() const;
-    QString ovTitle() const;
+    QString baselineText() const { return tool_.statusText(); }
+    QString ovTitle() const { return ovTool_.statusText(); }
 
 private:
     void redraw();
@@ -52,14 +50,12 @@ private:
     std::shared_ptr<const Model> model_;
     std::shared_ptr<const CompositionScores> scores_;
     QComboBox* kind_;
-    QPushButton* runButton_;
-    QLabel* baseline_;
     MatrixHeatmap* heatmap_;
     QTableWidget* pairs_;
-    QLabel* ovTitle_;
     QSpinBox* k_;
     QTableWidget* ov_;
-    BackgroundTask task_, ovTask_;
+    BackgroundTool tool_;   ///< the scores; its status line states the baseline
+    BackgroundTool ovTool_; ///< the virtual OV circuit; its status line is the table's title
 };
 
 } // namespace attnscope

@@ -22,7 +22,7 @@
 
 namespace attnscope {
 
-FlowView::FlowView(QWidget* parent) : QWidget(parent) {
+FlowView::FlowView(QWidget* parent) : QWidget(parent), tool_(tr("Build graph"), tr("Run a prompt, then Build graph.")) {
     auto* layout = new QVBoxLayout(this);
     norm_ = new QComboBox;
     norm_->addItem(tr("L1 proximity"), int(FlowNorm::L1));
@@ -42,32 +42,20 @@ FlowView::FlowView(QWidget* parent) : QWidget(parent) {
     position_->setValue(-1);
     position_->setSpecialValueText(tr("last position"));
     position_->setPrefix(tr("from position "));
-    buildButton_ = new QPushButton(tr("Build graph"));
-    jsonButton_ = new QPushButton(tr("Export JSON…"));
-    layout->addLayout(taskRow(task_, {norm_, threshold_, renormalise_, position_, buildButton_, jsonButton_}));
-    status_ = new QLabel(tr("Run a prompt, then Build graph."));
-    status_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    status_->setWordWrap(true);
-    layout->addWidget(status_);
-    auto* split = new QSplitter;
+    auto* jsonButton = new QPushButton(tr("Export JSON…"));
+    layout->addLayout(tool_.controlRow({norm_, threshold_, renormalise_, position_}, {jsonButton}));
+    layout->addWidget(tool_.statusLabel());
     plot_ = new FlowGraphPlot;
-    split->addWidget(plot_);
     auto* side = new QWidget;
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
-    detailsTitle_ = new QLabel(tr("Click an edge for its per-head split, a node for its logit lens."));
-    detailsTitle_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    detailsTitle_->setWordWrap(true);
-    detailsTitle_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    detailsTitle_ = textLine(tr("Click an edge for its per-head split, a node for its logit lens."));
     sideLayout->addWidget(detailsTitle_);
     details_ = makeScoreTable({tr("#"), tr("part"), tr("value")}, QStringLiteral("flow_details"), tr("Nothing selected."));
     sideLayout->addWidget(details_, 1);
-    split->addWidget(side);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 1);
-    layout->addWidget(split, 1);
+    layout->addWidget(splitPanes(Qt::Horizontal, {{plot_, 3}, {side, 1}}), 1);
 
-    connect(buildButton_, &QPushButton::clicked, this, &FlowView::build);
+    connect(&tool_, &BackgroundTool::runRequested, this, &FlowView::build);
     connect(threshold_, &QDoubleSpinBox::valueChanged, this, &FlowView::prune);
     connect(renormalise_, &QCheckBox::toggled, this, &FlowView::prune);
     connect(position_, &QSpinBox::valueChanged, this, &FlowView::prune);
@@ -77,18 +65,16 @@ FlowView::FlowView(QWidget* parent) : QWidget(parent) {
     });
     connect(plot_, &FlowGraphPlot::edgeClicked, this, &FlowView::showEdge);
     connect(plot_, &FlowGraphPlot::nodeClicked, this, &FlowView::showNode);
-    connect(&task_, &BackgroundTask::failed, this, [this](const QString& m) { status_->setText(m); });
-    connect(&task_, &BackgroundTask::cancelled, this, [this] { status_->setText(tr("Cancelled.")); });
-    connect(jsonButton_, &QPushButton::clicked, this, [this] {
+    connect(jsonButton, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Export flow graph"), QStringLiteral("flow.json"), tr("JSON (*.json)"));
         if (!path.isEmpty())
-            if (QString e = exportJson(path); !e.isEmpty()) status_->setText(e);
+            if (QString e = exportJson(path); !e.isEmpty()) tool_.setStatus(e);
     });
 }
 
 void FlowView::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache, const QStringList& labels) {
     if (model == model_ && cache == cache_) return;
-    task_.cancel();
+    tool_.newContext();
     model_ = std::move(model);
     cache_ = std::move(cache);
     labels_ = labels;
@@ -97,8 +83,8 @@ void FlowView::setContext(std::shared_ptr<const Model> model, std::shared_ptr<co
     plot_->clear();
     details_->setRowCount(0);
     position_->setRange(-1, cache_ ? cache_->nPositions() - 1 : 0);
-    buildButton_->setEnabled(model_ && cache_);
-    status_->setText(cache_ ? tr("Build graph to trace the last run.") : tr("Run a prompt, then Build graph."));
+    tool_.runButton()->setEnabled(model_ && cache_);
+    tool_.setStatus(cache_ ? tr("Build graph to trace the last run.") : tr("Run a prompt, then Build graph."));
 }
 
 void FlowView::setThreshold(double tau) { threshold_->setValue(tau); }
@@ -113,11 +99,9 @@ void FlowView::build() {
         return;
     }
     const FlowNorm norm = FlowNorm(norm_->currentData().toInt());
-    status_->setText(tr("Computing contributions…"));
-    task_.start([this, model = model_, cache = cache_, norm](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    tool_.start(tr("Computing contributions…"), [this, model = model_, cache = cache_, norm](const BackgroundTask::Context& ctx) -> std::function<void()> {
         auto c = std::make_shared<const FlowContributions>(flowContributions(*model, *cache, norm, ctx.progress));
-        return [this, c, cache] {
-            if (cache != cache_) return;
+        return [this, c] {
             contributions_ = c;
             prune();
         };
@@ -129,13 +113,13 @@ void FlowView::prune() {
     try {
         graph_ = flowGraph(*contributions_, {threshold_->value(), renormalise_->isChecked(), position_->value()});
     } catch (const InputError& e) {
-        status_->setText(e.message());
+        tool_.setStatus(e.message());
         return;
     }
     QStringList boundaries;
     for (int b = 0; b < lensBoundaryCount(model_->config()); ++b) boundaries << lensBoundaryName(model_->config(), b);
     plot_->setGraph(*graph_, labels_, boundaries);
-    status_->setText(tr("%1 edges with weight above τ = %2 on paths to position %3 (%4 proximity%5).")
+    tool_.setStatus(tr("%1 edges with weight above τ = %2 on paths to position %3 (%4 proximity%5).")
                          .arg(graph_->edges.size())
                          .arg(graph_->options.threshold)
                          .arg(graph_->options.position)

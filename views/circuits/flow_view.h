@@ -7,7 +7,7 @@
 // (the CLI's "flow" object). Math: model/analysis/circuits/information_flow.h.
 
 #include "model/analysis/circuits/information_flow.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QWidget>
 #include <memory>
@@ -17,7 +17,6 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
-class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
@@ -36,7 +35,7 @@ public:
     void setNorm(FlowNorm norm);
     /// Computes the contributions in the background (if not yet for this run and norm), then the graph.
     void build();
-    BackgroundTask& task() { return task_; }
+    BackgroundTask& task() { return tool_.task(); }
     /// The graph shown (nullopt before build()).
     const std::optional<FlowGraph>& graph() const { return graph_; }
     FlowGraphPlot* plot() const { return plot_; }
@@ -61,13 +60,10 @@ private:
     QDoubleSpinBox* threshold_;
     QCheckBox* renormalise_;
     QSpinBox* position_;
-    QPushButton* buildButton_;
-    QPushButton* jsonButton_;
-    QLabel* status_;
     FlowGraphPlot* plot_;
     QLabel* detailsTitle_;
     QTableWidget* details_;
-    BackgroundTask task_;
+    BackgroundTool tool_;
 };
 
 } // namespace attnscope

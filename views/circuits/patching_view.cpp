@@ -9,7 +9,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
-#include <QPushButton>
 #include <QVBoxLayout>
 #include <cmath>
 
@@ -36,7 +35,8 @@ PatchingAxes patchingAxes(const ModelConfig& cfg, const PatchingOptions& options
     return a;
 }
 
-PatchingView::PatchingView(CircuitInputs* inputs, QWidget* parent) : QWidget(parent), inputs_(inputs) {
+PatchingView::PatchingView(CircuitInputs* inputs, QWidget* parent)
+    : QWidget(parent), inputs_(inputs), tool_(tr("Run sweep"), tr("Enter a corrupted prompt and a metric, then Run sweep.")) {
     auto* layout = new QVBoxLayout(this);
     hookCombo_ = new QComboBox;
     for (PatchHook h : {PatchHook::ResidPre, PatchHook::AttnOut, PatchHook::MlpOut, PatchHook::Z, PatchHook::Q, PatchHook::K,
@@ -59,40 +59,42 @@ PatchingView::PatchingView(CircuitInputs* inputs, QWidget* parent) : QWidget(par
     normalised_ = new QCheckBox(tr("normalised"));
     normalised_->setChecked(true);
     normalised_->setToolTip(tr("(m − m_corrupt) / (m_clean − m_corrupt): 0 = as the corrupted run, 1 = as the clean run"));
-    runButton_ = new QPushButton(tr("Run sweep"));
-    layout->addLayout(taskRow(task_, {hookCombo_, byPosition_, ablationCombo_, references_, normalised_, runButton_}));
-    endpoints_ = new QLabel;
-    endpoints_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    endpoints_->setWordWrap(true);
-    endpoints_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addLayout(tool_.controlRow({hookCombo_, byPosition_, ablationCombo_, references_, normalised_}));
+    endpoints_ = textLine();
     layout->addWidget(endpoints_);
-    status_ = new QLabel(tr("Enter a corrupted prompt and a metric, then Run sweep."));
-    status_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    status_->setWordWrap(true);
-    layout->addWidget(status_);
+    layout->addWidget(tool_.statusLabel());
     heatmap_ = new MatrixHeatmap;
     heatmap_->setEmptyText(tr("Run a sweep: every cell is the metric after one activation was patched."));
     layout->addWidget(heatmap_, 1);
 
-    connect(runButton_, &QPushButton::clicked, this, &PatchingView::run);
+    QStringList hooks, ablations;
+    for (int i = 0; i < hookCombo_->count(); ++i) hooks << patchHookName(PatchHook(hookCombo_->itemData(i).toInt()));
+    for (int i = 0; i < ablationCombo_->count(); ++i) ablations << ablationKindName(AblationKind(ablationCombo_->itemData(i).toInt()));
+    tool_.settings().add(QStringLiteral("activation"), hookCombo_, hooks);
+    tool_.settings().add(QStringLiteral("by_position"), byPosition_);
+    tool_.settings().add(QStringLiteral("ablation"), ablationCombo_, ablations);
+
+    connect(&tool_, &BackgroundTool::runRequested, this, &PatchingView::run);
     connect(ablationCombo_, &QComboBox::currentIndexChanged, this,
             [this] { references_->setEnabled(ablation() == AblationKind::ReferenceMean); });
     connect(normalised_, &QCheckBox::toggled, this, &PatchingView::redraw);
-    connect(&task_, &BackgroundTask::failed, this, [this](const QString& m) { status_->setText(m); });
-    connect(&task_, &BackgroundTask::cancelled, this, [this] {
-        status_->setText(tr("Cancelled after %1 of %2 cells.").arg(cellsShown()).arg(sweep_ ? int(sweep_->cells.size()) : 0));
+    tool_.setCancelledHandler([this] {
+        tool_.setStatus(tr("Cancelled after %1 of %2 cells.").arg(cellsShown()).arg(sweep_ ? int(sweep_->cells.size()) : 0));
     });
-    connect(&task_, &BackgroundTask::progressChanged, this, [this](qint64 done, qint64 total, const QString& what) {
-        status_->setText(tr("%1 %2 / %3").arg(what).arg(done).arg(total));
-    });
+    tool_.setProgressInStatus(true);
 }
 
 void PatchingView::setContext(std::shared_ptr<const Model> model) {
     if (model == model_) return;
-    task_.cancel();
+    tool_.newContext();
     model_ = std::move(model);
     sweep_.reset();
     redraw();
+}
+
+void PatchingView::restoreSettings(const PanelStateReader& reader) {
+    tool_.settings().restore(reader);
+    references_->setEnabled(ablation() == AblationKind::ReferenceMean);
 }
 
 void PatchingView::setHook(PatchHook hook) { hookCombo_->setCurrentIndex(hookCombo_->findData(int(hook))); }
@@ -104,7 +106,6 @@ AblationKind PatchingView::ablation() const { return AblationKind(ablationCombo_
 void PatchingView::setReferencePrompts(const QString& text) { references_->setText(text); }
 void PatchingView::setNormalised(bool on) { normalised_->setChecked(on); }
 QString PatchingView::endpointsText() const { return endpoints_->text(); }
-QString PatchingView::statusText() const { return status_->text(); }
 
 void PatchingView::run() {
     if (!model_) return;
@@ -122,8 +123,7 @@ void PatchingView::run() {
             if (reference.empty()) throw InputError(tr("Reference-mean ablation: type reference prompts separated by |."));
         }
     } catch (const InputError& e) {
-        task_.cancel();
-        status_->setText(e.message());
+        tool_.reject(e.message());
         return;
     }
     o.direction = spec.direction;
@@ -137,8 +137,7 @@ void PatchingView::run() {
     sweep_ = empty;
     endpoints_->setText(tr("Running the clean and corrupted prompts…"));
     redraw();
-    status_->setText(tr("Running…"));
-    task_.start([this, model = model_, spec, o, reference](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    tool_.start(tr("Running…"), [this, model = model_, spec, o, reference](const BackgroundTask::Context& ctx) -> std::function<void()> {
         const PatchingRuns runs = preparePatchingRuns(*model, spec.clean, spec.corrupt, reference, ctx.progress);
         PatchingSweep sweep = runPatchingSweep(*model, runs, o, ctx.progress, [&](const PatchingSweep& s, size_t, size_t) {
             ctx.post([this, s] {
@@ -149,7 +148,7 @@ void PatchingView::run() {
         return [this, sweep = std::move(sweep)] {
             sweep_ = sweep;
             redraw();
-            status_->setText(tr("Done: %1 cells.").arg(sweep.cells.size()));
+            tool_.setStatus(tr("Done: %1 cells.").arg(sweep.cells.size()));
             emit statusMessage(tr("Patching sweep of %1 done.").arg(patchHookName(sweep.options.hook)));
         };
     });

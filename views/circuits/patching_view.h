@@ -7,7 +7,7 @@
 // Math: model/analysis/circuits/activation_patching.h (runPatchingSweep, patchingGrid).
 
 #include "model/analysis/circuits/activation_patching.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QWidget>
 #include <memory>
@@ -17,7 +17,6 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
-class QPushButton;
 
 namespace attnscope {
 
@@ -44,8 +43,8 @@ public:
 
     /// Starts the sweep in the background (cancelling a running one). Input problems go to statusText().
     void run();
-    void cancel() { task_.cancel(); }
-    BackgroundTask& task() { return task_; }
+    void cancel() { tool_.cancel(); }
+    BackgroundTask& task() { return tool_.task(); }
     /// The sweep shown: complete after a run, partial while one runs (cells not done are NaN in the grid).
     const std::optional<PatchingSweep>& sweep() const { return sweep_; }
     /// Cells shown so far (counts the progressive updates' cells).
@@ -54,7 +53,11 @@ public:
     /// "clean: m = …, corrupted: m = …" with the metric named, as shown above the heatmap.
     QString endpointsText() const;
     /// The line under the controls: progress, cancellation, the error of the last run.
-    QString statusText() const;
+    QString statusText() const { return tool_.statusText(); }
+    /// The activation, by-position and ablation settings under the Circuits tab's session keys ("activation",
+    /// "by_position", "ablation").
+    void saveSettings(QJsonObject& state) const { tool_.settings().save(state); }
+    void restoreSettings(const PanelStateReader& reader);
 
 signals:
     void statusMessage(const QString& text);
@@ -74,11 +77,9 @@ private:
     QComboBox* ablationCombo_;
     QLineEdit* references_;
     QCheckBox* normalised_;
-    QPushButton* runButton_;
     QLabel* endpoints_;
-    QLabel* status_;
     MatrixHeatmap* heatmap_;
-    BackgroundTask task_;
+    BackgroundTool tool_;
 };
 
 /// Row and column labels and titles of a sweep's grid (patchingGrid): layers × positions, layers × heads, or

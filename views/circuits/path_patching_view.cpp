@@ -3,39 +3,29 @@
 #include "views/circuits/circuit_inputs.h"
 #include "views/figures/matrix_heatmap.h"
 
-#include <QLabel>
 #include <QLineEdit>
-#include <QPushButton>
 #include <QVBoxLayout>
 
 namespace attnscope {
 
-PathPatchingView::PathPatchingView(CircuitInputs* inputs, QWidget* parent) : QWidget(parent), inputs_(inputs) {
-    auto* layout = new QVBoxLayout(this);
+PathPatchingView::PathPatchingView(CircuitInputs* inputs, QWidget* parent)
+    : QWidget(parent), inputs_(inputs),
+      tool_(tr("Run path patching"), tr("Senders × receivers: the normalised metric when only that path carries the sender's change.")) {
     senders_ = new QLineEdit;
     senders_->setPlaceholderText(tr("senders L.H,… (empty = every head)"));
     senders_->setToolTip(tr("Heads whose z is taken from the other run, e.g. 0.0,0.1"));
     receivers_ = new QLineEdit(QStringLiteral("logits"));
     receivers_->setToolTip(tr("Where the sender's effect may enter: L.H.q, L.H.k, L.H.v (that head's input) or logits (the direct path), "
                               "comma-separated. Every other head stays frozen at its base-run value."));
-    runButton_ = new QPushButton(tr("Run path patching"));
-    layout->addLayout(taskRow(task_, {senders_, receivers_, runButton_}));
-    status_ = new QLabel(tr("Senders × receivers: the normalised metric when only that path carries the sender's change."));
-    status_->setTextFormat(Qt::PlainText); // token texts such as "<s>" are not markup
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(status_);
     table_ = new MatrixHeatmap;
     table_->setEmptyText(tr("Run path patching to fill the sender × receiver table."));
-    layout->addWidget(table_, 1);
-    connect(runButton_, &QPushButton::clicked, this, &PathPatchingView::run);
-    connect(&task_, &BackgroundTask::failed, this, [this](const QString& m) { status_->setText(m); });
-    connect(&task_, &BackgroundTask::cancelled, this, [this] { status_->setText(tr("Cancelled.")); });
+    tool_.addTo(new QVBoxLayout(this), {senders_, receivers_}, table_);
+    connect(&tool_, &BackgroundTool::runRequested, this, &PathPatchingView::run);
 }
 
 void PathPatchingView::setContext(std::shared_ptr<const Model> model) {
     if (model == model_) return;
-    task_.cancel();
+    tool_.newContext();
     model_ = std::move(model);
     result_.reset();
     redraw();
@@ -43,7 +33,6 @@ void PathPatchingView::setContext(std::shared_ptr<const Model> model) {
 
 void PathPatchingView::setSenders(const QString& text) { senders_->setText(text); }
 void PathPatchingView::setReceivers(const QString& text) { receivers_->setText(text); }
-QString PathPatchingView::statusText() const { return status_->text(); }
 
 void PathPatchingView::run() {
     if (!model_) return;
@@ -54,14 +43,13 @@ void PathPatchingView::run() {
         if (!senders_->text().trimmed().isEmpty()) o.senders = parseHeadList(model_->config(), senders_->text());
         o.receivers = parseReceiverList(model_->config(), receivers_->text());
     } catch (const InputError& e) {
-        status_->setText(e.message());
+        tool_.reject(e.message());
         return;
     }
     o.direction = spec.direction;
     o.metric = spec.metric;
     metricDescription_ = spec.metricDescription;
-    status_->setText(tr("Running…"));
-    task_.start([this, model = model_, spec, o](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    tool_.start(tr("Running…"), [this, model = model_, spec, o](const BackgroundTask::Context& ctx) -> std::function<void()> {
         const PatchingRuns runs = preparePatchingRuns(*model, spec.clean, spec.corrupt, {}, ctx.progress);
         PathPatchingResult r = runPathPatching(*model, runs, o, ctx.progress);
         return [this, r = std::move(r)] {
@@ -87,7 +75,7 @@ void PathPatchingView::redraw() {
     f.valueTitle = tr("normalised metric");
     f.scale = MatrixFigure::Scale::Signed;
     table_->setFigure(f);
-    status_->setText(tr("%1 at position %2 — clean run: %3, corrupted run: %4. Cells: (m − corrupted) / (clean − corrupted); "
+    tool_.setStatus(tr("%1 at position %2 — clean run: %3, corrupted run: %4. Cells: (m − corrupted) / (clean − corrupted); "
                         "empty where the receiver is not after the sender.")
                          .arg(metricDescription_)
                          .arg(r.position)

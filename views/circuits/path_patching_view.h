@@ -5,15 +5,13 @@
 // endpoints shown. Math: model/analysis/circuits/path_patching.h (runPathPatching).
 
 #include "model/analysis/circuits/path_patching.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QWidget>
 #include <memory>
 #include <optional>
 
-class QLabel;
 class QLineEdit;
-class QPushButton;
 
 namespace attnscope {
 
@@ -29,10 +27,10 @@ public:
     void setSenders(const QString& text);
     void setReceivers(const QString& text);
     void run();
-    BackgroundTask& task() { return task_; }
+    BackgroundTask& task() { return tool_.task(); }
     const std::optional<PathPatchingResult>& result() const { return result_; }
     MatrixHeatmap* table() const { return table_; }
-    QString statusText() const;
+    QString statusText() const { return tool_.statusText(); }
 
 private:
     void redraw();
@@ -43,10 +41,8 @@ private:
     QString metricDescription_;
     QLineEdit* senders_;
     QLineEdit* receivers_;
-    QPushButton* runButton_;
-    QLabel* status_;
     MatrixHeatmap* table_;
-    BackgroundTask task_;
+    BackgroundTool tool_;
 };
 
 } // namespace attnscope

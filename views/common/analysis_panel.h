@@ -1,8 +1,8 @@
 #pragma once
 // Base class of the main window's analysis tabs (attention steps, residual/DLA, logit lens,
 // projections, ...). A panel is handed the open model and the last forward pass and redraws;
-// it owns no model state and never runs long model math on the GUI thread (use QtConcurrent with
-// progress and cancel for anything slower than a frame).
+// it owns no model state and never runs long model math on the GUI thread (anything slower than a frame
+// runs as a BackgroundTool job, views/common/background_tool.h, with progress and Cancel).
 // Sessions (File → Save Session) store each panel's settings through saveState()/restoreState():
 // what the user chose (tokens, k, modes, sub-tab), never results; read values with PanelStateReader
 // (views/common/panel_state.h), which reports what it cannot use.

@@ -76,6 +76,15 @@ void BackgroundTask::cancel() {
     for (Job& j : jobs_) j.cancel->store(true);
 }
 
+void BackgroundTask::discard() {
+    cancel();
+    ++generation_; // the running job's result and posts no longer match: finishJob drops them
+    if (running_) {
+        running_ = false;
+        emit runningChanged(false);
+    }
+}
+
 void BackgroundTask::waitForIdle() {
     while (!jobs_.empty()) {
         for (Job j : std::vector<Job>(jobs_)) j.future.waitForFinished();

@@ -42,6 +42,9 @@ public:
     void start(Work work);
     /// Asks the current job to stop; it ends with `cancelled`.
     void cancel();
+    /// Drops the current job: it is asked to stop, and nothing of it reaches the GUI any more (no result,
+    /// no post, no `cancelled` or `failed`); isRunning() is false at once (runningChanged(false)).
+    void discard();
     bool isRunning() const { return running_; }
     /// Blocks (processing events) until no job is running and its result was applied (tests, CLI).
     void waitForIdle();

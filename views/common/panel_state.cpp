@@ -1,6 +1,10 @@
 #include "views/common/panel_state.h"
 
+#include <QAbstractButton>
 #include <QComboBox>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <cmath>
 
@@ -105,6 +109,48 @@ std::optional<Matrix> PanelStateReader::matrix(const QString& key, int maxRows, 
         }
     }
     return m;
+}
+
+void SettingsBinding::add(const QString& key, QComboBox* combo, const QStringList& names) {
+    entries_.push_back({combo, [=](QJsonObject& o) { o.insert(key, names.value(combo->currentIndex())); },
+                        [=](const PanelStateReader& r) { r.comboBox(key, names, combo); }});
+}
+
+void SettingsBinding::add(const QString& key, QSpinBox* spin) {
+    entries_.push_back({spin, [=](QJsonObject& o) { o.insert(key, spin->value()); },
+                        [=](const PanelStateReader& r) { r.spinBox(key, spin); }});
+}
+
+void SettingsBinding::add(const QString& key, QAbstractButton* check) {
+    entries_.push_back({check, [=](QJsonObject& o) { o.insert(key, check->isChecked()); },
+                        [=](const PanelStateReader& r) {
+                            if (auto b = r.boolean(key)) check->setChecked(*b);
+                        }});
+}
+
+void SettingsBinding::add(const QString& key, QLineEdit* edit) {
+    entries_.push_back({edit, [=](QJsonObject& o) { o.insert(key, edit->text()); },
+                        [=](const PanelStateReader& r) {
+                            if (auto t = r.string(key)) edit->setText(*t);
+                        }});
+}
+
+void SettingsBinding::add(const QString& key, QPlainTextEdit* edit) {
+    entries_.push_back({edit, [=](QJsonObject& o) { o.insert(key, edit->toPlainText()); },
+                        [=](const PanelStateReader& r) {
+                            if (auto t = r.string(key)) edit->setPlainText(*t);
+                        }});
+}
+
+void SettingsBinding::save(QJsonObject& state) const {
+    for (const Entry& e : entries_) e.save(state);
+}
+
+void SettingsBinding::restore(const PanelStateReader& reader) const {
+    for (const Entry& e : entries_) {
+        const QSignalBlocker block(e.widget);
+        e.restore(reader);
+    }
 }
 
 } // namespace attnscope

@@ -9,9 +9,15 @@
 #include <QJsonObject>
 #include <QString>
 #include <QStringList>
+#include <functional>
 #include <optional>
+#include <vector>
 
+class QAbstractButton;
 class QComboBox;
+class QLineEdit;
+class QObject;
+class QPlainTextEdit;
 class QSpinBox;
 
 namespace attnscope {
@@ -46,6 +52,32 @@ private:
     QJsonObject state_;
     QString panel_;
     QStringList* problems_;
+};
+
+/// The inputs a view keeps in a session, each under its key: a combo box by the name of its choice
+/// (names in item order), a spin box by its value, a check box as true/false, a text field by its text.
+/// saveState writes them with save(); restoreState applies them with restore(), which reports what it
+/// cannot use through the reader.
+class SettingsBinding {
+public:
+    void add(const QString& key, QComboBox* combo, const QStringList& names);
+    void add(const QString& key, QSpinBox* spin);
+    void add(const QString& key, QAbstractButton* check);
+    void add(const QString& key, QLineEdit* edit);
+    void add(const QString& key, QPlainTextEdit* edit);
+    /// Writes every bound input into `state` (other keys are kept).
+    void save(QJsonObject& state) const;
+    /// Applies every valid value, in the order the inputs were added, with their signals blocked: a restore
+    /// starts no job per value; the view then updates what depends on them and runs once.
+    void restore(const PanelStateReader& reader) const;
+
+private:
+    struct Entry {
+        QObject* widget;
+        std::function<void(QJsonObject&)> save;
+        std::function<void(const PanelStateReader&)> restore;
+    };
+    std::vector<Entry> entries_;
 };
 
 } // namespace attnscope

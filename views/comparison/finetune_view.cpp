@@ -62,18 +62,19 @@ ChangedParameter parameterAt(int i) { return std::array{ChangedParameter::OV, Ch
 
 } // namespace
 
-FinetuneView::FinetuneView(QWidget* parent) : QWidget(parent) { buildUi(); }
+FinetuneView::FinetuneView(QWidget* parent)
+    : QWidget(parent), projectTool_({}, tr("Click a component in the ranking or the overview.")) {
+    buildUi();
+}
 
 void FinetuneView::buildUi() {
-    summary_ = new QLabel;
-    summary_->setWordWrap(true);
-    summary_->setTextFormat(Qt::PlainText);
-    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    summary_ = rankTool_.statusLabel();
     filter_ = new QComboBox;
     filter_->addItems({tr("heads and neurons"), tr("heads"), tr("neurons")});
     auto* csv = new QPushButton(tr("Export CSV…"));
     auto* png = new QPushButton(tr("Export PNG…"));
-    auto* controls = taskRow(rankTask_, {new QLabel(tr("Rank")), filter_});
+    auto* controls = rankTool_.controlRow({new QLabel(tr("Rank")), filter_});
+    rankTool_.settings().add(QStringLiteral("filter"), filter_, kFilterNames);
     controls->addWidget(csv);
     controls->addWidget(png);
 
@@ -85,25 +86,19 @@ void FinetuneView::buildUi() {
     table_->setToolTip(tr("Click a component to read its change in embedding space; double-click a head to show it."));
 
     parameter_ = new QComboBox;
-    projSummary_ = new QLabel(tr("Click a component in the ranking or the overview."));
-    projSummary_->setWordWrap(true);
-    projSummary_->setTextFormat(Qt::PlainText);
+    projSummary_ = projectTool_.statusLabel();
     projTop_ = makeScoreTable({tr("#"), tr("token"), tr("increase")}, QStringLiteral("finetune_increase"), empty);
     projBottom_ = makeScoreTable({tr("#"), tr("token"), tr("decrease")}, QStringLiteral("finetune_decrease"), empty);
     auto* projBox = new QGroupBox(tr("Δ of the selected component in embedding space"));
     auto* pv = new QVBoxLayout(projBox);
-    pv->addLayout(taskRow(projectTask_, {parameter_}));
+    pv->addLayout(projectTool_.controlRow({parameter_}));
     pv->addWidget(projSummary_);
     auto* pt = new QHBoxLayout;
     pt->addWidget(projTop_);
     pt->addWidget(projBottom_);
     pv->addLayout(pt, 1);
 
-    auto* left = new QSplitter(Qt::Vertical);
-    left->addWidget(table_);
-    left->addWidget(projBox);
-    left->setStretchFactor(0, 3);
-    left->setStretchFactor(1, 2);
+    auto* left = splitPanes(Qt::Vertical, {{table_, 3}, {projBox, 2}});
 
     heads_ = new MatrixHeatmap;
     heads_->figureActions()->setBaseName(QStringLiteral("finetune_heads"));
@@ -119,11 +114,7 @@ void FinetuneView::buildUi() {
     overview_->addTab(tensors_, tr("Tensors"));
 
     overview_->setMinimumWidth(380);
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->addWidget(left);
-    split->addWidget(overview_);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Horizontal, {{left, 3}, {overview_, 2}});
     split->setSizes({800, 520});
     auto* v = new QVBoxLayout(this);
     v->addWidget(summary_);
@@ -161,8 +152,8 @@ void FinetuneView::buildUi() {
         if (const QString e = exportPng(p); !e.isEmpty()) QMessageBox::warning(this, tr("Export failed"), e);
         else emit statusMessage(tr("Exported %1 (heads, neurons, ranking)").arg(p));
     });
-    connect(&rankTask_, &BackgroundTask::failed, this, [this](const QString& m) { clear(tr("Cannot rank the changes: %1").arg(m)); });
-    connect(&projectTask_, &BackgroundTask::failed, this, [this](const QString& m) {
+    rankTool_.setFailedHandler([this](const QString& m) { clear(tr("Cannot rank the changes: %1").arg(m)); });
+    projectTool_.setFailedHandler([this](const QString& m) {
         projSummary_->setText(tr("Cannot project the change: %1").arg(m));
         for (QTableWidget* t : {projTop_, projBottom_}) {
             t->setRowCount(0);
@@ -177,8 +168,8 @@ void FinetuneView::setModels(std::shared_ptr<const Model> before, std::shared_pt
     if (before == before_ && after == after_) return;
     before_ = std::move(before);
     after_ = std::move(after);
-    rankTask_.cancel();
-    projectTask_.cancel();
+    rankTool_.newContext();
+    projectTool_.newContext();
     dirty_ = true;
     clear(before_ && after_ ? tr("Ranking what changed from %1 to %2…").arg(before_->info().name, after_->info().name)
                             : tr("Open a second checkpoint of the same architecture (a fine-tuned copy) to rank what changed."));
@@ -187,7 +178,7 @@ void FinetuneView::setModels(std::shared_ptr<const Model> before, std::shared_pt
 
 void FinetuneView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (dirty_ && before_ && after_ && !rankTask_.isRunning()) rank();
+    if (dirty_ && before_ && after_ && !rankTool_.isRunning()) rank();
 }
 
 void FinetuneView::clear(const QString& why) {
@@ -208,10 +199,9 @@ void FinetuneView::clear(const QString& why) {
 void FinetuneView::rank() {
     if (!before_ || !after_) return;
     dirty_ = false;
-    rankTask_.start([this, a = before_, b = after_](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    rankTool_.start([this, a = before_, b = after_](const BackgroundTask::Context& ctx) -> std::function<void()> {
         auto r = std::make_shared<const FinetuneRanking>(rankFinetuneChanges(*a, *b, ctx.progress));
-        return [this, a, b, r] {
-            if (a != before_ || b != after_) return;
+        return [this, r] {
             ranking_ = r;
             if (layer_ < 0 && !r->heads.empty()) { // the most changed component, until one is clicked
                 const ComponentChange top = r->components().front(); // a copy: components() returns a new list
@@ -226,9 +216,9 @@ void FinetuneView::rank() {
 }
 
 void FinetuneView::waitForIdle() {
-    rankTask_.waitForIdle();
-    projectTask_.waitForIdle(); // the ranking's end starts a projection
-    projectTask_.waitForIdle();
+    rankTool_.waitForIdle();
+    projectTool_.waitForIdle(); // the ranking's end starts a projection
+    projectTool_.waitForIdle();
 }
 
 void FinetuneView::setFilter(Filter filter) { filter_->setCurrentIndex(int(filter)); }
@@ -338,8 +328,8 @@ void FinetuneView::project() {
     const int layer = layer_, index = index_;
     const QString name = head ? QStringLiteral("L%1H%2").arg(layer).arg(index) : QStringLiteral("L%1N%2").arg(layer).arg(index);
     for (QTableWidget* t : {projTop_, projBottom_}) tableFigureOf(t)->setEmptyText(tr("Computing…"));
-    projSummary_->setText(tr("Projecting the change of %1…").arg(name));
-    projectTask_.start([this, a = before_, b = after_, p, layer, index, name, head](const BackgroundTask::Context& ctx)
+    projectTool_.start(tr("Projecting the change of %1…").arg(name),
+                       [this, a = before_, b = after_, p, layer, index, name, head](const BackgroundTask::Context& ctx)
                            -> std::function<void()> {
         const bool tied = unembeddingTied(*a);
         bool identical = false;
@@ -356,7 +346,6 @@ void FinetuneView::project() {
             identical = d.identical, maxAbs = d.maxAbsDiff, topT = std::move(d.top), bottomT = std::move(d.bottom);
         }
         return [=, this] {
-            if (a != before_ || b != after_) return;
             const QString what = p == ChangedParameter::OV ? tr("ΔW_OV of %1, as E·ΔW_OV·W_U").arg(name)
                                  : p == ChangedParameter::QK ? tr("ΔW_QK of %1, as E·ΔW_QK·Eᵀ").arg(name)
                                  : p == ChangedParameter::FFValue ? tr("Δv of %1, as Δv·W_U").arg(name)
@@ -438,17 +427,15 @@ QString FinetuneView::exportPng(const QString& path) const {
 
 QJsonObject FinetuneView::saveState() const {
     const bool head = kind_ == ComponentChange::Kind::Head;
-    return {{QStringLiteral("filter"), kFilterNames.value(filter_->currentIndex())},
-            {QStringLiteral("component"), layer_ < 0 ? QString()
-                                                     : (head ? QStringLiteral("L%1H%2") : QStringLiteral("L%1N%2")).arg(layer_).arg(index_)},
-            {QStringLiteral("parameter"), kParameterNames.value((head ? 0 : 2) + parameter_->currentIndex())}};
+    QJsonObject o{{QStringLiteral("component"), layer_ < 0 ? QString()
+                                                            : (head ? QStringLiteral("L%1H%2") : QStringLiteral("L%1N%2")).arg(layer_).arg(index_)},
+                  {QStringLiteral("parameter"), kParameterNames.value((head ? 0 : 2) + parameter_->currentIndex())}};
+    rankTool_.settings().save(o); // filter
+    return o;
 }
 
 void FinetuneView::restoreState(const QJsonObject&, const PanelStateReader& r) {
-    {
-        const QSignalBlocker b0(filter_);
-        r.comboBox(QStringLiteral("filter"), kFilterNames, filter_);
-    }
+    rankTool_.settings().restore(r); // filter
     const auto parameter = r.choice(QStringLiteral("parameter"), kParameterNames);
     if (const auto c = r.string(QStringLiteral("component")); c && !c->isEmpty()) {
         static const QRegularExpression re(QStringLiteral("^L(\\d+)([HN])(\\d+)$"));

@@ -12,7 +12,7 @@
 // The ranking and each projection run in the background with progress and Cancel.
 
 #include "model/analysis/comparison/finetune_directions.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QJsonObject>
 #include <QWidget>
@@ -85,7 +85,8 @@ private:
     bool dirty_ = true;
     ComponentChange::Kind kind_ = ComponentChange::Kind::Head;
     int layer_ = -1, index_ = -1;
-    BackgroundTask rankTask_, projectTask_;
+    BackgroundTool rankTool_;    ///< the ranking; its status line is summary_
+    BackgroundTool projectTool_; ///< one component's Δ; its status line is projSummary_
     QLabel* summary_ = nullptr;
     QComboBox* filter_ = nullptr;
     QComboBox* parameter_ = nullptr;

@@ -53,7 +53,7 @@ Progress within(const Progress& p, qint64 offset, qint64 span, qint64 total) {
 
 } // namespace
 
-StitchView::StitchView(QWidget* parent) : QWidget(parent) { buildUi(); }
+StitchView::StitchView(QWidget* parent) : QWidget(parent), tool_(tr("Sweep k")) { buildUi(); }
 
 void StitchView::buildUi() {
     models_ = new QLabel;
@@ -86,19 +86,19 @@ void StitchView::buildUi() {
     for (double r : kRconds) rcond_->addItem(QString::number(r, 'g', 1));
     rcond_->setCurrentIndex(2);
     rcond_->setToolTip(tr("Singular values σ ≤ rcond·σ_max of E_B count as zero in the pseudo-inverse."));
-    auto* runButton = new QPushButton(tr("Sweep k"));
-    runButton->setToolTip(tr("Stitch at every k = 0 … n_layers_A for the chosen variants."));
-    auto* controls = taskRow(task_, {new QLabel(tr("Inverse")), inverse_, new QLabel(tr("A's final norm first")), norm_,
-                                     new QLabel(tr("E =")), side_, new QLabel(tr("rcond")), rcond_, runButton});
+    tool_.runButton()->setToolTip(tr("Stitch at every k = 0 … n_layers_A for the chosen variants."));
+    auto* controls = tool_.controlRow({new QLabel(tr("Inverse")), inverse_, new QLabel(tr("A's final norm first")), norm_,
+                                       new QLabel(tr("E =")), side_, new QLabel(tr("rcond")), rcond_});
+    tool_.settings().add(QStringLiteral("inverse"), inverse_, kInverseNames);
+    tool_.settings().add(QStringLiteral("finalNorm"), norm_, kNormNames);
+    tool_.settings().add(QStringLiteral("side"), side_, kSideNames);
+    tool_.settings().add(QStringLiteral("swap"), swap_);
+    tool_.settings().add(QStringLiteral("text"), text_);
 
     mapInfo_ = new QLabel;
     mapInfo_->setWordWrap(true);
     mapInfo_->setTextFormat(Qt::RichText);
     mapInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    summary_ = new QLabel;
-    summary_->setWordWrap(true);
-    summary_->setTextFormat(Qt::PlainText);
-    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
     auto makePlot = [this](QCPTextElement*& title, const QString& base, const QString& empty) {
         auto* plot = new QCustomPlot;
@@ -125,9 +125,7 @@ void StitchView::buildUi() {
     const QString empty = tr("Open a second model that shares the tokenizer, then Sweep k.");
     std::tie(lossPlot_, lossFigure_) = makePlot(lossTitle_, QStringLiteral("stitch_loss"), empty);
     std::tie(agreePlot_, agreeFigure_) = makePlot(agreeTitle_, QStringLiteral("stitch_agreement"), empty);
-    auto* charts = new QSplitter(Qt::Horizontal);
-    charts->addWidget(lossPlot_);
-    charts->addWidget(agreePlot_);
+    auto* charts = splitPanes(Qt::Horizontal, {{lossPlot_, 0}, {agreePlot_, 0}});
 
     variantShown_ = new QComboBox;
     layers_ = makeScoreTable({tr("k"), tr("loss"), tr("loss − loss_B"), tr("agree A"), tr("agree B"), tr("‖h·M‖/‖h‖")},
@@ -159,14 +157,7 @@ void StitchView::buildUi() {
     pv->addLayout(ph);
     pv->addWidget(positions_);
 
-    auto* tables = new QSplitter(Qt::Horizontal);
-    tables->addWidget(layerBox);
-    tables->addWidget(posBox);
-    auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(charts);
-    split->addWidget(tables);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Vertical, {{charts, 3}, {splitPanes(Qt::Horizontal, {{layerBox, 0}, {posBox, 0}}), 2}});
     split->setSizes({400, 280});
 
     auto* v = new QVBoxLayout(this);
@@ -175,11 +166,11 @@ void StitchView::buildUi() {
     v->addLayout(controls);
     auto* info = new QHBoxLayout;
     info->addWidget(mapInfo_, 1);
-    info->addWidget(summary_, 1);
+    info->addWidget(tool_.statusLabel(), 1);
     v->addLayout(info);
     v->addWidget(split, 1);
 
-    connect(runButton, &QPushButton::clicked, this, &StitchView::run);
+    connect(&tool_, &BackgroundTool::runRequested, this, &StitchView::run);
     connect(swap_, &QCheckBox::toggled, this, [this] { setSwapped(swap_->isChecked()); });
     for (QComboBox* c : {inverse_, norm_, side_, rcond_})
         connect(c, &QComboBox::currentIndexChanged, this, [this] {
@@ -192,12 +183,12 @@ void StitchView::buildUi() {
         if (!rows.isEmpty()) showLayer(layers_->item(rows.first().row(), 0)->data(Qt::UserRole).toInt());
     });
     connect(position_, &QSpinBox::valueChanged, this, [this](int p) { showPosition(p); });
-    connect(&task_, &BackgroundTask::progressChanged, this, [this](qint64, qint64, const QString& what) {
+    connect(&tool_.task(), &BackgroundTask::progressChanged, this, [this](qint64, qint64, const QString& what) {
         emit statusMessage(tr("Stitch: %1").arg(what));
     });
-    connect(&task_, &BackgroundTask::failed, this, [this](const QString& m) { clearResults(tr("Cannot stitch: %1").arg(m)); });
-    connect(&task_, &BackgroundTask::cancelled, this, [this] {
-        summary_->setText(tr("Cancelled; %1 of the variants were done. Sweep k to start again.").arg(sweeps_.size()));
+    tool_.setFailedHandler([this](const QString& m) { clearResults(tr("Cannot stitch: %1").arg(m)); });
+    tool_.setCancelledHandler([this] {
+        tool_.setStatus(tr("Cancelled; %1 of the variants were done. Sweep k to start again.").arg(sweeps_.size()));
         dirty_ = true;
     });
     clearResults(empty);
@@ -223,7 +214,7 @@ void StitchView::setModels(std::shared_ptr<const Model> first, std::shared_ptr<c
                                  "model B (the second model, opened above)."));
     if (!pairChanged && !textChanged) return;
     dirty_ = true;
-    task_.cancel();
+    tool_.newContext();
     clearResults(a && b ? tr("Sweep k to stitch %1 onto %2.").arg(a->info().name, b->info().name)
                         : tr("Open a second model that shares the tokenizer, then Sweep k."));
     if (a && b && isVisible()) run();
@@ -288,12 +279,12 @@ void StitchView::clearResults(const QString& why) {
     tableFigureOf(positions_)->setEmptyText(why);
     positionInfo_->clear();
     mapInfo_->clear();
-    summary_->setText(why);
+    tool_.setStatus(why);
 }
 
 void StitchView::showEvent(QShowEvent* event) {
     QWidget::showEvent(event);
-    if (dirty_ && modelA() && modelB() && !task_.isRunning()) run();
+    if (dirty_ && modelA() && modelB() && !tool_.isRunning()) run();
 }
 
 void StitchView::run() {
@@ -308,7 +299,7 @@ void StitchView::run() {
     }
     dirty_ = false;
     clearResults(tr("Stitching %1 onto %2…").arg(a->info().name, b->info().name));
-    task_.start([this, a, b, variants, text, ids, maps = maps_](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    tool_.start([this, a, b, variants, text, ids, maps = maps_](const BackgroundTask::Context& ctx) -> std::function<void()> {
         std::vector<int> tokens = ids;
         if (!text.isEmpty()) tokens = tokenizePrompt(a->tokenizer(), text, a->tokenizer().addsBos());
         const int nk = a->config().n_layers + 1;
@@ -342,8 +333,6 @@ void StitchView::run() {
         };
     });
 }
-
-void StitchView::waitForIdle() { task_.waitForIdle(); }
 
 void StitchView::updateMapInfo() {
     if (sweeps_.empty()) return mapInfo_->clear();
@@ -457,7 +446,7 @@ void StitchView::plotCurves() {
         best += tr("\n• %1: lowest loss %2 at k = %3 (agreement with B %4, with A %5)")
                     .arg(s.variant.label(), num(it->loss, 3)).arg(it->k).arg(num(it->agreeB, 3), num(it->agreeA, 3));
     }
-    summary_->setText(tr("Loss over the %1 positions with a next token: model A %2, model B %3 nats.%4")
+    tool_.setStatus(tr("Loss over the %1 positions with a next token: model A %2, model B %3 nats.%4")
                           .arg(base_->tokens.size() - 1).arg(num(base_->a.loss(), 3), num(base_->b.loss(), 3), best));
 }
 
@@ -598,24 +587,19 @@ QString StitchView::exportCsv(const QString& path) const {
 }
 
 QJsonObject StitchView::saveState() const {
-    return {{QStringLiteral("swap"), swap_->isChecked()},
-            {QStringLiteral("text"), text_->toPlainText()},
-            {QStringLiteral("inverse"), kInverseNames.value(inverse_->currentIndex())},
-            {QStringLiteral("finalNorm"), kNormNames.value(norm_->currentIndex())},
-            {QStringLiteral("side"), kSideNames.value(side_->currentIndex())},
-            {QStringLiteral("rcond"), kRconds.value(rcond_->currentIndex())},
-            {QStringLiteral("variant"), shownVariant_},
-            {QStringLiteral("k"), shownK_},
-            {QStringLiteral("position"), shownPosition_}};
+    QJsonObject o{{QStringLiteral("rcond"), kRconds.value(rcond_->currentIndex())},
+                  {QStringLiteral("variant"), shownVariant_},
+                  {QStringLiteral("k"), shownK_},
+                  {QStringLiteral("position"), shownPosition_}};
+    tool_.settings().save(o); // swap, text, inverse, finalNorm, side
+    return o;
 }
 
 void StitchView::restoreState(const QJsonObject& state, const PanelStateReader& r) {
     const QJsonObject o = state;
+    tool_.settings().restore(r); // inverse, finalNorm, side, swap, text: no sweep per value
     {
-        const QSignalBlocker b0(inverse_), b1(norm_), b2(side_), b3(rcond_), b4(swap_);
-        r.comboBox(QStringLiteral("inverse"), kInverseNames, inverse_);
-        r.comboBox(QStringLiteral("finalNorm"), kNormNames, norm_);
-        r.comboBox(QStringLiteral("side"), kSideNames, side_);
+        const QSignalBlocker block(rcond_);
         if (o.contains(QStringLiteral("rcond"))) {
             const double v = o.value(QStringLiteral("rcond")).toDouble(-1);
             int found = -1;
@@ -624,9 +608,7 @@ void StitchView::restoreState(const QJsonObject& state, const PanelStateReader& 
             if (found < 0) r.problem(tr("stitch rcond %1 is not one of 1e-3 … 1e-7").arg(o.value(QStringLiteral("rcond")).toVariant().toString()));
             else rcond_->setCurrentIndex(found);
         }
-        if (const auto s = r.boolean(QStringLiteral("swap"))) swap_->setChecked(*s);
     }
-    if (const auto t = r.string(QStringLiteral("text"))) text_->setPlainText(*t);
     if (const auto v = r.integer(QStringLiteral("variant"), 0, 3)) shownVariant_ = *v;
     if (const auto k = r.integer(QStringLiteral("k"), -1, 1 << 20)) shownK_ = *k;
     if (const auto p = r.integer(QStringLiteral("position"), -1, 1 << 24)) shownPosition_ = *p;

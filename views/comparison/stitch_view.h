@@ -15,7 +15,7 @@
 #include "model/analysis/comparison/stitch_map_cache.h"
 #include "model/analysis/comparison/stitching.h"
 #include "model/transformer/activation_cache.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 #include "views/figures/value_table.h"
 
 #include <QJsonObject>
@@ -61,8 +61,8 @@ public:
     void setRcond(double rcond);
     /// Starts the sweep (cancels one running).
     void run();
-    bool isRunning() const { return task_.isRunning(); }
-    void waitForIdle();
+    bool isRunning() const { return tool_.isRunning(); }
+    void waitForIdle() { tool_.waitForIdle(); }
     /// Shows variant `index` of sweeps() in the tables, stitch layer k and text position p (clamped).
     void showVariant(int index);
     void showLayer(int k);
@@ -74,7 +74,7 @@ public:
     const std::vector<StitchSweep>& sweeps() const { return sweeps_; }
     const std::shared_ptr<const StitchBase>& base() const { return base_; }
     QLabel* mapInfo() const { return mapInfo_; }
-    QLabel* summary() const { return summary_; }
+    QLabel* summary() const { return tool_.statusLabel(); }
     ChartFigure* lossChart() const { return lossFigure_; }
     ChartFigure* agreementChart() const { return agreeFigure_; }
     QTableWidget* layerTable() const { return layers_; }
@@ -114,7 +114,7 @@ private:
     bool keepSelection_ = false; ///< a restored selection: the next sweep keeps it
     int shownVariant_ = 0, shownK_ = -1, shownPosition_ = -1; ///< -1: the last k / the last position
     int shownLayerIndex() const;
-    BackgroundTask task_;
+    BackgroundTool tool_; ///< its status line is the summary
     QCheckBox* swap_ = nullptr;
     QLabel* models_ = nullptr;
     QPlainTextEdit* text_ = nullptr;
@@ -123,7 +123,6 @@ private:
     QComboBox* side_ = nullptr;
     QComboBox* rcond_ = nullptr;
     QLabel* mapInfo_ = nullptr;
-    QLabel* summary_ = nullptr;
     QCustomPlot* lossPlot_ = nullptr;
     QCustomPlot* agreePlot_ = nullptr;
     QCPTextElement* lossTitle_ = nullptr;

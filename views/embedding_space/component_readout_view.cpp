@@ -3,11 +3,8 @@
 #include "views/common/score_tables.h"
 
 #include <QComboBox>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -23,26 +20,9 @@ ComponentReadoutView::ComponentReadoutView(QWidget* parent) : QWidget(parent) {
     k_ = new QSpinBox;
     k_->setRange(1, 200);
     k_->setValue(10);
-    auto* bar = new QProgressBar;
-    auto* cancel = new QPushButton(tr("Cancel"));
-    task_.attach(bar, cancel);
+    auto* controls = tool_.controlRow({component_, new QLabel(tr("layer")), layer_, new QLabel(tr("head")), head_,
+                                       new QLabel(tr("position")), position_, new QLabel(tr("k")), k_});
 
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(component_);
-    controls->addWidget(new QLabel(tr("layer")));
-    controls->addWidget(layer_);
-    controls->addWidget(new QLabel(tr("head")));
-    controls->addWidget(head_);
-    controls->addWidget(new QLabel(tr("position")));
-    controls->addWidget(position_);
-    controls->addWidget(new QLabel(tr("k")));
-    controls->addWidget(k_);
-    controls->addWidget(bar);
-    controls->addWidget(cancel);
-    controls->addStretch();
-
-    caption_ = new QLabel;
-    caption_->setWordWrap(true);
     const QString runFirst = tr("Run a prompt to read what a head or MLP writes.");
     promoted_ = makeScoreTable({tr("#"), tr("promoted token"), tr("x·W_U")}, QStringLiteral("readout_promoted"), runFirst);
     suppressed_ = makeScoreTable({tr("#"), tr("suppressed token"), tr("x·W_U")}, QStringLiteral("readout_suppressed"),
@@ -54,7 +34,7 @@ ComponentReadoutView::ComponentReadoutView(QWidget* parent) : QWidget(parent) {
     auto* v = new QVBoxLayout(this);
     v->setContentsMargins(0, 0, 0, 0);
     v->addLayout(controls);
-    v->addWidget(caption_);
+    v->addWidget(tool_.statusLabel());
     v->addLayout(tables, 1);
 
     auto changed = [this] { recompute(); };
@@ -63,7 +43,6 @@ ComponentReadoutView::ComponentReadoutView(QWidget* parent) : QWidget(parent) {
         recompute();
     });
     for (QSpinBox* s : {layer_, head_, position_, k_}) connect(s, &QSpinBox::valueChanged, this, changed);
-    connect(&task_, &BackgroundTask::failed, caption_, &QLabel::setText);
 }
 
 void ComponentReadoutView::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
@@ -93,18 +72,18 @@ int ComponentReadoutView::position() const { return position_->value(); }
 
 void ComponentReadoutView::recompute() {
     if (!model_ || !cache_ || cache_->nPositions() == 0) {
-        task_.cancel();
+        tool_.newContext();
         promoted_->setRowCount(0);
         suppressed_->setRowCount(0);
-        caption_->setText(tr("Run a prompt to read what a head or MLP writes at a position."));
+        tool_.setStatus(tr("Run a prompt to read what a head or MLP writes at a position."));
         return;
     }
     const bool isHead = component_->currentIndex() == 0;
     const int l = layer_->value(), h = head_->value(), p = position_->value(), k = k_->value();
     const QString what = isHead ? tr("head L%1H%2").arg(l).arg(h) : tr("MLP of layer %1").arg(l);
-    caption_->setText(tr("What %1 writes at position %2 (%3), read through W_U without ln_final or bias "
-                         "(Dar et al. 2022).").arg(what).arg(p).arg(labels_.value(p)));
-    task_.start([this, model = model_, cache = cache_, isHead, l, h, p, k](const BackgroundTask::Context&) {
+    tool_.start(tr("What %1 writes at position %2 (%3), read through W_U without ln_final or bias "
+                   "(Dar et al. 2022).").arg(what).arg(p).arg(labels_.value(p)),
+                [this, model = model_, cache = cache_, isHead, l, h, p, k](const BackgroundTask::Context&) {
         ComponentReadout r = isHead ? readHead(*model, *cache, l, h, p, k) : readMlp(*model, *cache, l, p, k);
         return [this, r = std::move(r)] { display(r); };
     });

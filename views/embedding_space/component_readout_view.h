@@ -4,14 +4,13 @@
 // Computed in the background (model/analysis/embedding_space/component_readout.h).
 
 #include "model/analysis/embedding_space/component_readout.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QStringList>
 #include <QWidget>
 #include <memory>
 
 class QComboBox;
-class QLabel;
 class QSpinBox;
 class QTableWidget;
 
@@ -35,7 +34,7 @@ public:
     QTableWidget* suppressedTable() const { return suppressed_; }
     /// The last result shown (empty lists before the first).
     const ComponentReadout& result() const { return result_; }
-    BackgroundTask& task() { return task_; }
+    BackgroundTask& task() { return tool_.task(); }
 
 private:
     void recompute();
@@ -45,13 +44,12 @@ private:
     std::shared_ptr<const ActivationCache> cache_;
     QStringList labels_;
     ComponentReadout result_;
-    BackgroundTask task_;
+    BackgroundTool tool_; ///< its status line is the caption
     QComboBox* component_ = nullptr;
     QSpinBox* layer_ = nullptr;
     QSpinBox* head_ = nullptr;
     QSpinBox* position_ = nullptr;
     QSpinBox* k_ = nullptr;
-    QLabel* caption_ = nullptr;
     QTableWidget* promoted_ = nullptr;
     QTableWidget* suppressed_ = nullptr;
 };

@@ -18,7 +18,6 @@
 #include <QJsonArray>
 #include <QLabel>
 #include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
@@ -52,23 +51,11 @@ void LogitLensPanel::buildUi() {
     kSpin_ = new QSpinBox;
     kSpin_->setRange(1, 100);
     kSpin_->setValue(k_);
-    auto* bar = new QProgressBar;
-    bar->setMaximumWidth(220);
-    auto* cancel = new QPushButton(tr("Cancel"));
-    task_.attach(bar, cancel);
     auto* csv = new QPushButton(tr("Export CSV…"));
     auto* fig = new QPushButton(tr("Export figure…"));
 
-    auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("Colour by")));
-    controls->addWidget(colourBy_);
-    controls->addWidget(new QLabel(tr("target token")));
-    controls->addWidget(targetField_);
-    controls->addWidget(new QLabel(tr("top-k")));
-    controls->addWidget(kSpin_);
-    controls->addWidget(bar);
-    controls->addWidget(cancel);
-    controls->addStretch();
+    auto* controls = tool_.controlRow({new QLabel(tr("Colour by")), colourBy_, new QLabel(tr("target token")), targetField_,
+                                       new QLabel(tr("top-k")), kSpin_});
     controls->addWidget(csv);
     controls->addWidget(fig);
 
@@ -102,16 +89,7 @@ void LogitLensPanel::buildUi() {
     readout_ = new ComponentReadoutView;
     auto* readoutBox = new QGroupBox(tr("Component readout"));
     (new QVBoxLayout(readoutBox))->addWidget(readout_);
-    auto* lower = new QSplitter(Qt::Horizontal);
-    lower->addWidget(cellBox);
-    lower->addWidget(readoutBox);
-    lower->setStretchFactor(0, 2);
-    lower->setStretchFactor(1, 3);
-    auto* split = new QSplitter(Qt::Vertical);
-    split->addWidget(views_);
-    split->addWidget(lower);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Vertical, {{views_, 3}, {splitPanes(Qt::Horizontal, {{cellBox, 2}, {readoutBox, 3}}), 2}});
 
     auto* v = new QVBoxLayout(this);
     v->addLayout(controls);
@@ -127,8 +105,8 @@ void LogitLensPanel::buildUi() {
     connect(rankings_, &QTableWidget::cellClicked, this, &LogitLensPanel::selectCell);
     connect(csv, &QPushButton::clicked, this, [this] { exportDialog(false); });
     connect(fig, &QPushButton::clicked, this, [this] { exportDialog(true); });
-    connect(&task_, &BackgroundTask::failed, this, &AnalysisPanel::statusMessage);
-    connect(&task_, &BackgroundTask::progressChanged, this,
+    tool_.setFailedHandler([this](const QString& m) { emit statusMessage(m); });
+    connect(&tool_.task(), &BackgroundTask::progressChanged, this,
             [this](qint64 done, qint64 total, const QString&) {
                 if (done == total) emit statusMessage(tr("Logit lens: %1 rows computed.").arg(total));
             });
@@ -230,13 +208,13 @@ void LogitLensPanel::resetTable() {
 
 void LogitLensPanel::startJob() {
     if (!model_ || !cache_ || cache_->nPositions() == 0) {
-        task_.cancel();
+        tool_.discard();
         return;
     }
     std::vector<char> needTop(top_.size());
     for (size_t b = 0; b < top_.size(); ++b) needTop[b] = top_[b].empty();
     const int target = target_, k = k_;
-    task_.start([this, model = model_, cache = cache_, needTop, target, k](const BackgroundTask::Context& ctx) {
+    tool_.start([this, model = model_, cache = cache_, needTop, target, k](const BackgroundTask::Context& ctx) {
         const int nb = int(needTop.size());
         for (int b = 0; b < nb; ++b) {
             ctx.progress.step(b, nb, tr("logit lens"));
@@ -337,7 +315,7 @@ void LogitLensPanel::showCell(int b, int p) {
 }
 
 void LogitLensPanel::waitForIdle() {
-    task_.waitForIdle();
+    tool_.waitForIdle();
     readout_->task().waitForIdle();
 }
 

@@ -9,7 +9,7 @@
 
 #include "model/analysis/embedding_space/logit_lens.h"
 #include "views/common/analysis_panel.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QColor>
 #include <optional>
@@ -96,7 +96,7 @@ private:
     std::vector<std::vector<TokenRank>> ranks_;
     int selectedBoundary_ = -1, selectedPosition_ = -1;
 
-    BackgroundTask task_;
+    BackgroundTool tool_; ///< the rows; failures go to the window's status bar
     QComboBox* colourBy_ = nullptr;
     TokenPicker* targetField_ = nullptr;
     QSpinBox* kSpin_ = nullptr;

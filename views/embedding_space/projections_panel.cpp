@@ -13,7 +13,6 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMessageBox>
-#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
@@ -46,7 +45,10 @@ QString ProjectionsPanel::methodNote() {
               "unnormalised.");
 }
 
-ProjectionsPanel::ProjectionsPanel(QWidget* parent) : AnalysisPanel(parent) { buildUi(); }
+ProjectionsPanel::ProjectionsPanel(QWidget* parent)
+    : AnalysisPanel(parent), rowTool_(tr("Show"), tr("Type a source (OV) or query (QK) token.")), reverseTool_(tr("Find")) {
+    buildUi();
+}
 
 void ProjectionsPanel::buildUi() {
     kind_ = new QComboBox;
@@ -59,8 +61,12 @@ void ProjectionsPanel::buildUi() {
     k_->setValue(30);
     auto* csv = new QPushButton(tr("Export CSV…"));
 
-    auto* controls = taskRow(task_, {kind_, new QLabel(tr("layer")), layer_, new QLabel(tr("head")), head_,
-                                     new QLabel(tr("neuron")), neuron_, new QLabel(tr("top-k")), k_});
+    auto* controls = tool_.controlRow({kind_, new QLabel(tr("layer")), layer_, new QLabel(tr("head")), head_,
+                                       new QLabel(tr("neuron")), neuron_, new QLabel(tr("top-k")), k_});
+    tool_.settings().add(QStringLiteral("kind"), kind_, kKindNames);
+    for (auto [key, spin] : {std::pair{QStringLiteral("layer"), layer_}, std::pair{QStringLiteral("head"), head_},
+                             std::pair{QStringLiteral("neuron"), neuron_}, std::pair{QStringLiteral("topK"), k_}})
+        tool_.settings().add(key, spin);
     controls->addWidget(csv);
 
     auto* note = new QLabel(methodNote());
@@ -72,8 +78,6 @@ void ProjectionsPanel::buildUi() {
     note->setAutoFillBackground(true);
     note->setMargin(4);
 
-    caption_ = new QLabel;
-    caption_->setWordWrap(true);
     const QString computing = tr("Choose a head or neuron above; its tokens appear here once computed.");
     top_ = makeScoreTable({tr("#"), tr("source token"), tr("output token"), tr("score")}, QStringLiteral("projection_top"),
                           computing);
@@ -83,24 +87,19 @@ void ProjectionsPanel::buildUi() {
     lists->addWidget(bottom_);
     auto* topBox = new QGroupBox(tr("Top entries"));
     auto* topLayout = new QVBoxLayout(topBox);
-    topLayout->addWidget(caption_);
+    topLayout->addWidget(tool_.statusLabel());
     topLayout->addLayout(lists, 1);
 
     rowField_ = new TokenPicker;
-    auto* rowGo = new QPushButton(tr("Show"));
-    rowCaption_ = new QLabel(tr("Type a source (OV) or query (QK) token."));
-    rowCaption_->setWordWrap(true);
     rowTable_ = makeScoreTable({tr("#"), tr("token"), tr("score")}, QStringLiteral("projection_row"),
                                tr("Type a token above and press Enter or Show."));
     auto* rowBox = new QGroupBox(tr("One token of the selected head"));
-    auto* rowLayout = taskRow(rowTask_, {rowField_, rowGo});
     auto* rowV = new QVBoxLayout(rowBox);
-    rowV->addLayout(rowLayout);
-    rowV->addWidget(rowCaption_);
+    rowV->addLayout(rowTool_.controlRow({rowField_}));
+    rowV->addWidget(rowTool_.statusLabel());
     rowV->addWidget(rowTable_, 1);
 
     revField_ = new TokenPicker;
-    auto* revGo = new QPushButton(tr("Find"));
     const QString typeToken = tr("Type a token above and press Enter or Find.");
     revHeads_ = makeScoreTable({tr("#"), tr("head"), tr("score"), tr("via source token")}, QStringLiteral("reverse_heads"),
                                typeToken);
@@ -108,20 +107,13 @@ void ProjectionsPanel::buildUi() {
                                  typeToken);
     auto* revBox = new QGroupBox(tr("Reverse search: which heads and neurons write a token? (double-click to open)"));
     auto* revV = new QVBoxLayout(revBox);
-    revV->addLayout(taskRow(reverseTask_, {revField_, revGo}));
+    revV->addLayout(reverseTool_.controlRow({revField_}));
     auto* revTables = new QHBoxLayout;
     revTables->addWidget(revHeads_);
     revTables->addWidget(revNeurons_);
     revV->addLayout(revTables, 1);
 
-    auto* right = new QSplitter(Qt::Vertical);
-    right->addWidget(rowBox);
-    right->addWidget(revBox);
-    auto* split = new QSplitter(Qt::Horizontal);
-    split->addWidget(topBox);
-    split->addWidget(right);
-    split->setStretchFactor(0, 3);
-    split->setStretchFactor(1, 2);
+    auto* split = splitPanes(Qt::Horizontal, {{topBox, 3}, {splitPanes(Qt::Vertical, {{rowBox, 0}, {revBox, 0}}), 2}});
 
     auto* v = new QVBoxLayout(this);
     v->addLayout(controls);
@@ -134,11 +126,11 @@ void ProjectionsPanel::buildUi() {
     });
     for (QSpinBox* s : {layer_, head_, neuron_, k_}) connect(s, &QSpinBox::valueChanged, this, [this] { recompute(); });
     connect(rowField_, &TokenPicker::tokenChosen, this, &ProjectionsPanel::queryRowToken);
-    connect(rowGo, &QPushButton::clicked, this, [this] {
+    connect(&rowTool_, &BackgroundTool::runRequested, this, [this] {
         if (auto id = rowField_->tokenId()) queryRowToken(*id);
     });
     connect(revField_, &TokenPicker::tokenChosen, this, &ProjectionsPanel::reverseSearchFor);
-    connect(revGo, &QPushButton::clicked, this, [this] {
+    connect(&reverseTool_, &BackgroundTool::runRequested, this, [this] {
         if (auto id = revField_->tokenId()) reverseSearchFor(*id);
     });
     connect(revHeads_, &QTableWidget::cellDoubleClicked, this, [this](int r, int) {
@@ -155,8 +147,8 @@ void ProjectionsPanel::buildUi() {
         if (const QString e = exportCsv(path); !e.isEmpty()) QMessageBox::warning(this, tr("Export failed"), e);
         else emit statusMessage(tr("Wrote %1.").arg(path));
     });
-    for (BackgroundTask* t : {&task_, &rowTask_, &reverseTask_})
-        connect(t, &BackgroundTask::failed, this, &AnalysisPanel::statusMessage);
+    for (BackgroundTool* t : {&tool_, &rowTool_, &reverseTool_})
+        t->setFailedHandler([this](const QString& m) { emit statusMessage(m); }); // the window's status bar
     updateControls();
 }
 
@@ -166,6 +158,7 @@ void ProjectionsPanel::setContext(std::shared_ptr<const Model> model, std::share
                                   const QStringList&) {
     if (model.get() == model_.get()) return;
     model_ = std::move(model);
+    for (BackgroundTool* t : {&tool_, &rowTool_, &reverseTool_}) t->newContext();
     pairCache_.clear();
     // the note says which matrix reads each side for this model (tied or separate unembedding)
     note_->setText(model_ ? methodNote() + QLatin1Char(' ') + embeddingConvention(*model_) : methodNote());
@@ -231,10 +224,10 @@ void ProjectionsPanel::showEvent(QShowEvent* event) {
 
 void ProjectionsPanel::recompute(bool force) {
     if (!model_) {
-        task_.cancel();
+        tool_.discard();
         top_->setRowCount(0);
         bottom_->setRowCount(0);
-        caption_->setText(tr("Open a model."));
+        tool_.setStatus(tr("Open a model."));
         return;
     }
     const Kind k = kind();
@@ -243,10 +236,10 @@ void ProjectionsPanel::recompute(bool force) {
     if (isPairKind(k)) {
         const QString what = k == Kind::OV ? tr("OV circuit E·W_OV·Eᵀ of head L%1H%2: source → output token")
                                            : tr("QK circuit E·W_QK·Eᵀ of head L%1H%2: query → key token");
-        caption_->setText(what.arg(layer).arg(index) +
+        tool_.setStatus(what.arg(layer).arg(index) +
                           tr(" (top %1 of %2 × %2 pairs)").arg(topK).arg(model_->config().d_vocab));
         if (isCached(k, layer, index)) {
-            task_.cancel();
+            tool_.discard();
             PairProjection p = *pairCache_.value(cacheKey(k, layer, index));
             p.top.resize(std::min(p.top.size(), size_t(topK)));
             showPairs(p);
@@ -254,7 +247,7 @@ void ProjectionsPanel::recompute(bool force) {
             return;
         }
     } else {
-        caption_->setText((k == Kind::FFKey ? tr("FF key %2 of layer %1: E·k_i (what the neuron reads)")
+        tool_.setStatus((k == Kind::FFKey ? tr("FF key %2 of layer %1: E·k_i (what the neuron reads)")
                                             : tr("FF value %2 of layer %1: E·v_i (what the neuron writes)"))
                               .arg(layer).arg(index) + tr(" — top %1 and bottom %1 tokens").arg(topK));
     }
@@ -266,19 +259,16 @@ void ProjectionsPanel::recompute(bool force) {
         return;
     }
     dirty_ = false;
-    task_.start([this, model = model_, k, layer, index, topK](const BackgroundTask::Context& ctx) -> std::function<void()> {
+    tool_.start([this, model = model_, k, layer, index, topK](const BackgroundTask::Context& ctx) -> std::function<void()> {
         if (isPairKind(k)) {
             auto p = std::make_shared<const PairProjection>(projectPairs(*model, pairKind(k), layer, index, topK, ctx.progress));
-            return [this, p, model, k, layer, index] {
-                if (model != model_) return;
+            return [this, p, k, layer, index] {
                 pairCache_.insert(cacheKey(k, layer, index), p);
                 showPairs(*p);
             };
         }
         NeuronProjection p = projectNeuron(*model, neuronKind(k), layer, index, topK);
-        return [this, p = std::move(p), model] {
-            if (model == model_) showNeuron(p);
-        };
+        return [this, p = std::move(p)] { showNeuron(p); };
     });
 }
 
@@ -301,14 +291,12 @@ void ProjectionsPanel::queryRowToken(int tokenId) {
     const int layer = layer_->value(), head = head_->value(), topK = k_->value();
     if (rowField_->tokenId() != tokenId) rowField_->setTokenId(tokenId);
     const QString tok = model_->tokenizer().displayToken(tokenId);
-    rowCaption_->setText(k == Kind::OV ? tr("Output tokens of source token %1 through L%2H%3's OV circuit").arg(tok).arg(layer).arg(head)
-                                       : tr("Key tokens query %1 attends to most in L%2H%3's QK circuit").arg(tok).arg(layer).arg(head));
     rowTable_->setHorizontalHeaderLabels({tr("#"), k == Kind::OV ? tr("output token") : tr("key token"), tr("score")});
-    rowTask_.start([this, model = model_, k, layer, head, tokenId, topK](const BackgroundTask::Context&) {
+    rowTool_.start(k == Kind::OV ? tr("Output tokens of source token %1 through L%2H%3's OV circuit").arg(tok).arg(layer).arg(head)
+                                 : tr("Key tokens query %1 attends to most in L%2H%3's QK circuit").arg(tok).arg(layer).arg(head),
+                   [this, model = model_, k, layer, head, tokenId, topK](const BackgroundTask::Context&) {
         std::vector<ScoredToken> r = projectPairsForRow(*model, pairKind(k), layer, head, tokenId, topK);
-        return [this, r = std::move(r), model] {
-            if (model == model_) fillTokenTable(rowTable_, r, model_->tokenizer());
-        };
+        return [this, r = std::move(r)] { fillTokenTable(rowTable_, r, model_->tokenizer()); };
     });
 }
 
@@ -316,10 +304,9 @@ void ProjectionsPanel::reverseSearchFor(int tokenId) {
     if (!model_) return;
     if (revField_->tokenId() != tokenId) revField_->setTokenId(tokenId);
     const int topK = k_->value();
-    reverseTask_.start([this, model = model_, tokenId, topK](const BackgroundTask::Context& ctx) {
+    reverseTool_.start([this, model = model_, tokenId, topK](const BackgroundTask::Context& ctx) {
         ReverseSearch r = reverseSearch(*model, tokenId, topK, topK, ctx.progress);
-        return [this, r = std::move(r), model] {
-            if (model != model_) return;
+        return [this, r = std::move(r)] {
             const Tokenizer& tok = model_->tokenizer();
             revHeads_->setRowCount(int(r.heads.size()));
             for (int i = 0; i < int(r.heads.size()); ++i) {
@@ -343,7 +330,7 @@ void ProjectionsPanel::reverseSearchFor(int tokenId) {
 }
 
 void ProjectionsPanel::waitForIdle() {
-    for (BackgroundTask* t : {&task_, &rowTask_, &reverseTask_}) t->waitForIdle();
+    for (BackgroundTool* t : {&tool_, &rowTool_, &reverseTool_}) t->waitForIdle();
 }
 
 QString ProjectionsPanel::exportCsv(const QString& path) const {
@@ -358,26 +345,15 @@ QString ProjectionsPanel::exportCsv(const QString& path) const {
 }
 
 QJsonObject ProjectionsPanel::saveState() const {
-    return {{QStringLiteral("kind"), kKindNames.value(int(kind()))},
-            {QStringLiteral("layer"), layer_->value()},
-            {QStringLiteral("head"), head_->value()},
-            {QStringLiteral("neuron"), neuron_->value()},
-            {QStringLiteral("topK"), k_->value()},
-            {QStringLiteral("rowToken"), rowField_->text()},
-            {QStringLiteral("reverseToken"), revField_->text()}};
+    QJsonObject o{{QStringLiteral("rowToken"), rowField_->text()}, {QStringLiteral("reverseToken"), revField_->text()}};
+    tool_.settings().save(o); // kind, layer, head, neuron, topK
+    return o;
 }
 
 void ProjectionsPanel::restoreState(const QJsonObject& state, QStringList* problems) {
     const PanelStateReader r(state, title(), problems);
-    {
-        const QSignalBlocker b0(kind_), b1(layer_), b2(head_), b3(neuron_), b4(k_);
-        r.comboBox(QStringLiteral("kind"), kKindNames, kind_);
-        updateControls(); // the ranges of this model
-        r.spinBox(QStringLiteral("layer"), layer_);
-        r.spinBox(QStringLiteral("head"), head_);
-        r.spinBox(QStringLiteral("neuron"), neuron_);
-        r.spinBox(QStringLiteral("topK"), k_);
-    }
+    tool_.settings().restore(r); // kind, layer, head, neuron, topK (in the ranges setContext gave this model)
+    updateControls(); // what the kind enables
     recompute(); // now if shown, else when the tab is shown
     for (auto [key, field] : {std::pair{QStringLiteral("rowToken"), rowField_}, std::pair{QStringLiteral("reverseToken"), revField_}}) {
         const auto text = r.string(key);

@@ -10,7 +10,7 @@
 
 #include "model/analysis/embedding_space/embedding_projection.h"
 #include "views/common/analysis_panel.h"
-#include "views/common/background_task.h"
+#include "views/common/background_tool.h"
 
 #include <QHash>
 #include <memory>
@@ -90,20 +90,18 @@ private:
     std::vector<ScoredPair> shownPairs_;
     bool dirty_ = false;
 
-    BackgroundTask task_;        ///< top pairs / neuron projection
-    BackgroundTask rowTask_;     ///< one row token
-    BackgroundTask reverseTask_; ///< reverse search
+    BackgroundTool tool_;        ///< top pairs / neuron projection; its status line is the caption
+    BackgroundTool rowTool_;     ///< one row token; its status line is the row table's caption
+    BackgroundTool reverseTool_; ///< reverse search
     QComboBox* kind_ = nullptr;
     QSpinBox* layer_ = nullptr;
     QSpinBox* head_ = nullptr;
     QSpinBox* neuron_ = nullptr;
     QSpinBox* k_ = nullptr;
-    QLabel* caption_ = nullptr;
     QLabel* note_ = nullptr; ///< methodNote() and the model's embeddingConvention()
     QTableWidget* top_ = nullptr;
     QTableWidget* bottom_ = nullptr;
     TokenPicker* rowField_ = nullptr;
-    QLabel* rowCaption_ = nullptr;
     QTableWidget* rowTable_ = nullptr;
     TokenPicker* revField_ = nullptr;
     QTableWidget* revHeads_ = nullptr;
