@@ -313,7 +313,7 @@ void TestGuiStitch::longSweepIsCancelled() {
     QElapsedTimer t;
     t.start();
     s.run();
-    QVERIFY(t.elapsed() < 200 * kTimeScale); // the GUI thread only starts it
+    QVERIFY(t.elapsed() < 2000 * kTimeScale); // the GUI thread only starts it: the sweep takes far longer
     QVERIFY(s.isRunning());
     QTest::qWait(50);
     QCoreApplication::processEvents();

@@ -3,7 +3,7 @@
 // llama2_spm_tokenizer_vectors.json (llama2.c test.c and transformers' Llama tests), and the 14 run.c
 // encode() cases of stories260K; each through llama2.c's tokenizer.bin, HF's tokenizer.json and the
 // vocab-only GGUF (llama.cpp's ggml-vocab-llama-spm.gguf, through loadTokenizerOnly). Also the
-// tokenizer.bin reader's errors, decoding, labels, BOS handling and speed.
+// tokenizer.bin reader's errors, decoding, labels and BOS handling.
 
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
@@ -16,7 +16,6 @@
 #include "tests/support/reference_json.h"
 #include "tests/support/safetensors_writer.h"
 #include "tests/support/test_paths.h"
-#include "tests/support/time_scale.h"
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>
@@ -92,23 +91,23 @@ class TestLlamaTokenizer : public QObject {
         QCOMPARE(tok.decodeBytes(ids), text.toUtf8());
     }
 
-    /// Loads a tokenizer with `load`, prints its CPU time and fails beyond `boundMs`; it must be an SpmTokenizer.
+    /// Loads a tokenizer with `load` and prints its CPU time (speed targets live in bench/, not here); it
+    /// must be an SpmTokenizer.
     template <class Load>
-    static void loadTimed(std::unique_ptr<SpmTokenizer>& out, const char* what, double boundMs, Load load) {
+    static void loadTimed(std::unique_ptr<SpmTokenizer>& out, const char* what, Load load) {
         std::unique_ptr<Tokenizer> tok;
         const double ms = cpuMs([&] { tok = load(); });
         qInfo("%s loaded in %.0f ms CPU", what, ms);
-        QVERIFY2(ms < boundMs * kTimeScale, qPrintable(QStringLiteral("%1 ms").arg(ms)));
         out.reset(dynamic_cast<SpmTokenizer*>(tok.release()));
         QVERIFY2(out, qPrintable(QStringLiteral("%1 must be read as a SentencePiece-style tokenizer").arg(QLatin1String(what))));
     }
 
 private slots:
     void initTestCase() {
-        loadTimed(bin_, "tokenizer.bin (32000 tokens)", 200, [] { return loadLlama2cTokenizer(llamaFile("tokenizer.bin")); });
-        loadTimed(json_, "tokenizer.json (32000 tokens, 61249 merges)", 1000, [] { return loadHfTokenizerJson(llamaFile("tokenizer.json")); });
+        loadTimed(bin_, "tokenizer.bin (32000 tokens)", [] { return loadLlama2cTokenizer(llamaFile("tokenizer.bin")); });
+        loadTimed(json_, "tokenizer.json (32000 tokens, 61249 merges)", [] { return loadHfTokenizerJson(llamaFile("tokenizer.json")); });
         // the vocab-only GGUF (tokenizer.ggml.model llama)
-        loadTimed(gguf_, "ggml-vocab-llama-spm.gguf (32000 tokens)", 200, [] { return loadTokenizerOnly(llamaFile("ggml-vocab-llama-spm.gguf")); });
+        loadTimed(gguf_, "ggml-vocab-llama-spm.gguf (32000 tokens)", [] { return loadTokenizerOnly(llamaFile("ggml-vocab-llama-spm.gguf")); });
         tok512_ = loadLlama2cTokenizer(testdata(QStringLiteral("stories260K/tok512.bin")));
     }
 
@@ -475,8 +474,9 @@ private slots:
         }
     }
 
-    void speed() {
-        // A prompt of about 2,000 tokens (the 47 llama.cpp texts repeated), well under 50 ms per source.
+    void longPromptAndLargeVocabulary() {
+        // A prompt of about 2,000 tokens (the 47 llama.cpp texts repeated): the same ids from every source,
+        // and the text back. The CPU times are printed; speed targets live in bench/.
         QString prompt;
         while (bin_->encode(prompt).size() < 2000)
             for (const auto& [text, ids] : readLlamaCppVectors()) prompt += text + QLatin1Char(' ');
@@ -484,11 +484,10 @@ private slots:
             std::vector<int> ids;
             const double ms = cpuMs([&] { ids = t->encode(prompt); });
             qInfo("%zu tokens encoded in %.1f ms CPU", ids.size(), ms);
-            QVERIFY2(ms < 25 * kTimeScale, qPrintable(QStringLiteral("%1 ms").arg(ms)));
             QCOMPARE(t->decode(ids), prompt);
         }
         QCOMPARE(json_->encode(prompt), bin_->encode(prompt));
-        // A 128k-token vocabulary from arrays (a GGUF's) loads well under 200 ms.
+        // A 128k-token vocabulary from arrays (a GGUF's) is indexed, and a piece past the bytes encodes to its id.
         SpmVocab big;
         for (int b = 0; b < 256; ++b) big.pieces.push_back(QStringLiteral("<0x%1>").arg(b, 2, 16, QLatin1Char('0')).toUpper().replace("<0X", "<0x").toUtf8());
         QRandomGenerator rng(5);
@@ -508,7 +507,6 @@ private slots:
         std::unique_ptr<SpmTokenizer> tok;
         const double ms = cpuMs([&] { tok = SpmTokenizer::fromVocab(big, QStringLiteral("big.gguf")); });
         qInfo("128256-token vocabulary indexed in %.0f ms CPU", ms);
-        QVERIFY2(ms < 200 * kTimeScale, qPrintable(QStringLiteral("%1 ms").arg(ms)));
         QCOMPARE(tok->encode(QString::fromUtf8(big.pieces[300].mid(3))), std::vector<int>{300});
     }
 

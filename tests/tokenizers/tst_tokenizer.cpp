@@ -135,15 +135,13 @@ class TestTokenizer : public QObject {
 
 private slots:
     void initTestCase() {
-        // CPU time, not wall time: the machine may be busy with other builds. About 100 ms on a
-        // quiet machine (half of it QJsonDocument parsing); the bound catches gross regressions.
+        // CPU time, printed only: speed targets live in bench/ ("open + tokenizer ready").
         QElapsedTimer timer;
         timer.start();
         const std::clock_t cpuStart = std::clock();
         gpt2_ = Gpt2BpeTokenizer::fromVocabAndMerges(gpt2Vocab(), gpt2Merges());
         const double cpuMs = 1000.0 * double(std::clock() - cpuStart) / CLOCKS_PER_SEC;
         qInfo("GPT-2 vocab (50257) + merges (50000) loaded in %.0f ms CPU, %lld ms wall", cpuMs, timer.elapsed());
-        QVERIFY2(cpuMs < 1000 * kTimeScale, qPrintable(QStringLiteral("loading took %1 ms CPU").arg(cpuMs)));
         tiny_ = Gpt2BpeTokenizer::fromVocabAndMerges(tinyDir() + QStringLiteral("/vocab.json"),
                                                      tinyDir() + QStringLiteral("/merges.txt"));
     }
