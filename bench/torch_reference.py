@@ -429,6 +429,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-wov", action="store_true")
     ap.add_argument("--circuits-only", action="store_true", help="only the open and circuit rows")
+    ap.add_argument("--first-open", action="store_true",
+                    help="only open the (first) model and run its first forward with the full cache at the first --seq, once, "
+                         "in this new process; print the milliseconds")
     ap.add_argument("--json")
     a = ap.parse_args()
     seqs = [int(s) for s in a.seq.split(",") if s]
@@ -440,6 +443,17 @@ def main():
               "slower, so every ratio would flatter AttnScope. Install OpenBLAS (apt-get install libopenblas0-pthread) "
               "and run again.", file=sys.stderr, flush=True)
         return 2
+    if a.first_open:  # a user's first open in a process: nothing read before, no warmed heap
+        S0 = seqs[0] if seqs else 20
+        t0 = time.perf_counter()
+        cfg, t = load_model(a.model[0])
+        llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
+        m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
+        tokens = torch.from_numpy(np.random.default_rng(S0).integers(0, cfg["vocab_size"], S0))
+        c = {}
+        c["logits"] = m.forward(tokens, cache=c)
+        print(f"first_open_forward_ms {(time.perf_counter() - t0) * 1e3:.1f} S {S0}", flush=True)
+        return 0
     # ATen's own kernels (softmax, GELU, …) dispatch on ATEN_CPU_CAPABILITY; the config says which ran
     capability = next((line.split(":", 1)[1].strip() for line in torch.__config__.show().splitlines()
                        if "CPU capability usage" in line), "?")

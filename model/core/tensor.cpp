@@ -92,6 +92,17 @@ const void* Weight::storedAt(Eigen::Index row, Eigen::Index i) const {
     return static_cast<const char*>(ptr) + (row * stride + i) * elementBytes();
 }
 
+size_t Weight::storedSpanBytes() const {
+    if (empty() || rows == 0 || cols == 0) return 0;
+    const Eigen::Index storedRows = transposed ? cols : rows, storedCols = transposed ? rows : cols;
+    if (type == WeightType::Blocks) {
+        const Eigen::Index B = decoder->blockElements;
+        const auto* end = static_cast<const char*>(storedAt(storedRows - 1, 0)) + (storedCols + B - 1) / B * decoder->blockBytes;
+        return size_t(end - static_cast<const char*>(ptr));
+    }
+    return size_t((storedRows - 1) * stride + storedCols) * size_t(elementBytes());
+}
+
 float Weight::at(Eigen::Index r, Eigen::Index c) const {
     if (type == WeightType::Blocks) { // decode the block holding the element
         const Eigen::Index row = transposed ? c : r, i = transposed ? r : c, B = decoder->blockElements;

@@ -72,6 +72,9 @@ struct Weight {
     int elementBytes() const { return type == WeightType::F32 ? 4 : 2; }
     /// The address of stored element i of stored row `row` (for Blocks, i a multiple of the block size).
     const void* storedAt(Eigen::Index row, Eigen::Index i) const;
+    /// Bytes from ptr to the end of the last stored element: the memory the weight's values lie in (with
+    /// the gaps of a strided view). 0 for an empty weight.
+    size_t storedSpanBytes() const;
 };
 
 /// An F32 row-major view of float data [rows, cols] with row stride `stride` (default cols).

@@ -127,12 +127,18 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     float* packed = nullptr;
     if (packNeeded) packed = sizedPackBuffer(privatePack ? threads * sliceFloats : rows * inner);
     std::vector<ColumnBlock> blocks = columnBlocks(targets, rows, inner, threads, K.nr);
-    // the weights' packed copies where they have one (packed here on first use, before the threads start);
-    // a target's blocks are consecutive
+    // the weights' packed copies where they have one (weight_panels.h: an on-first-use copy is packed here,
+    // before the threads start; a background one is read in place until the packer has made it, and the
+    // lease keeps the packer from dropping the pages this product reads); a target's blocks are consecutive
+    std::vector<PanelsLease> leases;
+    leases.reserve(targets.size());
     for (size_t b = 0; b < blocks.size(); ++b) {
         const GemmTarget& t = targets[blocks[b].target];
         if (b > 0 && blocks[b - 1].target == blocks[b].target) blocks[b].panels = blocks[b - 1].panels;
-        else if (t.W.panels && !useDotProducts(t, rows)) blocks[b].panels = t.W.panels->panelsFor(t.W, K.nr);
+        else if (t.W.panels && !useDotProducts(t, rows)) {
+            leases.emplace_back(t.W.panels, t.W, int(K.nr));
+            blocks[b].panels = leases.back().data();
+        }
     }
     // Work units: a column block times a block of rows when x has more rows than one L2-resident row block
     // (long prompts): each unit is one step of the kernel's own loop over row blocks, so every y entry is the

@@ -1,5 +1,6 @@
 #include "model/transformer/model.h"
 
+#include "model/core/file_mappings.h"
 #include "model/core/kernels/compute_kernels.h"
 #include "model/transformer/cache_budget.h"
 
@@ -22,7 +23,12 @@ Model::Model(ModelConfig config, ModelInfo info, std::unique_ptr<Tokenizer> toke
       layerPanels_(size_t(config_.n_layers)) {}
 
 const GlobalWeights& Model::globals() const {
-    std::call_once(globalsOnce_, [this] { globals_ = resolver_->globals(); });
+    std::call_once(globalsOnce_, [this] {
+        globals_ = resolver_->globals();
+        // every pass that computes a logit reads all of the unembedding (W_E itself when tied): its file pages
+        // mapped in one call, not a page fault every 16 pages (weight_panels.cpp, PanelsLease)
+        populateMappedPages(globals_.W_U_T.ptr, globals_.W_U_T.storedSpanBytes());
+    });
     return globals_;
 }
 
@@ -39,8 +45,9 @@ const LayerWeights& Model::layer(int l) const {
                 if (available >= 0 && panelBytesAttached_.load() + bytes > available / 4) break;
                 panelBytesAttached_ += bytes;
                 const std::lock_guard lock(panelsMutex_);
-                layerPanels_[size_t(l)].push_back(std::make_unique<WeightPanels>(*m));
+                layerPanels_[size_t(l)].push_back(std::make_unique<WeightPanels>(*m, nr, PackingMode::Background, packer_.lastInPlaceRead()));
                 m->panels = layerPanels_[size_t(l)].back().get();
+                packer_.enqueue(m->panels);
             }
         }
         layers_[size_t(l)] = w;

@@ -4,6 +4,7 @@
 
 #include "model/tokenizers/tokenizer.h"
 #include "model/transformer/model_config.h"
+#include "model/core/weight_packer.h"
 #include "model/core/weight_panels.h"
 #include "model/transformer/weights.h"
 
@@ -41,12 +42,18 @@ public:
     const GlobalWeights& globals() const;
     /// Weights of layer l in [0, n_layers). Resolved (F16/BF16 converted) on first call, thread-safe.
     /// Its projection matrices (W_Q, W_K, W_V, W_O, W_in, W_gate, W_out; not block-quantized ones) carry
-    /// a WeightPanels each (Weight::panels), which weightGemm packs on first use, while the packed copies
-    /// of this model stay within a quarter of the memory available when the layer was resolved; with
+    /// a WeightPanels each (Weight::panels), which this model's packer makes in the background (weight_packer.h;
+    /// until then products read the weight in place, with the same results), while the packed copies of this
+    /// model stay within a quarter of the memory available when the layer was resolved; with
     /// ATTNSCOPE_PACKED_WEIGHTS=0 none, and every product reads its weight in place (the same results).
     const LayerWeights& layer(int l) const;
     /// Bytes of this model's packed weight copies so far (Weight::panels).
     size_t packedWeightBytes() const;
+    /// Blocks until the packer has made every copy of the layers resolved so far (benchmarks, tests).
+    void waitForPackedWeights() const { packer_.waitUntilIdle(); }
+    /// Holds the packer before its next copy (true) or lets it go on (false): tests run a pass on weights
+    /// that are certainly read in place.
+    void pauseWeightPacking(bool paused) const { packer_.setPaused(paused); }
 
 private:
     ModelConfig config_;
@@ -60,6 +67,7 @@ private:
     mutable std::mutex panelsMutex_; ///< guards layerPanels_
     mutable std::vector<std::vector<std::unique_ptr<WeightPanels>>> layerPanels_;
     mutable std::atomic<qint64> panelBytesAttached_ = 0;
+    mutable WeightPacker packer_; ///< after layerPanels_: stopped and joined before the copies are freed
 };
 
 } // namespace attnscope

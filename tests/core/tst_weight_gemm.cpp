@@ -247,7 +247,7 @@ private slots:
         Matrix store = randomMatrix(transposed ? 70 : 300, transposed ? 310 : 200, 32);
         const Weight plain = transposed ? Weight{store.data() + 5, 300, 70, 310, WeightType::F32, true}
                                         : Weight{store.data() + 50, 300, 70, 200};
-        const WeightPanels panels(plain);
+        const WeightPanels panels(plain, computeKernels().nr);
         Weight packed = plain;
         packed.panels = &panels;
         Matrix yPlain, yPacked, yBlock, yBlockPlain;
@@ -301,7 +301,7 @@ private slots:
         std::vector<quint16> bf16(size_t(dense.size()));
         for (size_t i = 0; i < bf16.size(); ++i) bf16[i] = test::toBf16Bits(dense.data()[i]); // the reference decodes these bits
         const Weight plain{bf16.data(), inner, cols, inner, WeightType::BF16, true};
-        const WeightPanels panels(plain);
+        const WeightPanels panels(plain, computeKernels().nr);
         Weight packed = plain;
         packed.panels = &panels;
         QCOMPARE(transposedKernelMinRows(packed), Eigen::Index(K.packedGemmMinRows16));

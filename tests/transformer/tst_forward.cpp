@@ -8,6 +8,7 @@
 #include "model/transformer/forward.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
+#include "tests/support/same_cache.h"
 
 #include <QtTest>
 
@@ -19,6 +20,8 @@ class TestForward : public QObject {
 private slots:
     void matchesPicoGptReference_data();
     void matchesPicoGptReference();
+    void firstPassReadsWeightsInPlaceWithTheSameBits_data();
+    void firstPassReadsWeightsInPlaceWithTheSameBits();
     void cacheIsInternallyConsistent();
     void lastPositionLogitsOnlyEqualFullLogits();
     void recycledCacheGivesIdenticalResultsInTheSameBuffers();
@@ -42,8 +45,9 @@ void TestForward::matchesPicoGptReference() {
     QCOMPARE(model->info().storageDtype, v["safetensors_dtype"].toString());
     const std::vector<int> ids = intsFromJson(ref["token_ids"].toArray());
     const ActivationCache cache = runForward(*model, ids);
-    // every projection went through its packed copy (Model::layer, weight_panels.h): these results are the
-    // packed path's (tst_weight_gemm and tst_compute_kernels check it bitwise against the in-place one)
+    // every projection has its packed copy (Model::layer, weight_panels.h), made behind the pass by the
+    // model's packer; the next test checks that a pass reading them gives this pass's bits
+    model->waitForPackedWeights();
     size_t expectedPacked = 0;
     for (int l = 0; l < model->config().n_layers; ++l) {
         const LayerWeights& w = model->layer(l);
@@ -74,6 +78,37 @@ void TestForward::matchesPicoGptReference() {
         cache.logits.row(p).maxCoeff(&arg);
         QCOMPARE(int(arg), refArgmax[size_t(p)]);
     }
+}
+
+void TestForward::firstPassReadsWeightsInPlaceWithTheSameBits_data() {
+    QTest::addColumn<QString>("file");
+    QTest::newRow("F32") << "model.safetensors";
+    QTest::newRow("F16") << "model.float16.safetensors";
+    QTest::newRow("BF16") << "model.bfloat16.safetensors";
+}
+
+void TestForward::firstPassReadsWeightsInPlaceWithTheSameBits() {
+    // A freshly opened model's first pass reads its weights in place while the packer makes the copies
+    // (weight_packer.h); a pass on the copies gives the same bits, at every hook point. The packer is held
+    // for the first pass, so that it certainly read every weight in place.
+    QFETCH(QString, file);
+    const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
+    const std::vector<int> ids = intsFromJson(ref["token_ids"].toArray());
+    auto model = loadModel(testdata("tiny-gpt2/") + file);
+    model->pauseWeightPacking(true);
+    const ActivationCache inPlace = runForward(*model, ids);
+    QCOMPARE(model->packedWeightBytes(), size_t(0));
+    model->pauseWeightPacking(false);
+    model->waitForPackedWeights();
+    size_t expectedPacked = 0;
+    for (int l = 0; l < model->config().n_layers; ++l) {
+        const LayerWeights& w = model->layer(l);
+        for (const Weight* m : {&w.W_Q, &w.W_K, &w.W_V, &w.W_O, &w.W_in, &w.W_out}) expectedPacked += panelBytes(*m, computeKernels().nr);
+    }
+    QCOMPARE(model->packedWeightBytes(), expectedPacked);
+    const ActivationCache packed = runForward(*model, ids);
+    QCOMPARE(firstDifference(inPlace, packed), QString());
+    QVERIFY(inPlace.logits.cwiseAbs().maxCoeff() > 0.1f);
 }
 
 void TestForward::cacheIsInternallyConsistent() {

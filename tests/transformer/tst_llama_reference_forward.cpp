@@ -12,6 +12,7 @@
 #include "tests/support/hf_llama_folder.h"
 #include "tests/support/reference_json.h"
 #include "tests/support/reference_llama_forward.h"
+#include "tests/support/same_cache.h"
 #include "tests/support/stories_reference.h"
 #include "tests/support/test_paths.h"
 
@@ -97,6 +98,35 @@ private slots:
         const double rel = worstRelativeRow(ours, expected);
         qInfo("tiny-random GGUF: worst position max |diff| / max |logit| = %.3g (max |logit| %.3g)", rel, expected.cwiseAbs().maxCoeff());
         QVERIFY2(rel <= 1e-5, qPrintable(QString::number(rel)));
+    }
+
+    /// A BF16 model stored [out, in] (nn.Linear, as Llama's safetensors: the weights whose product class depends
+    /// on the packed copy being attached): the first pass, on weights read in place while the packer is held,
+    /// and a pass on the packed copies give the same bits at every hook point.
+    void firstPassInPlaceEqualsPackedBf16() {
+        const LlamaSpec spec = smallLlamaSpec("llama", 40, 4, 2, 16, 56);
+        const LlamaCheckpoint c = randomLlama(spec, 4242u, true, false);
+        const QString dir = tmp_.filePath(QStringLiteral("bf16-packing"));
+        writeHfLlamaFolder(c, dir, Storage::BF16, storiesFile("tok512.bin"), "tokenizer.bin");
+        const auto model = loadModel(dir);
+        QCOMPARE(model->info().storageDtype, QStringLiteral("BF16"));
+        std::vector<int> ids;
+        for (int i = 0; i < 20; ++i) ids.push_back((i * 37 + 5) % model->config().d_vocab);
+        model->pauseWeightPacking(true);
+        const ActivationCache inPlace = runForward(*model, ids);
+        QCOMPARE(model->packedWeightBytes(), size_t(0));
+        model->pauseWeightPacking(false);
+        model->waitForPackedWeights();
+        QVERIFY(model->packedWeightBytes() > 0);
+        QVERIFY(model->layer(0).W_Q.transposed);
+        const ActivationCache packed = runForward(*model, ids);
+        QCOMPARE(firstDifference(inPlace, packed), QString());
+        // the pass on few rows too (2 ≤ rows < the in-place threshold: the GEMM class, read in place or packed)
+        const std::vector<int> few(ids.begin(), ids.begin() + 3);
+        const ActivationCache fewPacked = runForward(*model, few);
+        const auto fresh = loadModel(dir);
+        fresh->pauseWeightPacking(true);
+        QCOMPARE(firstDifference(runForward(*fresh, few), fewPacked), QString());
     }
 
     void randomHfModels_data() {
