@@ -11,6 +11,7 @@ forward_logits_only.<S>, logit_lens.<S>, wov_top100}, times in ms (median of N a
 import argparse
 import json
 import math
+import mmap
 import os
 import resource
 import struct
@@ -88,10 +89,35 @@ def load_safetensors(path):
     return tensors
 
 
-def load_model(folder):
+def load_safetensors_mapped(path):
+    """mmap the file read-only and make zero-copy torch views of every tensor (what safetensors' safe_open
+    does): nothing is read or allocated before the first forward touches it. In a new process this is
+    PyTorch's fastest first open: read() into a fresh buffer first zero-fills and faults in as many
+    anonymous pages as the file has (2.0-2.7 s for gpt2-small on the EPYC VM, against 3 ms here)."""
+    import warnings
+    warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+    with open(path, "rb") as f:
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    n = struct.unpack("<Q", buf[:8])[0]
+    header = json.loads(bytes(buf[8:8 + n]))
+    base = 8 + n
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        dt = DTYPES[info["dtype"]]
+        arr = np.frombuffer(buf, dtype=dt, count=(b - a) // np.dtype(dt).itemsize, offset=base + a).reshape(info["shape"])
+        t = torch.from_numpy(arr)
+        tensors[name] = t.view(torch.bfloat16).float() if info["dtype"] == "BF16" else t
+    return tensors
+
+
+def load_model(folder, mapped=False):
     with open(os.path.join(folder, "config.json")) as f:
         cfg = json.load(f)
-    t = load_safetensors(os.path.join(folder, "model.safetensors"))
+    path = os.path.join(folder, "model.safetensors")
+    t = load_safetensors_mapped(path) if mapped else load_safetensors(path)
     t = {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in t.items()}
     return cfg, t
 
@@ -431,7 +457,7 @@ def main():
     ap.add_argument("--circuits-only", action="store_true", help="only the open and circuit rows")
     ap.add_argument("--first-open", action="store_true",
                     help="only open the (first) model and run its first forward with the full cache at the first --seq, once, "
-                         "in this new process; print the milliseconds")
+                         "in this new process, the file mapped (its fastest first open); print the milliseconds")
     ap.add_argument("--json")
     a = ap.parse_args()
     seqs = [int(s) for s in a.seq.split(",") if s]
@@ -446,7 +472,7 @@ def main():
     if a.first_open:  # a user's first open in a process: nothing read before, no warmed heap
         S0 = seqs[0] if seqs else 20
         t0 = time.perf_counter()
-        cfg, t = load_model(a.model[0])
+        cfg, t = load_model(a.model[0], mapped=True)
         llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
         m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
         tokens = torch.from_numpy(np.random.default_rng(S0).integers(0, cfg["vocab_size"], S0))
