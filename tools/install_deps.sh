@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages AttnScope needs to build, test and run (only those missing).
-# Needs root or sudo. Used by tools/run.sh, tools/test.sh and .ci/run.
+# Needs root or sudo. Used by tools/run.sh, tools/test.sh and .ci/run. Extra packages may be named as
+# arguments (tools/fuzz.sh: clang and its libFuzzer runtime).
 set -euo pipefail
 # qemu-user: the tests run the binary as older CPUs (no AVX-512, no AVX) would (tests/core/tst_cli_kernels.cpp)
 # libsentencepiece-dev: reading tokenizer.model; sentencepiece: spm_train, which the tests use to make one
 PKGS=(cmake g++ make pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libeigen3-dev
-      libgl-dev fonts-dejavu-core qemu-user libsentencepiece-dev sentencepiece)
+      libgl-dev fonts-dejavu-core qemu-user libsentencepiece-dev sentencepiece "$@")
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
