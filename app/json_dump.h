@@ -1,5 +1,5 @@
 #pragma once
-// The JSON the CLI's --dump-json writes for a prompt (schema in README "Command line").
+// The JSON the CLI's --dump-json writes for a prompt (schema in docs/cli.md).
 
 #include "model/transformer/activation_cache.h"
 #include "model/transformer/model.h"

@@ -1,6 +1,6 @@
 // attnscope_bench: times what a user waits for (open, forward + cache, another head, W_OV top pairs,
 // logit lens) on random-weight GPT-2 checkpoints of real shapes, next to the machine's measured Eigen
-// GEMM peak. Prints a table and JSON. See README "Benchmarks" and bench/run_comparison.sh.
+// GEMM peak. Prints a table and JSON. See docs/performance.md and bench/run_comparison.sh.
 
 #include "bench/checkpoint_writer.h"
 #include "bench/machine_bounds.h"
@@ -354,7 +354,7 @@ QJsonObject benchSyntheticViews(const QList<int>& seqs, int runs) {
     return out;
 }
 
-/// The circuit rows (README "Benchmarks", issue 14): the z patching sweep of every head at S = 16 (clean and
+/// The circuit rows (docs/performance.md, issue 14): the z patching sweep of every head at S = 16 (clean and
 /// corrupted runs included, as a TransformerLens loop caches the clean run first), the information-flow graph at
 /// S = 128 (contributions + pruning from the last position), and every composition score of the model (Q, K
 /// and V, a freshly opened model each run so nothing is cached).

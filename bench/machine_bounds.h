@@ -3,7 +3,7 @@
 // compute kernel being benchmarked (model/core/kernels): float32 FMA throughput of all OpenMP threads on
 // registers only, at that kernel's vector width (what no GEMM of that kernel can exceed; a large GEMM
 // reaches 0.8–0.95 of it), and the read bandwidth from DRAM (what streaming the weights once at S = 20
-// cannot beat). README "Benchmarks".
+// cannot beat). docs/performance.md.
 
 #include "model/core/kernels/compute_kernels.h"
 

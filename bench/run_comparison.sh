@@ -2,7 +2,7 @@
 # Runs attnscope_bench and the tuned PyTorch reference on the same random-weight checkpoints (GPT-2 sizes
 # small, medium, xl; Llama shapes llama-1b, llama-3b in BF16, which PyTorch upcasts to float32), one after
 # the other, once for each compute kernel this CPU can run, and prints the ratios per kernel next to
-# PyTorch forced to the same instruction set (README "Benchmarks"). Usage:
+# PyTorch forced to the same instruction set (docs/performance.md). Usage:
 #   bench/run_comparison.sh [BUILD_DIR] [SIZES] [extra args for both, e.g. --seq 20,128 --runs 5]
 #   e.g. bench/run_comparison.sh build small,llama-1b --seq 20,128 --lens-seq 20,128 --runs 3
 # Environment: WORK_DIR (where checkpoints and JSON go; default a new temp folder), NICE (e.g. "nice -n 19"),

@@ -2,7 +2,7 @@
 // A loop shared by the OpenMP team, or a plain loop on the calling thread. Not `#pragma omp parallel for
 // if (cond)`: with cond false, or inside another parallel region, libgomp still starts a team of one thread
 // and ends the loop with a team barrier whose futex syscall cost ≈ 3 µs per loop on the Zen 5 guest (with
-// PTI), more than a small loop's work (README "Benchmarks": one head's 20 × 64 × 20 Q·Kᵀ took 4 µs).
+// PTI), more than a small loop's work (docs/performance.md: one head's 20 × 64 × 20 Q·Kᵀ took 4 µs).
 
 #ifdef _OPENMP
 #include <omp.h>

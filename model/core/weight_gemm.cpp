@@ -146,7 +146,7 @@ void gemmImpl(const float* x, Index rows, Index inner, Index ldx, std::span<cons
     // out the threads (1024 rows × 4 column blocks of W_out: 16 units, not 4), and a unit's epilogue runs
     // while its block of y is in L2. The price: a column block's slice of W, which the kernel's row-block
     // loop re-read from L2, is read once per row block from L3 or DRAM (gpt2-small's W_in at S = 1024: 4 reads
-    // of 9.4 MB instead of 1). Measured on Zen 5 (README "Benchmarks"): avx2 3 % faster at S = 1024, avx512
+    // of 9.4 MB instead of 1). Measured on Zen 5 (docs/performance.md): avx2 3 % faster at S = 1024, avx512
     // unchanged.
     const Index rowBlock = packNeeded ? std::max<Index>(kRows, K.rowBlock / kRows * kRows) : rows;
     const Index nRowBlocks = (rows + rowBlock - 1) / rowBlock, nBlocks = Index(blocks.size());

@@ -2,7 +2,7 @@
 // y = x·W for the forward pass's projections: activations x [pos, in] times a weight W [in, out] that
 // stays where it is (memory-mapped file, strided column block of a fused c_attn). Our own kernel
 // because the forward is the product and the general libraries lose here in two ways (measured,
-// README "Benchmarks"): Eigen's GEMM packs the whole weight before using it, which at S = 20 triples
+// docs/performance.md): Eigen's GEMM packs the whole weight before using it, which at S = 20 triples
 // the memory traffic of a pass that should stream each weight once at DRAM speed, and its threads
 // busy-wait for each other, which under a second process's load costs 5–10×.
 //

@@ -4,7 +4,7 @@
 // Read in place, a micro-panel's rows are 3–12 KiB apart (GPT-2's [in, out] rows) or have to be gathered
 // from [out, in] rows with register transposes (nn.Linear, GGUF): the hardware prefetchers stop at every
 // page and a short prompt's pass is bound by the W lines in flight. Packed, each micro-panel block is one
-// stretch of memory. Measured on Zen 4 (README "Benchmarks"): 20 rows × gpt2-small's MLP weights from DRAM,
+// stretch of memory. Measured on Zen 4 (docs/performance.md): 20 rows × gpt2-small's MLP weights from DRAM,
 // 70 → 145 GFLOP/s on avx2, 92 → 164 on avx512; 128 rows 150 → 185 (avx2). Same kernels, same values,
 // same order: the results are bitwise those of the weight in place, row count for row count (a 16-bit
 // weight stored [out, in] with a copy goes through the GEMM from fewer rows than in place, where dot products

@@ -71,12 +71,12 @@ struct ComputeKernels {
     /// From this many rows of x on, a 16-bit (F16/BF16) weight stored [out, in] goes through gemmColumns
     /// (its micro-panels gathered once for all x panels); below, through dotRows. Float32 and block-quantized
     /// weights switch at kTransposedKernelMinRows (weight_gemm.h) on every kernel. Measured per kernel
-    /// (README "Benchmarks"): on AVX2 the gather already wins at 12–16 rows of a BF16 weight (125 against
+    /// (docs/performance.md): on AVX2 the gather already wins at 12–16 rows of a BF16 weight (125 against
     /// 97 GFLOP/s at 20 rows of a 2048 × 8192 weight), on AVX-512 the dot products win up to 64.
     long transposedGemmMinRows16;
     /// The same threshold for a 16-bit weight stored [out, in] that has a packed copy (Weight::panels,
     /// weight_panels.h: no gather, each micro-panel one stretch of memory). Measured on Zen 5 with
-    /// Llama-3.2-1B's BF16 shapes (README "Benchmarks"): the packed GEMM wins from 2 rows on AVX-512
+    /// Llama-3.2-1B's BF16 shapes (docs/performance.md): the packed GEMM wins from 2 rows on AVX-512
     /// (8 rows: 84 against 111 ms per pass) and on AVX2 (4 rows: 100 against 130 ms); portable unmeasured.
     long packedGemmMinRows16;
 
