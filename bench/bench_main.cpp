@@ -403,7 +403,22 @@ QJsonObject benchCircuits(const QString& dir, const std::shared_ptr<const Model>
     return out;
 }
 
-/// All benchmarks for one model folder.
+/// What a user waits for after choosing a model, but for the tokenizer: loadModel of `dir` and its first
+/// forward (app cache) on S random tokens (randomTokens with seed S), in milliseconds. The app tokenizes the prompt before the pass, so the
+/// tokenizer thread has finished by then; its loading is not counted (PyTorch's rows load none; "open +
+/// tokenizer ready" times it). The model is handed back in `model` (its packer may still be running).
+double openAndFirstForwardMs(const QString& dir, int S, std::shared_ptr<const Model>& model) {
+    QElapsedTimer t;
+    t.start();
+    model = loadModel(dir);
+    const double openMs = t.nsecsElapsed() / 1e6;
+    (void)model->tokenizer().vocabSize();
+    const std::vector<int> tokens = randomTokens(S, model->config().d_vocab, unsigned(S));
+    t.restart();
+    { const ActivationCache c = runForward(*model, tokens, appCacheOptions()); }
+    return openMs + t.nsecsElapsed() / 1e6;
+}
+
 /// Memory, before anything else of the model runs in this process: the peak RSS over the file's size for the
 /// first forward (app cache, the shortest S asked for) of a freshly opened model, for the packing behind it
 /// (weight_packer.h), and for a later forward (app cache) at every S asked for, each a running peak since the
@@ -447,6 +462,7 @@ QJsonObject benchMemory(const QString& dir, const QList<int>& seqs) {
     return out;
 }
 
+/// All benchmarks for one model folder.
 QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<int>& lensSeqs, int runs, bool wov,
                        double peakGflops, bool circuitsOnly, bool forwardOnly) {
     QJsonObject out;
@@ -523,29 +539,19 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         }
     }
 
-    // (a') open + the first forward (app cache, the shortest prompt asked for): what a user waits for after
-    // choosing a model, but for the tokenizer; it includes mapping the file's pages, which the pass reads in
-    // place while the packer makes the copies behind it (weight_packer.h). Outside the timing, each model's packer finishes, so the
-    // peak RSS covers the first pass and the packing after it, and the model is closed after its tokenizer
-    // thread is done.
+    // (a') open + the first forward (openAndFirstForwardMs, the shortest prompt asked for); it includes mapping
+    // the file's pages, which the pass reads in place while the packer makes the copies behind it
+    // (weight_packer.h). Outside the timing, each model's packer finishes, so the peak RSS covers the first
+    // pass and the packing after it.
     if (!forwardOnly && !seqs.empty() && seqs.front() <= cfg.n_ctx) {
         const int S = seqs.front();
-        const std::vector<int> tokens = randomTokens(S, cfg.d_vocab, unsigned(S));
-        const ForwardOptions appOpt = appCacheOptions();
         bench::resetPeakRss();
         std::vector<double> ms;
         size_t packedBytes = 0;
         for (int i = 0; i <= runs; ++i) {
-            QElapsedTimer t;
-            t.start();
-            std::shared_ptr<const Model> fresh = loadModel(dir);
-            const double openMs = t.nsecsElapsed() / 1e6;
-            // the app tokenizes the prompt before the pass, so the tokenizer thread has finished by then; its
-            // loading is not counted (PyTorch's row loads none; "open + tokenizer ready" above times it)
-            (void)fresh->tokenizer().vocabSize();
-            t.restart();
-            const ActivationCache c = runForward(*fresh, tokens, appOpt);
-            if (i > 0) ms.push_back(openMs + t.nsecsElapsed() / 1e6); // the first run warms the page cache, like timeIt's
+            std::shared_ptr<const Model> fresh;
+            const double firstMs = openAndFirstForwardMs(dir, S, fresh);
+            if (i > 0) ms.push_back(firstMs); // the first run warms the page cache, like timeIt's
             fresh->waitForPackedWeights();
             packedBytes = fresh->packedWeightBytes();
         }
@@ -738,15 +744,8 @@ int main(int argc, char** argv) {
             // what a user waits for the first time a model is opened in a process: no earlier mapping of the file,
             // no packed copies, no warmed heap (the page cache is warm: run_comparison.sh ran the full bench first)
             const int S = seqs.isEmpty() ? 20 : seqs.front();
-            QElapsedTimer t;
-            t.start();
-            std::shared_ptr<const Model> model = loadModel(p.value(QStringLiteral("model")));
-            const double openMs = t.nsecsElapsed() / 1e6;
-            (void)model->tokenizer().vocabSize(); // loaded before the pass, as the app does; not counted (as in the row)
-            const std::vector<int> tokens = randomTokens(S, model->config().d_vocab, unsigned(S));
-            t.restart();
-            { const ActivationCache c = runForward(*model, tokens, appCacheOptions()); }
-            std::printf("first_open_forward_ms %.1f S %d\n", openMs + t.nsecsElapsed() / 1e6, S);
+            std::shared_ptr<const Model> model;
+            std::printf("first_open_forward_ms %.1f S %d\n", openAndFirstForwardMs(p.value(QStringLiteral("model")), S, model), S);
             return 0;
         }
         const QList<int> lensSeqs = parseInts(p.value(QStringLiteral("lens-seq")));

@@ -74,6 +74,11 @@ def load_safetensors(path):
     with open(path, "rb") as f:
         buf = bytearray(os.fstat(f.fileno()).st_size)
         f.readinto(buf)
+    return tensors_of(buf)
+
+
+def tensors_of(buf):
+    """Zero-copy torch views of every tensor of the safetensors bytes in `buf` (BF16 upcast to float32)."""
     n = struct.unpack("<Q", buf[:8])[0]
     header = json.loads(bytes(buf[8:8 + n]))
     base = 8 + n
@@ -98,19 +103,7 @@ def load_safetensors_mapped(path):
     warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     with open(path, "rb") as f:
         buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    n = struct.unpack("<Q", buf[:8])[0]
-    header = json.loads(bytes(buf[8:8 + n]))
-    base = 8 + n
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = info["data_offsets"]
-        dt = DTYPES[info["dtype"]]
-        arr = np.frombuffer(buf, dtype=dt, count=(b - a) // np.dtype(dt).itemsize, offset=base + a).reshape(info["shape"])
-        t = torch.from_numpy(arr)
-        tensors[name] = t.view(torch.bfloat16).float() if info["dtype"] == "BF16" else t
-    return tensors
+    return tensors_of(buf)
 
 
 def load_model(folder, mapped=False):

@@ -195,7 +195,9 @@ PanelsLease::PanelsLease(const WeightPanels* panels, const Weight& w, int nr) {
     }
     reader_ = panels;
     if (panels->lastInPlaceRead_)
-        panels->lastInPlaceRead_->store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+        panels->lastInPlaceRead_->store(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+            std::memory_order_relaxed);
     // The first product to read the weight in place (a model's first forward pass) maps its file pages in one
     // call instead of taking a page fault every 16 pages: 475 MiB of gpt2-small's pages in 2.4–9.7 ms against
     // 40–46 ms touched page by page (Zen 5, page cache warm).
