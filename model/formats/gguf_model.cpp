@@ -6,6 +6,7 @@
 #include "model/tokenizers/gpt2_bpe_tokenizer.h"
 #include "model/tokenizers/lazy_tokenizer.h"
 #include "model/tokenizers/spm_tokenizer.h"
+#include "model/tokenizers/token_display.h"
 
 #include <QFileInfo>
 #include <climits>
@@ -321,11 +322,11 @@ std::unique_ptr<Tokenizer> ggufTokenizer(const GgufFile& f) {
     if (model == QLatin1String("gpt2")) {
         std::vector<QString> strings;
         strings.reserve(tokens.size());
-        for (QByteArrayView t : tokens) strings.push_back(QString::fromUtf8(t));
+        for (QByteArrayView t : tokens) strings.push_back(utf8Text(t));
         QStringList merges;
         const QString mergesKey = QStringLiteral("tokenizer.ggml.merges");
         if (f.contains(mergesKey))
-            for (QByteArrayView m : f.stringArray(mergesKey)) merges << QString::fromUtf8(m);
+            for (QByteArrayView m : f.stringArray(mergesKey)) merges << utf8Text(m);
         ByteLevelOptions options;
         const QString preKey = QStringLiteral("tokenizer.ggml.pre");
         options.splitPatterns = splitPatternsFor(f.contains(preKey) ? f.string(preKey) : QString(), f);

@@ -14,7 +14,18 @@ namespace attnscope {
 
 namespace {
 constexpr qint64 kMaxId = 1 << 24; // ids beyond this are certainly a broken file
+
+// `json` with every byte-order mark but a leading one (the file's signature, which the parser skips) written as
+// the escape \ufeff. Qt's JSON parser drops a raw U+FEFF at the start of a string, so Llama 2's tokenizer.json
+// token 30143 "\ufeff" (written raw) became "" and unmatchable; the escape is kept. EF BB BF is always U+FEFF
+// in UTF-8 (EF is a lead byte), and one outside a string is invalid JSON either way.
+QByteArray withEscapedByteOrderMarks(const QByteArray& json) {
+    const QByteArray bom("\xEF\xBB\xBF");
+    const qsizetype from = json.startsWith(bom) ? bom.size() : 0;
+    if (json.indexOf(bom, from) < 0) return json;
+    return json.left(from) + json.sliced(from).replace(bom, "\\ufeff");
 }
+} // namespace
 
 QByteArray readTokenizerFile(const QString& path) {
     QFile file(path);
@@ -25,7 +36,7 @@ QByteArray readTokenizerFile(const QString& path) {
 
 QJsonObject parseTokenizerJsonObject(const QByteArray& json, const QString& file) {
     QJsonParseError error;
-    const QJsonDocument doc = QJsonDocument::fromJson(json, &error);
+    const QJsonDocument doc = QJsonDocument::fromJson(withEscapedByteOrderMarks(json), &error);
     if (error.error != QJsonParseError::NoError)
         throw ModelError(file, QStringLiteral("invalid JSON at offset %1: %2").arg(error.offset).arg(error.errorString()));
     if (!doc.isObject()) throw ModelError(file, QStringLiteral("invalid JSON: expected an object at the top level"));

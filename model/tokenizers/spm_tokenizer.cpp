@@ -84,7 +84,7 @@ void SpmTokenizer::index(const QString& source) {
         // Matched as whole units in the text: user-defined pieces always, control/unknown on request.
         const TokenType t = v.types[id];
         if (t == TokenType::UserDefined || t == TokenType::Control || t == TokenType::Unknown)
-            added_.add(QString::fromUtf8(piece), int(id), t != TokenType::UserDefined);
+            added_.add(utf8Text(piece), int(id), t != TokenType::UserDefined);
     }
     bool allBytes = true;
     for (int id : byteIds_) allBytes = allBytes && id >= 0;
@@ -273,7 +273,7 @@ QString SpmTokenizer::displayToken(int id) const {
 }
 
 QString SpmTokenizer::tokenString(int id) const {
-    return id >= 0 && id < vocabSize() ? QString::fromUtf8(vocab_.pieces[id]) : QString();
+    return id >= 0 && id < vocabSize() ? utf8Text(vocab_.pieces[id]) : QString();
 }
 
 std::optional<int> SpmTokenizer::tokenId(const QString& piece) const {

@@ -14,9 +14,23 @@ QString byteEscapes(QByteArrayView bytes) {
 
 QString displayUnknownId(int id) { return QStringLiteral("\u27E8id %1\u27E9").arg(id); }
 
+namespace {
+
+// Stateless: an incomplete sequence at the end counts as an error, not as pending state.
+// ConvertInitialBom: a leading EF BB BF is the text U+FEFF, not a signature to skip.
+QStringDecoder utf8Decoder() {
+    return QStringDecoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless | QStringDecoder::Flag::ConvertInitialBom);
+}
+
+} // namespace
+
+QString utf8Text(QByteArrayView bytes) {
+    QStringDecoder decoder = utf8Decoder();
+    return decoder.decode(bytes);
+}
+
 QString displayTokenBytes(const QByteArray& bytes) {
-    // Stateless: an incomplete sequence at the end counts as an error, not as pending state.
-    QStringDecoder decoder(QStringDecoder::Utf8, QStringDecoder::Flag::Stateless);
+    QStringDecoder decoder = utf8Decoder();
     const QString text = decoder.decode(bytes);
     if (decoder.hasError()) return byteEscapes(bytes);
 

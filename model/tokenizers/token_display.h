@@ -6,6 +6,12 @@
 
 namespace attnscope {
 
+/// The text of UTF-8 `bytes` as Python's bytes.decode("utf-8", "replace") gives it: each invalid or
+/// incomplete sequence becomes U+FFFD, and a leading byte-order mark (EF BB BF) stays U+FEFF.
+/// QString::fromUtf8 drops a leading BOM, so a prompt starting with U+FEFF would not come back from
+/// encode → decode (found by fuzz_prompt). Every token's bytes become text through this.
+QString utf8Text(QByteArrayView bytes);
+
 /// Display string for a token whose raw bytes are `bytes`:
 /// - bytes that are not complete, valid UTF-8 (e.g. the first half of an emoji) are shown as
 ///   uppercase byte escapes for every byte: "\xF0\x9F";

@@ -1,6 +1,8 @@
 #pragma once
 // Tokenizer interface: text <-> token ids, plus display strings for token axes.
 
+#include "model/tokenizers/token_display.h"
+
 #include <QByteArray>
 #include <QString>
 #include <optional>
@@ -17,8 +19,8 @@ public:
     virtual std::vector<int> encode(const QString& text) const = 0;
     /// The raw bytes a sequence of ids stands for (joined, so multi-token UTF-8 decodes correctly).
     virtual QByteArray decodeBytes(std::span<const int> ids) const = 0;
-    /// decodeBytes as UTF-8 text (invalid sequences become U+FFFD).
-    QString decode(std::span<const int> ids) const { return QString::fromUtf8(decodeBytes(ids)); }
+    /// decodeBytes as UTF-8 text (invalid sequences become U+FFFD; a leading U+FEFF is kept: utf8Text).
+    QString decode(std::span<const int> ids) const { return utf8Text(decodeBytes(ids)); }
     /// The bytes one token stands for in the middle of a sequence (a SentencePiece "▁the" is " the" here,
     /// where decodeBytes of that token alone drops the dummy-prefix space): the per-token text of dumps.
     virtual QByteArray tokenBytes(int id) const { return decodeBytes(std::span<const int>(&id, 1)); }

@@ -465,6 +465,21 @@ private slots:
         QCOMPARE(gpt2_->encode(QString(QChar(0))), (std::vector<int>{188})); // NUL is byte token "Ā"
     }
 
+    // A prompt that starts with U+FEFF (text pasted from a file with a byte-order mark) keeps it through
+    // encode → decode, as Hugging Face's decode does; QString::fromUtf8 drops a leading EF BB BF, so
+    // decode lost it (found by fuzz_prompt).
+    void byteOrderMark() {
+        const QString bom(QChar(0xFEFF));
+        for (const QString& text : {bom + QStringLiteral("Hello"), bom, bom + bom + QStringLiteral(" x")}) {
+            const std::vector<int> ids = gpt2_->encode(text);
+            QVERIFY(gpt2_->decodeBytes(ids).startsWith("\xEF\xBB\xBF"));
+            QCOMPARE(gpt2_->decode(ids), text);
+        }
+        QCOMPARE(utf8Text("\xEF\xBB\xBF" "a"), bom + QStringLiteral("a"));
+        QCOMPARE(utf8Text("a\xF0\x9F\xC0z"), QString::fromUtf8("a\xF0\x9F\xC0z")); // invalid or cut sequences: U+FFFD as before
+        QCOMPARE(displayTokenBytes("\xEF\xBB\xBF"), bom);               // not an empty label
+    }
+
     void longInputs() {
         QString mixed;
         const QJsonArray cases = readJson(testdata(QStringLiteral("gpt2-tokenizer/cases.json"))).value("cases").toArray();

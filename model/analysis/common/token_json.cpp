@@ -2,7 +2,7 @@
 
 namespace attnscope {
 
-QString tokenText(const Tokenizer& tokenizer, int id) { return QString::fromUtf8(tokenizer.tokenBytes(id)); }
+QString tokenText(const Tokenizer& tokenizer, int id) { return utf8Text(tokenizer.tokenBytes(id)); }
 
 QJsonArray tokenIdsJson(std::span<const int> ids) {
     QJsonArray a;
