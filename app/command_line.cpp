@@ -26,12 +26,17 @@ namespace {
 
 /// The circuit options' combinations; "" when they make sense. The flags say which companion options were given.
 QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOptions, bool patchOptions, bool attendOptions) {
-    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend);
-    if (modes > 1) return QStringLiteral("give one of --patch, --path-patch, --flow and --attend at a time");
+    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend) + int(c.gradients);
+    if (modes > 1) return QStringLiteral("give one of --patch, --attribution-patch, --gradients, --path-patch, --flow and --attend at a time");
+    const QString patchFlag = c.attribution ? QStringLiteral("--attribution-patch") : QStringLiteral("--patch");
+    if (c.atpStar && !c.attribution) return QStringLiteral("--atp-star goes with --attribution-patch");
+    if (!c.stopGradient.isEmpty() && !c.gradients) return QStringLiteral("--stop-gradient goes with --gradients");
+    if (c.attribution && !c.ablate.isEmpty())
+        return QStringLiteral("--attribution-patch estimates patching between --prompt and --corrupt-prompt; it takes no --ablate");
     if ((modes > 0 || !c.composition.isEmpty()) && c.dumpJson.isEmpty())
         return QStringLiteral("the circuit modes add to the --dump-json output: give --dump-json FILE too");
     if (!c.patch.isEmpty() && !QStringList{"resid", "resid_pre", "attn_out", "mlp_out", "z", "q", "k", "v", "pattern"}.contains(c.patch))
-        return QStringLiteral("--patch must be resid, attn_out, mlp_out, z, q, k, v or pattern, got '%1'").arg(c.patch);
+        return QStringLiteral("%1 must be resid, attn_out, mlp_out, z, q, k, v or pattern, got '%2'").arg(patchFlag, c.patch);
     if (!c.composition.isEmpty() && !QStringList{"q", "k", "v"}.contains(c.composition))
         return QStringLiteral("--composition must be q, k or v, got '%1'").arg(c.composition);
     if (flowOptions && !c.flow) return QStringLiteral("--threshold, --norm and --no-renormalise go with --flow");
@@ -40,10 +45,13 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (pathOptions && !c.pathPatch) return QStringLiteral("--senders and --receivers go with --path-patch");
     if (c.pathPatch && c.receivers.isEmpty()) return QStringLiteral("--path-patch needs --receivers (L.H.q,… or logits)");
     const bool patching = !c.patch.isEmpty() || c.pathPatch;
-    if (patchOptions && !patching)
-        return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch");
-    if (patching && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(c.pathPatch ? "--path-patch" : "--patch");
-    if (const QString e = patching ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
+    const QString mode = c.pathPatch ? QStringLiteral("--path-patch") : c.gradients ? QStringLiteral("--gradients") : patchFlag;
+    if (patchOptions && !patching && !(c.gradients && c.direction == QLatin1String("denoise") && !c.byPosition && c.ablate.isEmpty() &&
+                                       c.referencePrompts.isEmpty()))
+        return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch "
+                              "(--metric also with --gradients)");
+    if ((patching || c.gradients) && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(mode);
+    if (const QString e = patching || c.gradients ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
         return QStringLiteral("--metric \"%1\": %2").arg(c.metric, e);
     if (c.direction != QLatin1String("denoise") && c.direction != QLatin1String("noise"))
         return QStringLiteral("--direction must be denoise or noise, got '%1'").arg(c.direction);
@@ -56,10 +64,13 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
         return QStringLiteral("--reference-prompt goes with --ablate reference-mean");
     const bool hasCorrupt = !c.corruptPrompt.isEmpty() || c.useCorruptTokenIds;
     const bool needsCorrupt = c.pathPatch || (!c.patch.isEmpty() && (c.ablate.isEmpty() || c.ablate == QLatin1String("resample")));
-    if (needsCorrupt && !hasCorrupt) return QStringLiteral("%1 needs --corrupt-prompt TEXT (or --corrupt-token-ids)").arg(c.pathPatch ? "--path-patch" : "--patch");
-    if (hasCorrupt && !patching) return QStringLiteral("--corrupt-prompt goes with --patch or --path-patch");
+    if (needsCorrupt && !hasCorrupt) return QStringLiteral("%1 needs --corrupt-prompt TEXT (or --corrupt-token-ids)").arg(mode);
+    if (hasCorrupt && !patching && !c.gradients) return QStringLiteral("--corrupt-prompt goes with --patch, --attribution-patch, --path-patch or --gradients");
+    if (c.gradients && !hasCorrupt && c.metric.trimmed().toLower() == QLatin1String("kl"))
+        return QStringLiteral("--gradients with the kl metric needs --corrupt-prompt: the gradient is taken on the corrupted run, "
+                              "compared with the prompt's distribution");
     if (c.byPosition && !QStringList{"z", "q", "k", "v", "pattern"}.contains(c.patch))
-        return QStringLiteral("--by-position goes with --patch z, q, k, v or pattern (resid, attn_out and mlp_out are always by position)");
+        return QStringLiteral("--by-position goes with %1 z, q, k, v or pattern (resid, attn_out and mlp_out are always by position)").arg(patchFlag);
     if (attendOptions && !c.attend) return QStringLiteral("--query and --key go with --attend");
     if (c.attend && (c.layer < 0 || c.head < 0 || c.query < 0 || c.key < 0))
         return QStringLiteral("--attend needs --layer L --head H --query I --key J");
@@ -84,6 +95,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  patching         attnscope --model gpt2 --prompt \"When Mary and John went to the store, John gave a drink to\" \\\n"
         "                     --corrupt-prompt \"When Mary and John went to the store, Mary gave a drink to\" \\\n"
         "                     --metric \"logit_diff: Mary, John\" --patch z --dump-json ioi.json\n"
+        "  attribution      attnscope … --attribution-patch z [--atp-star] (the same cells from one backward pass)\n"
+        "  gradients        attnscope … --metric \"logit_diff: Mary, John\" --gradients [--stop-gradient norm,pattern,mlp]\n"
         "  path patching    attnscope … --path-patch --senders 0.0,0.1 --receivers 1.1.k,logits --dump-json paths.json\n"
         "  flow routes      attnscope --model demo --prompt \"In the beginning God\" --flow --threshold 0.04 --dump-json flow.json\n"
         "  attention split  attnscope --model demo --prompt \"In the beginning God\" --attend --layer 1 --head 1 --query 4 --key 2 --dump-json why.json\n"
@@ -152,10 +165,18 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                        "of each).", "MODEL_B");
     const QCommandLineOption patch("patch", "Activation patching sweep of HOOK (resid, attn_out, mlp_out: layer × position; z, q, k, v, "
                                             "pattern: every head) with --corrupt-prompt and --metric; adds \"patching\" to --dump-json.", "HOOK");
+    const QCommandLineOption attributionPatch("attribution-patch", "Attribution patching (Nanda 2023) of HOOK: the --patch sweep's cells "
+                                                                   "estimated from one backward pass; adds \"patching\" with \"method\": "
+                                                                   "\"attribution\".", "HOOK");
+    const QCommandLineOption atpStar("atp-star", "With --attribution-patch q|k: the patched head's softmax computed exactly (AtP*).");
+    const QCommandLineOption gradients("gradients", "∂--metric/∂ every hook point (TransformerLens names) on the prompt's run, or on "
+                                                    "--corrupt-prompt's; adds \"gradients\".");
+    const QCommandLineOption stopGradient("stop-gradient", "With --gradients: hold norm (the norm divisor), pattern (the attention "
+                                                           "softmax) and/or mlp (the MLP nonlinearity) fixed, comma-separated.", "LIST");
     const QCommandLineOption corruptPrompt("corrupt-prompt", "The corrupted prompt (same token length as --prompt).", "TEXT");
     const QCommandLineOption corruptIds("corrupt-token-ids", "The corrupted prompt as token ids (comma-separated).", "IDS");
     const QCommandLineOption metric("metric", "What patching measures at --position (default the last): \"logit_diff: TOKEN, TOKEN2\", "
-                                              "\"logit: TOKEN\", \"prob: TOKEN\" or \"kl\" (tokens as --dla takes them).", "METRIC");
+                                              "\"logit: TOKEN\", \"prob: TOKEN\", \"logprob: TOKEN\" or \"kl\" (tokens as --dla takes them).", "METRIC");
     const QCommandLineOption direction("direction", "denoise (clean activations into the corrupted run, default) or noise.", "DIR", "denoise");
     const QCommandLineOption byPosition("by-position", "With --patch z|q|k|v|pattern: one cell per head and position.");
     const QCommandLineOption ablate("ablate", "Ablate instead of patching, in the clean run: zero, mean (over positions), "
@@ -177,7 +198,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
-                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition});
+                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, attributionPatch, atpStar,
+                  gradients, stopGradient});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     if (!p.parse(args)) {
@@ -286,6 +308,24 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     // circuits
     c.patch = p.value(patch).toLower();
+    if (p.isSet(attributionPatch)) {
+        if (p.isSet(patch)) {
+            *error = QStringLiteral("give one of --patch and --attribution-patch");
+            return false;
+        }
+        c.patch = p.value(attributionPatch).toLower();
+        c.attribution = true;
+    }
+    c.atpStar = p.isSet(atpStar);
+    c.gradients = p.isSet(gradients);
+    c.stopGradient = p.value(stopGradient);
+    if (p.isSet(stopGradient)) {
+        for (const QString& s : c.stopGradient.split(QLatin1Char(','), Qt::SkipEmptyParts))
+            if (!QStringList{"norm", "pattern", "mlp"}.contains(s.trimmed().toLower())) {
+                *error = QStringLiteral("--stop-gradient takes norm, pattern and mlp, got '%1'").arg(s.trimmed());
+                return false;
+            }
+    }
     c.corruptPrompt = p.value(corruptPrompt);
     c.metric = p.value(metric);
     c.direction = p.value(direction).toLower();
@@ -318,8 +358,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--dla, --position and the circuit modes add to the --dump-json output: give --dump-json FILE too");
         return false;
     }
-    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow) {
-        *error = QStringLiteral("--position goes with --dla, --patch, --path-patch or --flow");
+    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients) {
+        *error = QStringLiteral("--position goes with --dla, --patch, --attribution-patch, --gradients, --path-patch or --flow");
         return false;
     }
     c.screenshot = p.value(screenshot);

@@ -22,6 +22,8 @@
 //   attnscope --model M --prompt CLEAN --dump-json F --patch resid|attn_out|mlp_out|z|q|k|v|pattern
 //             --corrupt-prompt TEXT --metric "logit_diff: Mary, John" [--direction denoise|noise] [--by-position]
 //             [--ablate zero|mean|reference-mean|resample [--reference-prompt TEXT]…] [--position P]
+//   attnscope … --attribution-patch HOOK [--atp-star] …     (the --patch cells estimated from one backward pass)
+//   attnscope … --gradients --metric M [--stop-gradient norm,pattern,mlp] [--corrupt-prompt TEXT]
 //   attnscope … --path-patch --senders L.H,… --receivers L.H.q,…|logits --corrupt-prompt TEXT --metric …
 //   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
 //   attnscope … --attend --layer L --head H --query I --key J
@@ -75,7 +77,11 @@ struct CommandLine {
     QString finetuneDiff;   ///< --finetune-diff MODEL_B: write {"finetune_diff": …} (model/analysis/comparison/finetune_json.h)
     bool topGiven = false;  ///< --top was given (--finetune-diff: limit the heads and neurons written)
     // circuits
-    QString patch;          ///< --patch HOOK (as given: resid, resid_pre, attn_out, …)
+    QString patch;          ///< --patch HOOK (as given: resid, resid_pre, attn_out, …), or --attribution-patch's
+    bool attribution = false; ///< --attribution-patch: the cells of --patch `patch` estimated from gradients
+    bool atpStar = false;   ///< --atp-star: q and k cells through the exact softmax (AtP*)
+    bool gradients = false; ///< --gradients: ∂metric/∂ every hook point into the dump
+    QString stopGradient;   ///< --stop-gradient norm,pattern,mlp (with --gradients)
     QString corruptPrompt;  ///< --corrupt-prompt TEXT
     std::vector<int> corruptTokenIds; ///< --corrupt-token-ids 1,2,…
     bool useCorruptTokenIds = false;
@@ -95,7 +101,7 @@ struct CommandLine {
     QString composition;     ///< --composition q|k|v
 
     /// Whether any circuit mode that runs the prompt is asked for.
-    bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend; }
+    bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients; }
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {

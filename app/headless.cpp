@@ -2,6 +2,9 @@
 
 #include "app/json_dump.h"
 #include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/common/input_checks.h"
+#include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/gradients/gradients_json.h"
 #include "model/analysis/residual/direct_logit_attribution.h"
 #include "model/analysis/common/target_token.h"
 #include "model/analysis/common/token_json.h"
@@ -84,6 +87,26 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
                  QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
     const bool bos = cmd.prependBos.value_or(model.tokenizer().addsBos());
+    if (cmd.gradients) {
+        PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
+        metric.position = cmd.position;
+        std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds : std::vector<int>();
+        if (!cmd.useCorruptTokenIds && !cmd.corruptPrompt.isEmpty()) corrupt = tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
+        BackwardOptions o;
+        o.stops = parseStopGradients(cmd.stopGradient);
+        const int position = metric.position < 0 ? int(ids.size()) - 1 : metric.position;
+        requirePosition(position, int(ids.size()));
+        const RowVector clean = cache.logits.row(cache.logitRow(position));
+        if (corrupt.empty()) {
+            dump.insert(QStringLiteral("gradients"), gradientsToJson(metricGradients(model, cache, metric, clean, o), model.tokenizer(), false));
+        } else {
+            requireSameTokenLength(model.tokenizer(), ids, corrupt);
+            ForwardOptions f;
+            f.cacheHeadResults = false;
+            const ActivationCache run = runForward(model, corrupt, f);
+            dump.insert(QStringLiteral("gradients"), gradientsToJson(metricGradients(model, run, metric, clean, o), model.tokenizer(), true));
+        }
+    }
     if (!cmd.patch.isEmpty() || cmd.pathPatch) {
         std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds : std::vector<int>();
         if (!cmd.useCorruptTokenIds && !cmd.corruptPrompt.isEmpty()) corrupt = tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
@@ -107,7 +130,8 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
             o.direction = direction;
             o.ablation = cmd.ablate.isEmpty() ? AblationKind::None : ablationKindFromName(cmd.ablate).value_or(AblationKind::Zero);
             o.metric = metric;
-            dump.insert(QStringLiteral("patching"), patchingToJson(runPatchingSweep(model, runs, o), model.tokenizer(), ids, corrupt));
+            const PatchingSweep sweep = cmd.attribution ? runAttributionPatching(model, runs, o, cmd.atpStar) : runPatchingSweep(model, runs, o);
+            dump.insert(QStringLiteral("patching"), patchingToJson(sweep, model.tokenizer(), ids, corrupt));
         }
     }
     if (cmd.flow) {
@@ -193,7 +217,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         std::pair<int, int> dlaTokens{-1, -1};
         if (!cmd.dla.isEmpty()) dlaTokens = parseTokenPair(model->tokenizer(), cmd.dla);
         ForwardOptions opt;
-        opt.allLogits = !cmd.dla.isEmpty(); // --dla reads the logits of --position; the dump only the last
+        opt.allLogits = !cmd.dla.isEmpty() || cmd.gradients; // --dla and --gradients read the logits of --position; the dump only the last
         opt.cacheHeadResults = !cmd.dumpSteps.isEmpty(); // only the steps read per-head results (DLA recomputes them)
         const ActivationCache cache = runForward(*model, ids, opt);
         if (cmd.position >= cache.nPositions())

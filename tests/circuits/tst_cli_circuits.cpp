@@ -42,12 +42,7 @@ class TestCliCircuits : public QObject {
     std::shared_ptr<const Model> demo_ = loadModel(demoDir());
 
     /// Runs with --model demo --dump-json FILE and returns the object under `key`.
-    QJsonObject dumpOf(const QStringList& args, const QString& key) {
-        const QString out = dir_.filePath(key + QString::number(qHash(args.join(' '))) + ".json");
-        const CliRun r = runExe(QStringList{"--model", "demo", "--dump-json", out, "--force"} + args);
-        if (r.exitCode != 0) qWarning().noquote() << r.err;
-        return readJsonObject(out)[key].toObject();
-    }
+    QJsonObject dumpOf(const QStringList& args, const QString& key) { return demoDumpOf(ATTNSCOPE_EXE, dir_.path(), args, key); }
 
 private slots:
     void patchHeads() {
@@ -199,7 +194,7 @@ private slots:
         // a --metric of the wrong form is a usage error (2), found before the model opens: the value and the forms
         fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "entropy", "--patch", "z"},
               "--metric \"entropy\": Unknown metric 'entropy': use \"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", "
-              "\"prob: TOKEN\" or \"kl\".", 2);
+              "\"prob: TOKEN\", \"logprob: TOKEN\" or \"kl\".", 2);
         fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "logit_diff", "--path-patch", "--receivers", "logits"},
               "--metric \"logit_diff\": The logit_diff metric needs its tokens after a colon, e.g. \"logit_diff: Mary, John\".", 2);
         fails({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", "kl: created", "--patch", "z"},

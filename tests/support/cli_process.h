@@ -2,6 +2,7 @@
 // Runs the attnscope executable as a real process for the CLI tests, with no display: DISPLAY and
 // QT_QPA_PLATFORM are removed, so the CLI must choose the offscreen platform by itself.
 
+#include <QJsonObject>
 #include <QString>
 #include <QStringList>
 
@@ -13,5 +14,9 @@ struct CliRun {
 };
 
 CliRun runCli(const QString& executable, const QStringList& args);
+
+/// Runs `executable --model demo --dump-json DIR/<file> --force ARGS` and returns the dump's member `key`
+/// (empty, with the process's stderr as a warning, when it failed).
+QJsonObject demoDumpOf(const QString& executable, const QString& dir, const QStringList& args, const QString& key);
 
 } // namespace attnscope::test

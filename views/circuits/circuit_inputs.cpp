@@ -37,9 +37,10 @@ CircuitInputs::CircuitInputs(QWidget* parent) : QWidget(parent) {
     metricCombo_->addItem(tr("logit difference"), int(PatchingMetricKind::LogitDiff));
     metricCombo_->addItem(tr("logit"), int(PatchingMetricKind::Logit));
     metricCombo_->addItem(tr("probability"), int(PatchingMetricKind::Prob));
+    metricCombo_->addItem(tr("log-probability"), int(PatchingMetricKind::LogProb));
     metricCombo_->addItem(tr("KL(clean ‖ run)"), int(PatchingMetricKind::KL));
     metricCombo_->setItemData(0, tr("logit[t] − logit[t′] at the last position (raw logits, b_U included)"), Qt::ToolTipRole);
-    metricCombo_->setItemData(3, tr("Σ_v P_clean(v)·(log P_clean(v) − log P_run(v)), nats"), Qt::ToolTipRole);
+    metricCombo_->setItemData(4, tr("Σ_v P_clean(v)·(log P_clean(v) − log P_run(v)), nats"), Qt::ToolTipRole);
     token_ = new TokenPicker;
     token_->setPlaceholderText(tr("token t, e.g. ␣Mary"));
     counter_ = new TokenPicker;

@@ -18,7 +18,8 @@ namespace attnscope {
 namespace {
 const QStringList kTabs{QStringLiteral("patching"), QStringLiteral("path-patching"), QStringLiteral("flow"), QStringLiteral("attend"),
                         QStringLiteral("composition")};
-const QStringList kMetrics{QStringLiteral("logit_diff"), QStringLiteral("logit"), QStringLiteral("prob"), QStringLiteral("kl")};
+const QStringList kMetrics{QStringLiteral("logit_diff"), QStringLiteral("logit"), QStringLiteral("prob"), QStringLiteral("logprob"),
+                          QStringLiteral("kl")};
 } // namespace
 
 CircuitsPanel::CircuitsPanel(QWidget* parent) : AnalysisPanel(parent) {

@@ -121,6 +121,15 @@ PatchingRuns preparePatchingRuns(const Model& model, std::span<const int> clean,
     return runs;
 }
 
+QString patchingMethodName(PatchingMethod m) {
+    switch (m) {
+    case PatchingMethod::Activation: return QStringLiteral("activation");
+    case PatchingMethod::Attribution: return QStringLiteral("attribution");
+    case PatchingMethod::AtpStar: break;
+    }
+    return QStringLiteral("atp_star");
+}
+
 std::vector<PatchingCell> patchingCells(const ModelConfig& cfg, int S, const PatchingOptions& o) {
     std::vector<PatchingCell> cells;
     for (int l = 0; l < cfg.n_layers; ++l) {

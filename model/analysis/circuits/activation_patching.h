@@ -62,8 +62,19 @@ struct PatchingRuns {
     std::vector<std::shared_ptr<const ActivationCache>> reference;
 };
 
+/// How a sweep's cells were obtained: one patched run each, or estimated from gradients
+/// (model/analysis/gradients/attribution_patching.h).
+enum class PatchingMethod {
+    Activation,  ///< one patched forward per cell
+    Attribution, ///< metric(base) + (a_other − a_base)·∂metric/∂a, one backward for every cell
+    AtpStar      ///< Attribution, with q and k cells through the patched head's exact softmax (Kramár et al. 2024)
+};
+/// "activation", "attribution", "atp_star".
+QString patchingMethodName(PatchingMethod m);
+
 struct PatchingSweep {
     PatchingOptions options;
+    PatchingMethod method = PatchingMethod::Activation;
     int position = 0;            ///< the metric position
     double clean = 0, corrupt = std::numeric_limits<double>::quiet_NaN(); ///< the metric on each run
     std::vector<PatchingCell> cells;

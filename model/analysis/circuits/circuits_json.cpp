@@ -12,6 +12,8 @@ namespace {
 
 QJsonValue number(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); }
 
+} // namespace
+
 QJsonObject metricJson(const PatchingMetric& m, const Tokenizer& tok) {
     std::vector<int> tokens;
     for (int t : {m.token, m.counterToken})
@@ -26,10 +28,13 @@ QString metricConvention(const PatchingMetric& m, int position) {
         return QStringLiteral("logit[tokens[0]] − logit[tokens[1]] at position %1 (raw logits, b_U included)").arg(position);
     case PatchingMetricKind::Logit: return QStringLiteral("logit[tokens[0]] at position %1 (raw, b_U included)").arg(position);
     case PatchingMetricKind::Prob: return QStringLiteral("softmax probability of tokens[0] at position %1").arg(position);
+    case PatchingMetricKind::LogProb: return QStringLiteral("log softmax probability (nats) of tokens[0] at position %1").arg(position);
     case PatchingMetricKind::KL: break;
     }
     return QStringLiteral("KL(P_clean ‖ P_run) in nats at position %1").arg(position);
 }
+
+namespace {
 
 const QString kNormalised = QStringLiteral("(metric − corrupt) / (clean − corrupt): 0 = the corrupted run, 1 = the clean run; "
                                            "null when the two runs give the same metric or there is no corrupted run");
@@ -53,7 +58,17 @@ QJsonObject patchingToJson(const PatchingSweep& s, const Tokenizer& tok, std::sp
                              ? QStringLiteral("the clean run with the activation ablated (%1)").arg(ablationKindName(o.ablation))
                          : o.direction == PatchDirection::Denoise ? QStringLiteral("denoising: the clean run's activation patched into the corrupted run")
                                                                   : QStringLiteral("noising: the corrupted run's activation patched into the clean run");
+    const QString method = s.method == PatchingMethod::Activation
+                               ? QStringLiteral("one patched forward pass per cell")
+                               : QStringLiteral("attribution patching (Nanda 2023): metric(base) + Σ (a_other − a_base)·∂metric/∂a, the "
+                                                "gradient taken on the run patched into (the corrupted run when denoising, the clean "
+                                                "when noising), one backward pass for every cell%1")
+                                     .arg(s.method == PatchingMethod::AtpStar
+                                              ? QStringLiteral("; q and k cells through the patched head's exact softmax, linear in "
+                                                               "the pattern (AtP*, Kramár et al. 2024 §3.1)")
+                                              : QString());
     return {{QStringLiteral("activation"), patchHookName(o.hook)},
+            {QStringLiteral("method"), patchingMethodName(s.method)},
             {QStringLiteral("direction"), patchDirectionName(o.direction)},
             {QStringLiteral("ablation"), ablationKindName(o.ablation)},
             {QStringLiteral("by_position"), !heads || o.byPosition},
@@ -68,6 +83,7 @@ QJsonObject patchingToJson(const PatchingSweep& s, const Tokenizer& tok, std::sp
             {QStringLiteral("cells"), cells},
             {QStringLiteral("conventions"),
              QJsonObject{{QStringLiteral("run"), what},
+                         {QStringLiteral("method"), method},
                          {QStringLiteral("metric"), metricConvention(o.metric, s.position)},
                          {QStringLiteral("clean"), QStringLiteral("the metric on the clean run")},
                          {QStringLiteral("corrupt"), QStringLiteral("the metric on the corrupted run")},

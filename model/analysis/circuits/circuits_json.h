@@ -26,6 +26,11 @@
 
 namespace attnscope {
 
+/// {"kind", "tokens", "token_ids", "description"} of a patching metric.
+QJsonObject metricJson(const PatchingMetric& metric, const Tokenizer& tokenizer);
+/// What the metric's number means, for "conventions" ("logit[tokens[0]] − logit[tokens[1]] at position 7 …").
+QString metricConvention(const PatchingMetric& metric, int position);
+
 QJsonObject patchingToJson(const PatchingSweep& sweep, const Tokenizer& tokenizer, std::span<const int> clean,
                            std::span<const int> corrupt);
 QJsonObject pathPatchingToJson(const PathPatchingResult& result, const Tokenizer& tokenizer);

@@ -29,6 +29,7 @@ QString patchingMetricKindName(PatchingMetricKind kind) {
     case PatchingMetricKind::LogitDiff: return QStringLiteral("logit_diff");
     case PatchingMetricKind::Logit: return QStringLiteral("logit");
     case PatchingMetricKind::Prob: return QStringLiteral("prob");
+    case PatchingMetricKind::LogProb: return QStringLiteral("logprob");
     case PatchingMetricKind::KL: break;
     }
     return QStringLiteral("kl");
@@ -44,7 +45,8 @@ struct MetricText {
 MetricText splitMetric(const QString& text) {
     const int colon = text.indexOf(QLatin1Char(':'));
     MetricText m{(colon < 0 ? text : text.left(colon)).trimmed().toLower(), colon < 0 ? QString() : text.mid(colon + 1), {}};
-    for (PatchingMetricKind k : {PatchingMetricKind::LogitDiff, PatchingMetricKind::Logit, PatchingMetricKind::Prob, PatchingMetricKind::KL})
+    for (PatchingMetricKind k : {PatchingMetricKind::LogitDiff, PatchingMetricKind::Logit, PatchingMetricKind::Prob, PatchingMetricKind::LogProb,
+                                 PatchingMetricKind::KL})
         if (m.kind == patchingMetricKindName(k)) m.named = k;
     return m;
 }
@@ -68,7 +70,7 @@ QString formError(const MetricText& m) {
 } // namespace
 
 QString patchingMetricForms() {
-    return QStringLiteral("\"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", \"prob: TOKEN\" or \"kl\"");
+    return QStringLiteral("\"logit_diff: TOKEN, TOKEN2\", \"logit: TOKEN\", \"prob: TOKEN\", \"logprob: TOKEN\" or \"kl\"");
 }
 
 QString patchingMetricFormError(const QString& text) { return formError(splitMetric(text)); }
@@ -102,6 +104,7 @@ QString describePatchingMetric(const PatchingMetric& m, const Tokenizer& tok) {
         return QStringLiteral("logit[%1] − logit[%2]").arg(tok.displayToken(m.token), tok.displayToken(m.counterToken));
     case PatchingMetricKind::Logit: return QStringLiteral("logit[%1]").arg(tok.displayToken(m.token));
     case PatchingMetricKind::Prob: return QStringLiteral("P(%1)").arg(tok.displayToken(m.token));
+    case PatchingMetricKind::LogProb: return QStringLiteral("log P(%1)").arg(tok.displayToken(m.token));
     case PatchingMetricKind::KL: break;
     }
     return QStringLiteral("KL(clean ‖ run)");
@@ -112,10 +115,39 @@ double patchingMetricValue(const PatchingMetric& m, const RowVector& logits, con
     case PatchingMetricKind::LogitDiff: return double(logits(m.token)) - double(logits(m.counterToken));
     case PatchingMetricKind::Logit: return double(logits(m.token));
     case PatchingMetricKind::Prob: return std::exp(logSoftmax(logits)(m.token));
+    case PatchingMetricKind::LogProb: return logSoftmax(logits)(m.token);
     case PatchingMetricKind::KL: break;
     }
     const Eigen::VectorXd lp = logSoftmax(clean), lq = logSoftmax(logits);
     return std::max(0.0, (lp.array().exp() * (lp - lq).array()).sum());
+}
+
+RowVector patchingMetricLogitGradient(const PatchingMetric& m, const RowVector& logits, const RowVector& clean) {
+    RowVector d = RowVector::Zero(logits.size());
+    switch (m.kind) {
+    case PatchingMetricKind::LogitDiff:
+        d(m.token) += 1.0f;
+        d(m.counterToken) -= 1.0f;
+        return d;
+    case PatchingMetricKind::Logit: d(m.token) = 1.0f; return d;
+    case PatchingMetricKind::Prob: { // ∂p_t/∂x = p_t·(e_t − p)
+        const Eigen::VectorXd p = logSoftmax(logits).array().exp();
+        for (Eigen::Index v = 0; v < d.size(); ++v) d(v) = float(-p(m.token) * p(v));
+        d(m.token) += float(p(m.token));
+        return d;
+    }
+    case PatchingMetricKind::LogProb: { // e_t − p
+        const Eigen::VectorXd p = logSoftmax(logits).array().exp();
+        for (Eigen::Index v = 0; v < d.size(); ++v) d(v) = float(-p(v));
+        d(m.token) += 1.0f;
+        return d;
+    }
+    case PatchingMetricKind::KL: break;
+    }
+    // KL(P_clean ‖ softmax(x)) = Σ p_clean·log p_clean − Σ p_clean·log softmax(x): ∂/∂x = softmax(x) − p_clean
+    const Eigen::VectorXd q = logSoftmax(logits).array().exp(), p = logSoftmax(clean).array().exp();
+    for (Eigen::Index v = 0; v < d.size(); ++v) d(v) = float(q(v) - p(v));
+    return d;
 }
 
 double normalisedMetric(double m, double clean, double corrupt) {

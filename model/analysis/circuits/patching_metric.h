@@ -15,6 +15,7 @@ enum class PatchingMetricKind {
     LogitDiff, ///< logit[t] − logit[t'] (raw logits, b_U included)
     Logit,     ///< logit[t]
     Prob,      ///< softmax(logits)[t]
+    LogProb,   ///< log softmax(logits)[t]
     KL         ///< KL(P_clean ‖ P_run) = Σ_v P_clean(v)·(log P_clean(v) − log P_run(v)), nats
 };
 
@@ -25,10 +26,11 @@ struct PatchingMetric {
     int position = -1;     ///< where the logits are read; -1 = the last position
 };
 
-/// "logit_diff", "logit", "prob", "kl".
+/// "logit_diff", "logit", "prob", "logprob", "kl".
 QString patchingMetricKindName(PatchingMetricKind kind);
 
-/// The forms --metric accepts, for messages: "logit_diff: TOKEN, TOKEN2", "logit: TOKEN", "prob: TOKEN" or "kl".
+/// The forms --metric accepts, for messages: "logit_diff: TOKEN, TOKEN2", "logit: TOKEN", "prob: TOKEN", "logprob: TOKEN"
+/// or "kl".
 QString patchingMetricForms();
 /// What is wrong with a --metric text's form, read without a tokenizer (unknown kind, no tokens after the
 /// colon, tokens after kl); "" when the form is right. The command line checks it before opening the model.
@@ -48,6 +50,10 @@ QString describePatchingMetric(const PatchingMetric& metric, const Tokenizer& to
 /// The metric of one run's logits [d_vocab]; `clean` [d_vocab] is the clean run's logits (KL only).
 /// Computed in double.
 double patchingMetricValue(const PatchingMetric& metric, const RowVector& logits, const RowVector& clean);
+
+/// ∂metric/∂logits [d_vocab] at `logits` (the metric's own position), `clean` as for patchingMetricValue:
+/// logit_diff e_t − e_t′; logit e_t; prob p_t·(e_t − p); logprob e_t − p; kl softmax(logits) − P_clean.
+RowVector patchingMetricLogitGradient(const PatchingMetric& metric, const RowVector& logits, const RowVector& clean);
 
 /// (m − corrupt) / (clean − corrupt): 0 = as the corrupted run, 1 = as the clean run. NaN when the two
 /// endpoints are equal (or either is NaN): the prompts do not differ in the metric.

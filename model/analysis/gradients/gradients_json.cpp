@@ -1,0 +1,75 @@
+#include "model/analysis/gradients/gradients_json.h"
+
+#include "model/analysis/attention/steps_json.h"
+#include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/common/token_json.h"
+#include "model/core/errors.h"
+
+#include <QCoreApplication>
+#include <QJsonArray>
+#include <cmath>
+
+namespace attnscope {
+
+QStringList stopGradientNames(const StopGradients& s) {
+    QStringList names;
+    if (s.normScale) names << QStringLiteral("norm");
+    if (s.attentionPattern) names << QStringLiteral("pattern");
+    if (s.mlpNonlinearity) names << QStringLiteral("mlp");
+    return names;
+}
+
+StopGradients parseStopGradients(const QString& list) {
+    StopGradients s;
+    for (const QString& raw : list.split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+        const QString name = raw.trimmed().toLower();
+        if (name == QLatin1String("norm")) s.normScale = true;
+        else if (name == QLatin1String("pattern")) s.attentionPattern = true;
+        else if (name == QLatin1String("mlp")) s.mlpNonlinearity = true;
+        else
+            throw InputError(QCoreApplication::translate("gradients", "--stop-gradient takes norm, pattern and mlp, got '%1'").arg(name));
+    }
+    return s;
+}
+
+QJsonObject gradientsToJson(const MetricGradients& g, const Tokenizer& tok, bool corrupted) {
+    const GradientCache& c = g.gradients;
+    QJsonObject hooks{{QStringLiteral("hook_embed"), matrixToJson(c.embed)}};
+    for (int l = 0; l < c.nLayers(); ++l) {
+        const LayerGradients& x = c.layers[size_t(l)];
+        const QString p = QStringLiteral("blocks.%1.").arg(l);
+        const std::pair<const char*, const Matrix*> fields[] = {
+            {"hook_resid_pre", &x.resid_pre}, {"attn.hook_q", &x.q},          {"attn.hook_k", &x.k},
+            {"attn.hook_v", &x.v},            {"attn.hook_z", &x.z},          {"hook_attn_out", &x.attn_out},
+            {"hook_resid_mid", &x.resid_mid}, {"mlp.hook_pre", &x.mlp_pre},   {"mlp.hook_post", &x.mlp_post},
+            {"hook_mlp_out", &x.mlp_out},     {"hook_resid_post", &x.resid_post}};
+        for (const auto& [name, m] : fields) hooks.insert(p + QLatin1String(name), matrixToJson(*m));
+        QJsonArray pattern;
+        for (const Matrix& h : x.pattern) pattern.append(matrixToJson(h));
+        hooks.insert(p + QStringLiteral("attn.hook_pattern"), pattern);
+    }
+    return {{QStringLiteral("metric"), metricJson(g.metric, tok)},
+            {QStringLiteral("position"), g.position},
+            {QStringLiteral("value"), std::isfinite(g.value) ? QJsonValue(g.value) : QJsonValue(QJsonValue::Null)},
+            {QStringLiteral("run"), corrupted ? QStringLiteral("corrupted") : QStringLiteral("prompt")},
+            {QStringLiteral("token_ids"), tokenIdsJson(c.tokens)},
+            {QStringLiteral("tokens"), tokenTextsJson(tok, c.tokens)},
+            {QStringLiteral("stop_gradients"), QJsonArray::fromStringList(stopGradientNames(c.stops))},
+            {QStringLiteral("first_non_finite"), c.firstNonFinite.isEmpty() ? QJsonValue(QJsonValue::Null) : QJsonValue(c.firstNonFinite)},
+            {QStringLiteral("hooks"), hooks},
+            {QStringLiteral("conventions"),
+             QJsonObject{{QStringLiteral("value"), metricConvention(g.metric, g.position)},
+                         {QStringLiteral("hooks"), QStringLiteral("∂value/∂activation at each TransformerLens hook point, float32, in the "
+                                                                  "activation's layout: [pos][d_model]; attn.hook_q/k/v/z [pos][n_heads·d_head] "
+                                                                  "(q, k before rotary embeddings; k, v per query head); mlp.hook_pre "
+                                                                  "[pos][d_mlp] (x·W_in + b_in, a gated MLP's up projection); mlp.hook_post "
+                                                                  "[pos][d_mlp]; attn.hook_pattern [head][query][key], 0 on masked cells")},
+                         {QStringLiteral("stop_gradients"), QStringLiteral("held fixed in the backward pass: norm = the LayerNorm/RMSNorm "
+                                                                           "divisor; pattern = the attention softmax (no gradient to q, k); "
+                                                                           "mlp = the MLP nonlinearity's slope act(x)/x (gated: act(gate))")},
+                         {QStringLiteral("first_non_finite"), QStringLiteral("the first hook, from the logits down, whose gradient holds NaN or ±Inf")},
+                         {QStringLiteral("position"), QStringLiteral("0-based token positions, BOS included")},
+                         {QStringLiteral("layer"), QStringLiteral("0-based block index; heads 0-based within their layer")}}}};
+}
+
+} // namespace attnscope

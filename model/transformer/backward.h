@@ -1,0 +1,43 @@
+#pragma once
+// The backward pass: reverse-mode differentiation of the forward (forward.h), written by hand block by block,
+// from the gradient of a scalar with respect to the logits down to the token embeddings. Only activations
+// get gradients (the weights are constants), so every weight product is a product with Wᵀ, run on the weight
+// GEMM's kernels with a transposed read (W.t()). Conventions and stop-gradient switches: gradient_cache.h.
+// Checked against PyTorch autograd (tools/gradient_references.py) and float64 central differences.
+
+#include "model/core/progress.h"
+#include "model/transformer/activation_cache.h"
+#include "model/transformer/gradient_cache.h"
+#include "model/transformer/model.h"
+
+#include <span>
+
+namespace attnscope {
+
+/// ∂metric/∂logits at one position: d_logits [d_vocab].
+struct LogitGradient {
+    int position = 0;
+    RowVector d_logits;
+};
+
+struct BackwardOptions {
+    StopGradients stops;
+    bool patternGradients = true; ///< keep ∂/∂pattern per head (n_layers·n_heads·S² floats)
+};
+
+/// Bytes of the GradientCache of a backward over nPositions tokens (float32): per layer 5·S·D + 4·S·H·L +
+/// 2·S·M (+ H·S² with pattern gradients), plus 2·S·D, and a layer's scratch (its S² score gradients).
+qint64 estimateGradientBytes(const ModelConfig& cfg, int nPositions, const BackwardOptions& options);
+
+/// The gradient of Σ_seeds ⟨d_logits, logits[position]⟩ with respect to every hook point of the forward pass
+/// that made `cache` (a pass of runForward without hooks or ablations, any cache layout: layers are read
+/// through ActivationCache::layer). Exact reverse mode of forward.cpp: LayerNorm/RMSNorm, gelu_new, GELU,
+/// ReLU, SiLU/SwiGLU, rotary embeddings in both layouts, grouped-query heads, sliding windows, the causal
+/// softmax, tied or untied unembedding, biases; with options.stops some nonlinearities are held fixed.
+/// Throws InputError for a seed position outside the prompt or a d_logits of the wrong size, or when the
+/// gradients would not fit the memory budget (cache_budget.h; the message gives both sizes); Cancelled
+/// between layers when `progress` says so. Progress units: layers done out of n_layers + 1.
+GradientCache runBackward(const Model& model, const ActivationCache& cache, std::span<const LogitGradient> seeds,
+                          const BackwardOptions& options = {}, const Progress& progress = {});
+
+} // namespace attnscope

@@ -1,0 +1,180 @@
+#include "hooked_forward64.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace attnscope::test {
+
+namespace {
+
+Matrix64 dbl(const Weight& w) { return w.toMatrix().cast<double>(); }
+Eigen::RowVectorXd row64(const Weight& w) { return w.empty() ? Eigen::RowVectorXd() : Eigen::RowVectorXd(dbl(w).row(0)); }
+
+Matrix64 linear(const Matrix64& x, const Weight& W, const Weight& b) {
+    Matrix64 y = x * dbl(W);
+    if (!b.empty()) y.rowwise() += row64(b);
+    return y;
+}
+
+double act(ActivationKind k, double x) {
+    switch (k) {
+    case ActivationKind::GeluNew: return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case ActivationKind::GeluExact: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ActivationKind::Silu: return x / (1.0 + std::exp(-x));
+    case ActivationKind::Relu: return x > 0 ? x : 0.0;
+    }
+    throw std::runtime_error("hooked_forward64: unknown activation");
+}
+/// act′(0): gelu_new, GELU and SiLU 1/2, ReLU 0.
+double slopeAtZero(ActivationKind k) { return k == ActivationKind::Relu ? 0.0 : 0.5; }
+
+struct Run {
+    const Model& model;
+    const ModelConfig& c;
+    const Hooked64Options& o;
+
+    void perturb(const QString& hook, Matrix64& x) const {
+        if (hook == o.hook) x += o.delta;
+    }
+
+    Matrix64 norm(const QString& name, const Matrix64& x, const Weight& w, const Weight& b) const {
+        Matrix64 y(x.rows(), x.cols());
+        Eigen::VectorXd divisors(x.rows());
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            const double mean = c.norm == NormKind::LayerNorm ? x.row(i).mean() : 0.0;
+            const Eigen::RowVectorXd centred = x.row(i).array() - mean;
+            divisors(i) = std::sqrt(centred.squaredNorm() / double(x.cols()) + c.norm_eps);
+        }
+        if (o.record) o.record->divisors[name] = divisors;
+        if (o.freezeNorm) divisors = o.frozen->divisors.at(name);
+        const Eigen::RowVectorXd g = row64(w), beta = row64(b);
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            const double mean = c.norm == NormKind::LayerNorm ? x.row(i).mean() : 0.0;
+            y.row(i) = ((x.row(i).array() - mean) / divisors(i)).matrix().cwiseProduct(g);
+            if (beta.size()) y.row(i) += beta;
+        }
+        return y;
+    }
+
+    /// Rotates each head's pairs by position·θ_i, θ_i = base^(−2i/d_head): pairs (i, i + d/2) or (2i, 2i + 1).
+    Matrix64 rotate(const Matrix64& x) const {
+        if (c.rope_scaling.kind != RopeScaling::Kind::None) throw std::runtime_error("hooked_forward64: no rope scaling");
+        const int L = c.d_head, half = L / 2;
+        Matrix64 y = x;
+        for (Eigen::Index p = 0; p < x.rows(); ++p)
+            for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += L)
+                for (int i = 0; i < half; ++i) {
+                    const double a = double(p) * std::pow(c.rotary_base, -2.0 * i / L);
+                    const Eigen::Index i0 = h0 + (c.rope_layout == RopeLayout::Interleaved ? 2 * i : i);
+                    const Eigen::Index i1 = h0 + (c.rope_layout == RopeLayout::Interleaved ? 2 * i + 1 : i + half);
+                    y(p, i0) = x(p, i0) * std::cos(a) - x(p, i1) * std::sin(a);
+                    y(p, i1) = x(p, i1) * std::cos(a) + x(p, i0) * std::sin(a);
+                }
+        return y;
+    }
+
+    Matrix64 repeatKv(const Matrix64& x) const {
+        const int L = c.d_head, groups = c.n_heads / c.n_kv_heads;
+        Matrix64 out(x.rows(), Eigen::Index(c.n_heads) * L);
+        for (int h = 0; h < c.n_heads; ++h) out.middleCols(h * L, L) = x.middleCols((h / groups) * L, L);
+        return out;
+    }
+
+    Matrix64 attention(int l, const LayerWeights& w, const Matrix64& a) const {
+        const QString p = QStringLiteral("blocks.%1.attn.").arg(l);
+        const Eigen::Index S = a.rows();
+        const int H = c.n_heads, L = c.d_head;
+        Matrix64 q = linear(a, w.W_Q, w.b_Q), k = repeatKv(linear(a, w.W_K, w.b_K)), v = repeatKv(linear(a, w.W_V, w.b_V));
+        perturb(p + "hook_q", q);
+        perturb(p + "hook_k", k);
+        perturb(p + "hook_v", v);
+        if (c.positions == PositionKind::Rotary) {
+            q = rotate(q);
+            k = rotate(k);
+        }
+        const double scale = c.attnScale(l);
+        Matrix64 z = Matrix64::Zero(S, Eigen::Index(H) * L);
+        std::vector<Matrix64> patterns;
+        for (int h = 0; h < H; ++h) {
+            Matrix64 P = Matrix64::Zero(S, S);
+            for (Eigen::Index i = 0; i < S; ++i) {
+                const Eigen::Index lo = c.sliding_window > 0 ? std::max<Eigen::Index>(0, i - c.sliding_window + 1) : 0;
+                double m = -INFINITY;
+                for (Eigen::Index j = lo; j <= i; ++j) {
+                    P(i, j) = q.row(i).segment(h * L, L).dot(k.row(j).segment(h * L, L)) * scale;
+                    m = std::max(m, P(i, j));
+                }
+                double sum = 0;
+                for (Eigen::Index j = lo; j <= i; ++j) sum += (P(i, j) = std::exp(P(i, j) - m));
+                for (Eigen::Index j = lo; j <= i; ++j) P(i, j) /= sum;
+            }
+            patterns.push_back(P);
+            if (o.freezePattern) P = o.frozen->patterns.at(l)[size_t(h)];
+            Matrix64 d = Matrix64::Zero(S, S);
+            if (o.hook == p + QStringLiteral("hook_pattern.%1").arg(h)) d = o.delta;
+            for (Eigen::Index i = 0; i < S; ++i) // masked cells stay 0
+                for (Eigen::Index j = c.sliding_window > 0 ? std::max<Eigen::Index>(0, i - c.sliding_window + 1) : 0; j <= i; ++j)
+                    P(i, j) += d(i, j);
+            z.middleCols(h * L, L) = P * v.middleCols(h * L, L);
+        }
+        if (o.record) o.record->patterns[l] = patterns;
+        perturb(p + "hook_z", z);
+        return linear(z, w.W_O, w.b_O);
+    }
+
+    Matrix64 mlp(int l, const LayerWeights& w, const Matrix64& a) const {
+        const QString p = QStringLiteral("blocks.%1.mlp.").arg(l);
+        Matrix64 pre = linear(a, w.W_in, w.b_in);
+        perturb(p + "hook_pre", pre);
+        Matrix64 post(pre.rows(), pre.cols()), factor(pre.rows(), pre.cols());
+        if (c.gatedMlp && !w.W_gate.empty()) {
+            const Matrix64 gate = linear(a, w.W_gate, Weight{});
+            for (Eigen::Index i = 0; i < pre.size(); ++i) factor(i) = act(c.activation, gate(i));
+            if (o.record) o.record->mlpFactors[l] = factor;
+            if (o.freezeMlp) factor = o.frozen->mlpFactors.at(l);
+            post = factor.cwiseProduct(pre);
+        } else {
+            for (Eigen::Index i = 0; i < pre.size(); ++i)
+                factor(i) = pre(i) != 0.0 ? act(c.activation, pre(i)) / pre(i) : slopeAtZero(c.activation);
+            if (o.record) o.record->mlpFactors[l] = factor;
+            if (o.freezeMlp) factor = o.frozen->mlpFactors.at(l);
+            post = factor.cwiseProduct(pre);
+        }
+        perturb(p + "hook_post", post);
+        return linear(post, w.W_out, w.b_out);
+    }
+};
+
+} // namespace
+
+Matrix64 hookedLogits64(const Model& model, const std::vector<int>& tokens, const Hooked64Options& o) {
+    const ModelConfig& c = model.config();
+    if ((o.freezeNorm || o.freezePattern || o.freezeMlp) && !o.frozen)
+        throw std::runtime_error("hooked_forward64: freezing needs the base run's values");
+    const Run run{model, c, o};
+    const GlobalWeights& g = model.globals();
+    const Eigen::Index S = Eigen::Index(tokens.size());
+    Matrix64 x(S, c.d_model);
+    for (Eigen::Index p = 0; p < S; ++p) x.row(p) = g.W_E.rowVector(tokens[size_t(p)]).cast<double>();
+    run.perturb(QStringLiteral("hook_embed"), x);
+    if (c.positions == PositionKind::Learned)
+        for (Eigen::Index p = 0; p < S; ++p) x.row(p) += g.W_pos.rowVector(p).cast<double>();
+    for (int l = 0; l < c.n_layers; ++l) {
+        const LayerWeights& w = model.layer(l);
+        const QString p = QStringLiteral("blocks.%1.").arg(l);
+        run.perturb(p + "hook_resid_pre", x);
+        Matrix64 attnOut = run.attention(l, w, run.norm(p + "ln1", x, w.ln1_w, w.ln1_b));
+        run.perturb(p + "hook_attn_out", attnOut);
+        x += attnOut;
+        run.perturb(p + "hook_resid_mid", x);
+        Matrix64 mlpOut = run.mlp(l, w, run.norm(p + "ln2", x, w.ln2_w, w.ln2_b));
+        run.perturb(p + "hook_mlp_out", mlpOut);
+        x += mlpOut;
+        run.perturb(p + "hook_resid_post", x);
+    }
+    Matrix64 logits = run.norm(QStringLiteral("ln_final"), x, g.ln_final_w, g.ln_final_b) * dbl(g.W_U_T).transpose();
+    if (!g.b_U.empty()) logits.rowwise() += row64(g.b_U);
+    return logits;
+}
+
+} // namespace attnscope::test
