@@ -7,6 +7,8 @@
 #include "bench/process_memory.h"
 
 #include "model/analysis/circuits/activation_patching.h"
+#include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/gradients/metric_gradients.h"
 #include "model/analysis/circuits/composition_scores.h"
 #include "model/analysis/embedding_space/embedding_projection.h"
 #include "model/analysis/circuits/information_flow.h"
@@ -381,6 +383,32 @@ QJsonObject benchCircuits(const QString& dir, const std::shared_ptr<const Model>
         j["first_cell_metric"] = sweep.cells.front().metric;
         j["cells"] = int(sweep.cells.size());
         out["z_patching_16"] = j;
+        // the same cells estimated from one backward pass (issue 32: ≤ 0.1× the sweep)
+        PatchingSweep estimate;
+        const Timing ta = timeIt(runs, [&] { estimate = runAttributionPatching(*model, preparePatchingRuns(*model, clean, corrupt), o); });
+        printRow(QStringLiteral("attribution patching: z of %1 heads, S=%2").arg(cfg.n_layers * cfg.n_heads).arg(S), ta,
+                 QStringLiteral("first cell %1").arg(estimate.cells.front().metric, 0, 'g', 6));
+        out["z_attribution_16"] = toJson(ta);
+    }
+    if (cfg.n_ctx >= 128) {
+        // forward (full cache) + backward to every hook point, against the forward alone (issue 32: ≤ 3×)
+        const std::vector<int> tokens = randomTokens(128, cfg.d_vocab, 128);
+        PatchingMetric m;
+        m.kind = PatchingMetricKind::LogitDiff;
+        m.token = tokens.back();
+        m.counterToken = tokens.front();
+        const Timing tf = timeIt(runs, [&] { const ActivationCache c = runForward(*model, tokens); });
+        double norm = 0;
+        const Timing tb = timeIt(runs, [&] {
+            const ActivationCache c = runForward(*model, tokens);
+            norm = double(metricGradients(*model, c, m, RowVector()).gradients.embed.norm());
+        });
+        printRow(QStringLiteral("forward + backward to every hook, S=128"), tb,
+                 QStringLiteral("%1× the forward (%2 ms); |∂/∂embed| %3").arg(tb.median_ms / tf.median_ms, 0, 'f', 2).arg(tf.median_ms, 0, 'f', 1).arg(norm, 0, 'g', 6));
+        QJsonObject j = toJson(tb);
+        j["forward_median_ms"] = tf.median_ms;
+        j["grad_embed_norm"] = norm;
+        out["forward_backward_128"] = j;
     }
     if (cfg.n_ctx >= 128) {
         const ActivationCache cache = runForward(*model, randomTokens(128, cfg.d_vocab, 128));

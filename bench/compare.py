@@ -83,6 +83,14 @@ def main():
         if "z_patching_16" in c:  # issue 14: ≤ 0.15x the one-forward-per-head loop
             row(f"patching z, {c['z_patching_16'].get('cells', '?')} heads, S=16 (target ratio <= 0.15)",
                 c["z_patching_16"], tc.get("z_patching_16"))
+        if "z_attribution_16" in c and "z_patching_16" in c:  # issue 32: ≤ 0.1x our activation-patching sweep
+            print(f"{name:12} {'attribution patching z, S=16 (ms; / our sweep)':44} {c['z_attribution_16']['median_ms']:9.1f} "
+                  f"{c['z_attribution_16']['median_ms'] / c['z_patching_16']['median_ms']:9.3f}   (target <= 0.1)")
+        if "forward_backward_128" in c:  # issue 32: ≤ 3x our forward and ≤ 0.5x PyTorch autograd
+            fb = c["forward_backward_128"]
+            print(f"{name:12} {'forward+backward S=128 (ms; / our forward)':44} {fb['median_ms']:9.1f} "
+                  f"{fb['median_ms'] / fb['forward_median_ms']:9.2f}   (target <= 3)")
+            row("forward + backward to every hook, S=128 (target ratio <= 0.5)", fb, tc.get("forward_backward_128"))
         for key, what in (("flow_graph_128", "flow graph S=128 (target <= 1000 ms)"),
                           ("composition_all", "composition Q+K+V, all pairs (target <= 2000 ms)")):
             if key in c:

@@ -117,6 +117,16 @@ def load_model(folder, mapped=False):
 
 # ---------------------------------------------------------------- the model (HF GPT2LMHeadModel math)
 
+def retaining(hook):
+    """The hook, keeping the gradient of every activation it sees (Tensor.retain_grad), as TransformerLens's
+    attribution patching does with backward hooks."""
+    def h(k, v):
+        if v.requires_grad:
+            v.retain_grad()
+        hook(k, v)
+    return h
+
+
 class HookedGPT2:
     """Plain GPT-2 forward; with cache=dict, stores every TransformerLens hook point."""
 
@@ -135,6 +145,9 @@ class HookedGPT2:
         t, H, dh, S = self.t, self.H, self.d_head, tokens.shape[0]
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         embed = t["wte.weight"][tokens]
+        if torch.is_grad_enabled():  # autograd to every hook point (the backward row): retain_grad on each
+            embed = embed.detach().requires_grad_(True)
+            hook = retaining(hook)
         pos = t["wpe.weight"][:S]
         hook("hook_embed", embed)
         hook("hook_pos_embed", pos)
@@ -243,6 +256,9 @@ class HookedLlama:
         t, H, KV, dh, S, D = self.t, self.H, self.KV, self.dh, tokens.shape[0], self.D
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         x = t["model.embed_tokens.weight"][tokens]
+        if torch.is_grad_enabled():  # autograd to every hook point (the backward row): retain_grad on each
+            x = x.detach().requires_grad_(True)
+            hook = retaining(hook)
         hook("hook_embed", x)
         freqs = torch.outer(torch.arange(S, dtype=torch.float32), self.inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
@@ -363,7 +379,24 @@ def bench_circuits(m, V, runs):
     r["cells"] = len(res["cells"])
     r["first_cell_metric"] = res["cells"][0]
     print(f"  patching z, {len(res['cells'])} heads, S={S} (one forward per head) {r['median_ms']:.1f} ms", flush=True)
-    return {"z_patching_16": r}
+    out = {"z_patching_16": r}
+    # forward + backward to every hook point at S = 128: retain_grad on each activation the cache holds, the
+    # gradient of logit[a] − logit[b] at the last position
+    S = 128
+    tokens = torch.from_numpy(np.random.default_rng(S).integers(0, V, S))
+
+    def forward_backward():
+        with torch.enable_grad():
+            cache = {}
+            logits = m.forward(tokens, cache=cache)
+            (logits[-1, int(tokens[-1])] - logits[-1, int(tokens[0])]).backward()
+            res["grad_embed"] = cache["hook_embed"].grad
+
+    r = time_it(runs, forward_backward)
+    r["grad_embed_norm"] = float(res["grad_embed"].norm())
+    out["forward_backward_128"] = r
+    print(f"  forward + backward to every hook, S={S} (autograd, retain_grad) {r['median_ms']:.1f} ms", flush=True)
+    return out
 
 
 def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
