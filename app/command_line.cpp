@@ -26,8 +26,13 @@ namespace {
 
 /// The circuit options' combinations; "" when they make sense. The flags say which companion options were given.
 QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOptions, bool patchOptions, bool attendOptions) {
-    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend) + int(c.gradients);
-    if (modes > 1) return QStringLiteral("give one of --patch, --attribution-patch, --gradients, --path-patch, --flow and --attend at a time");
+    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend) + int(c.gradients) + int(!c.saliency.isEmpty());
+    if (modes > 1)
+        return QStringLiteral("give one of --patch, --attribution-patch, --gradients, --saliency, --path-patch, --flow and --attend at a time");
+    if (!c.saliency.isEmpty() && c.saliency != QLatin1String("ig") && c.saliency != QLatin1String("grad-x-input"))
+        return QStringLiteral("--saliency must be ig or grad-x-input, got '%1'").arg(c.saliency);
+    if (!c.saliency.isEmpty() && c.metric.trimmed().toLower() == QLatin1String("kl"))
+        return QStringLiteral("--saliency takes logit_diff, logit, prob or logprob: kl needs a second run to compare with");
     const QString patchFlag = c.attribution ? QStringLiteral("--attribution-patch") : QStringLiteral("--patch");
     if (c.atpStar && !c.attribution) return QStringLiteral("--atp-star goes with --attribution-patch");
     if (!c.stopGradient.isEmpty() && !c.gradients) return QStringLiteral("--stop-gradient goes with --gradients");
@@ -45,13 +50,15 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (pathOptions && !c.pathPatch) return QStringLiteral("--senders and --receivers go with --path-patch");
     if (c.pathPatch && c.receivers.isEmpty()) return QStringLiteral("--path-patch needs --receivers (L.H.q,… or logits)");
     const bool patching = !c.patch.isEmpty() || c.pathPatch;
-    const QString mode = c.pathPatch ? QStringLiteral("--path-patch") : c.gradients ? QStringLiteral("--gradients") : patchFlag;
-    if (patchOptions && !patching && !(c.gradients && c.direction == QLatin1String("denoise") && !c.byPosition && c.ablate.isEmpty() &&
+    const bool metricOnly = c.gradients || !c.saliency.isEmpty(); // modes that take --metric but no patching options
+    const QString mode = c.pathPatch ? QStringLiteral("--path-patch") : c.gradients ? QStringLiteral("--gradients")
+                         : !c.saliency.isEmpty() ? QStringLiteral("--saliency") : patchFlag;
+    if (patchOptions && !patching && !(metricOnly && c.direction == QLatin1String("denoise") && !c.byPosition && c.ablate.isEmpty() &&
                                        c.referencePrompts.isEmpty()))
         return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch "
-                              "(--metric also with --gradients)");
-    if ((patching || c.gradients) && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(mode);
-    if (const QString e = patching || c.gradients ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
+                              "(--metric also with --gradients and --saliency)");
+    if ((patching || metricOnly) && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(mode);
+    if (const QString e = patching || metricOnly ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
         return QStringLiteral("--metric \"%1\": %2").arg(c.metric, e);
     if (c.direction != QLatin1String("denoise") && c.direction != QLatin1String("noise"))
         return QStringLiteral("--direction must be denoise or noise, got '%1'").arg(c.direction);
@@ -96,6 +103,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "                     --corrupt-prompt \"When Mary and John went to the store, Mary gave a drink to\" \\\n"
         "                     --metric \"logit_diff: Mary, John\" --patch z --dump-json ioi.json\n"
         "  attribution      attnscope … --attribution-patch z [--atp-star] (the same cells from one backward pass)\n"
+        "  saliency         attnscope … --metric \"logit: created\" --saliency ig [--ig-steps 32] [--baseline zero|TOKEN]\n"
         "  gradients        attnscope … --metric \"logit_diff: Mary, John\" --gradients [--stop-gradient norm,pattern,mlp]\n"
         "  path patching    attnscope … --path-patch --senders 0.0,0.1 --receivers 1.1.k,logits --dump-json paths.json\n"
         "  flow routes      attnscope --model demo --prompt \"In the beginning God\" --flow --threshold 0.04 --dump-json flow.json\n"
@@ -173,6 +181,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                     "--corrupt-prompt's; adds \"gradients\".");
     const QCommandLineOption stopGradient("stop-gradient", "With --gradients: hold norm (the norm divisor), pattern (the attention "
                                                            "softmax) and/or mlp (the MLP nonlinearity) fixed, comma-separated.", "LIST");
+    const QCommandLineOption saliency("saliency", "Input attribution of --metric to each prompt token: ig (integrated gradients) or "
+                                                  "grad-x-input; adds \"saliency\".", "METHOD");
+    const QCommandLineOption igSteps("ig-steps", "With --saliency ig: interpolation steps (default 32).", "N", "32");
+    const QCommandLineOption baseline("baseline", "With --saliency: zero (the zero embedding, default) or a TOKEN whose embedding "
+                                                  "stands at every position.", "zero|TOKEN");
     const QCommandLineOption corruptPrompt("corrupt-prompt", "The corrupted prompt (same token length as --prompt).", "TEXT");
     const QCommandLineOption corruptIds("corrupt-token-ids", "The corrupted prompt as token ids (comma-separated).", "IDS");
     const QCommandLineOption metric("metric", "What patching measures at --position (default the last): \"logit_diff: TOKEN, TOKEN2\", "
@@ -199,7 +212,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, attributionPatch, atpStar,
-                  gradients, stopGradient});
+                  gradients, stopGradient, saliency, igSteps, baseline});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     if (!p.parse(args)) {
@@ -317,6 +330,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         c.attribution = true;
     }
     c.atpStar = p.isSet(atpStar);
+    c.saliency = p.value(saliency).toLower();
+    c.baseline = p.value(baseline);
+    if ((p.isSet(igSteps) || p.isSet(baseline)) && c.saliency.isEmpty()) {
+        *error = QStringLiteral("--ig-steps and --baseline go with --saliency");
+        return false;
+    }
+    if (!parseInt(igSteps, &c.igSteps, 1)) return false;
     c.gradients = p.isSet(gradients);
     c.stopGradient = p.value(stopGradient);
     if (p.isSet(stopGradient)) {
@@ -358,8 +378,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--dla, --position and the circuit modes add to the --dump-json output: give --dump-json FILE too");
         return false;
     }
-    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients) {
-        *error = QStringLiteral("--position goes with --dla, --patch, --attribution-patch, --gradients, --path-patch or --flow");
+    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients && c.saliency.isEmpty()) {
+        *error = QStringLiteral("--position goes with --dla, --patch, --attribution-patch, --gradients, --saliency, --path-patch or --flow");
         return false;
     }
     c.screenshot = p.value(screenshot);

@@ -24,6 +24,7 @@
 //             [--ablate zero|mean|reference-mean|resample [--reference-prompt TEXT]…] [--position P]
 //   attnscope … --attribution-patch HOOK [--atp-star] …     (the --patch cells estimated from one backward pass)
 //   attnscope … --gradients --metric M [--stop-gradient norm,pattern,mlp] [--corrupt-prompt TEXT]
+//   attnscope … --saliency ig|grad-x-input --metric M [--ig-steps N] [--baseline zero|TOKEN]
 //   attnscope … --path-patch --senders L.H,… --receivers L.H.q,…|logits --corrupt-prompt TEXT --metric …
 //   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
 //   attnscope … --attend --layer L --head H --query I --key J
@@ -81,6 +82,9 @@ struct CommandLine {
     bool attribution = false; ///< --attribution-patch: the cells of --patch `patch` estimated from gradients
     bool atpStar = false;   ///< --atp-star: q and k cells through the exact softmax (AtP*)
     bool gradients = false; ///< --gradients: ∂metric/∂ every hook point into the dump
+    QString saliency;       ///< --saliency ig|grad-x-input: input attribution of --metric
+    int igSteps = 32;       ///< --ig-steps N
+    QString baseline;       ///< --baseline zero|TOKEN (default zero)
     QString stopGradient;   ///< --stop-gradient norm,pattern,mlp (with --gradients)
     QString corruptPrompt;  ///< --corrupt-prompt TEXT
     std::vector<int> corruptTokenIds; ///< --corrupt-token-ids 1,2,…
@@ -101,7 +105,7 @@ struct CommandLine {
     QString composition;     ///< --composition q|k|v
 
     /// Whether any circuit mode that runs the prompt is asked for.
-    bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients; }
+    bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {

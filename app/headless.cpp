@@ -87,6 +87,16 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
                  QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
     const bool bos = cmd.prependBos.value_or(model.tokenizer().addsBos());
+    if (!cmd.saliency.isEmpty()) {
+        InputAttributionOptions o;
+        o.method = cmd.saliency == QLatin1String("grad-x-input") ? SaliencyMethod::GradientTimesInput : SaliencyMethod::IntegratedGradients;
+        o.steps = cmd.igSteps;
+        if (!cmd.baseline.isEmpty() && cmd.baseline.toLower() != QLatin1String("zero"))
+            o.baselineToken = parseTokenPair(model.tokenizer(), cmd.baseline).first;
+        o.metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
+        o.metric.position = cmd.position;
+        dump.insert(QStringLiteral("saliency"), inputAttributionToJson(attributeInput(model, ids, o), model.tokenizer(), ids));
+    }
     if (cmd.gradients) {
         PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
         metric.position = cmd.position;

@@ -5,6 +5,7 @@
 // and the bad combinations exit 2 with their message.
 
 #include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/gradients/input_attribution.h"
 #include "model/analysis/gradients/metric_gradients.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
@@ -82,6 +83,26 @@ private slots:
         QCOMPARE(g["metric"].toObject()["kind"].toString(), QStringLiteral("kl"));
     }
 
+    void saliency() {
+        const QJsonObject s = dumpOf({"--prompt", kClean, "--metric", "logit: created", "--saliency", "ig", "--ig-steps", "16",
+                                      "--baseline", " the"}, "saliency");
+        QCOMPARE(s["method"].toString(), QStringLiteral("ig"));
+        QCOMPARE(s["steps"].toInt(), 16);
+        QCOMPARE(s["baseline"].toObject()["token"].toString(), QStringLiteral(" the"));
+        const Tokenizer& tok = demo_->tokenizer();
+        const std::vector<int> ids = tokenizePrompt(tok, kClean, true);
+        InputAttributionOptions o;
+        o.steps = 16;
+        o.baselineToken = s["baseline"].toObject()["token_id"].toInt();
+        o.metric = parsePatchingMetric(tok, QStringLiteral("logit: created"));
+        const InputAttribution a = attributeInput(*demo_, ids, o);
+        const QJsonArray attributions = s["attributions"].toArray();
+        QCOMPARE(attributions.size(), qsizetype(ids.size()));
+        for (int i = 0; i < attributions.size(); ++i) QCOMPARE(attributions[i].toDouble(), a.attributions[size_t(i)]);
+        QCOMPARE(s["completeness_error"].toDouble(), a.completenessError);
+        QCOMPARE(s["tokens"].toArray().size(), attributions.size());
+    }
+
     void attributionPatch_data() {
         QTest::addColumn<QString>("hook");
         QTest::addColumn<bool>("star");
@@ -122,6 +143,12 @@ private slots:
                                   << "--attribution-patch estimates patching between --prompt and --corrupt-prompt; it takes no --ablate";
         QTest::newRow("no corrupted prompt") << QStringList{"--prompt", "x", "--metric", "logit: the", "--attribution-patch", "mlp_out"}
                                              << "--attribution-patch needs --corrupt-prompt";
+        QTest::newRow("saliency method") << QStringList{"--prompt", "x", "--metric", "logit: the", "--saliency", "lime"}
+                                         << "--saliency must be ig or grad-x-input, got 'lime'";
+        QTest::newRow("saliency kl") << QStringList{"--prompt", "x", "--metric", "kl", "--saliency", "ig"} << "--saliency takes logit_diff, logit, prob or logprob";
+        QTest::newRow("ig steps alone") << QStringList{"--prompt", "x", "--ig-steps", "8"} << "--ig-steps and --baseline go with --saliency";
+        QTest::newRow("ig steps 0") << QStringList{"--prompt", "x", "--metric", "logit: the", "--saliency", "ig", "--ig-steps", "0"}
+                                    << "--ig-steps must be an integer ≥ 1, got '0'";
         QTest::newRow("two modes") << QStringList{"--prompt", "x", "--metric", "logit: the", "--gradients", "--flow"} << "give one of --patch";
     }
     void badCombinations() {

@@ -72,4 +72,34 @@ QJsonObject gradientsToJson(const MetricGradients& g, const Tokenizer& tok, bool
                          {QStringLiteral("layer"), QStringLiteral("0-based block index; heads 0-based within their layer")}}}};
 }
 
+QJsonObject inputAttributionToJson(const InputAttribution& a, const Tokenizer& tok, std::span<const int> tokens) {
+    const auto number = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); };
+    QJsonArray attributions;
+    for (double v : a.attributions) attributions.append(number(v));
+    const int b = a.options.baselineToken;
+    const bool ig = a.options.method == SaliencyMethod::IntegratedGradients;
+    return {{QStringLiteral("method"), saliencyMethodName(a.options.method)},
+            {QStringLiteral("steps"), ig ? QJsonValue(a.options.steps) : QJsonValue(QJsonValue::Null)},
+            {QStringLiteral("baseline"), b < 0 ? QJsonValue(QStringLiteral("zero"))
+                                               : QJsonValue(QJsonObject{{QStringLiteral("token"), tokenText(tok, b)}, {QStringLiteral("token_id"), b}})},
+            {QStringLiteral("metric"), metricJson(a.options.metric, tok)},
+            {QStringLiteral("position"), a.position},
+            {QStringLiteral("token_ids"), tokenIdsJson(tokens)},
+            {QStringLiteral("tokens"), tokenTextsJson(tok, tokens)},
+            {QStringLiteral("attributions"), attributions},
+            {QStringLiteral("metric_input"), number(a.metricInput)},
+            {QStringLiteral("metric_baseline"), number(a.metricBaseline)},
+            {QStringLiteral("sum"), number(a.sum)},
+            {QStringLiteral("completeness_error"), number(a.completenessError)},
+            {QStringLiteral("conventions"),
+             QJsonObject{{QStringLiteral("attributions"),
+                          ig ? QStringLiteral("integrated gradients (Sundararajan et al. 2017): Σ_d (e − b)_d · mean of ∂metric/∂e_d at b + α(e − b), "
+                                              "α at the midpoints of `steps` equal intervals; e = the token's embedding (hook_embed), b = the baseline")
+                             : QStringLiteral("gradient × input: Σ_d (e − b)_d · ∂metric/∂e_d at the input")},
+                         {QStringLiteral("metric_input"), metricConvention(a.options.metric, a.position)},
+                         {QStringLiteral("metric_baseline"), QStringLiteral("the metric with every token embedding replaced by the baseline (positions kept)")},
+                         {QStringLiteral("completeness_error"), QStringLiteral("|sum − (metric_input − metric_baseline)| / |metric_input − metric_baseline|")},
+                         {QStringLiteral("position"), QStringLiteral("0-based token positions, BOS included")}}}};
+}
+
 } // namespace attnscope

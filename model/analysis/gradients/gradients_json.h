@@ -6,7 +6,11 @@
 //                 "conventions"}
 // Each hook holds ∂metric/∂(that activation) in the layout of the cache: [pos][d_model], [pos][n_heads·d_head],
 // [pos][d_mlp], the pattern [head][query][key]. NaN is written as null.
+//   "saliency":  {"method": "ig"|"grad-x-input", "steps", "baseline": "zero"|{"token", "token_id"}, "metric", "position",
+//                 "token_ids", "tokens", "attributions": [per token], "metric_input", "metric_baseline", "sum",
+//                 "completeness_error", "conventions"}
 
+#include "model/analysis/gradients/input_attribution.h"
 #include "model/analysis/gradients/metric_gradients.h"
 #include "model/tokenizers/tokenizer.h"
 
@@ -22,5 +26,8 @@ StopGradients parseStopGradients(const QString& list);
 
 /// The object above; `corrupted`: the gradient was taken on the corrupted run.
 QJsonObject gradientsToJson(const MetricGradients& g, const Tokenizer& tokenizer, bool corrupted);
+
+/// The "saliency" object above.
+QJsonObject inputAttributionToJson(const InputAttribution& a, const Tokenizer& tokenizer, std::span<const int> tokens);
 
 } // namespace attnscope
