@@ -3,6 +3,8 @@
 #include "app/about_text.h"
 #include "app/screenshot.h"
 #include "model/analysis/circuits/patching_metric.h"
+#include "model/analysis/gradients/gradients_json.h"
+#include "model/core/errors.h"
 
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -339,12 +341,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     if (!parseInt(igSteps, &c.igSteps, 1)) return false;
     c.gradients = p.isSet(gradients);
     c.stopGradient = p.value(stopGradient);
-    if (p.isSet(stopGradient)) {
-        for (const QString& s : c.stopGradient.split(QLatin1Char(','), Qt::SkipEmptyParts))
-            if (!QStringList{"norm", "pattern", "mlp"}.contains(s.trimmed().toLower())) {
-                *error = QStringLiteral("--stop-gradient takes norm, pattern and mlp, got '%1'").arg(s.trimmed());
-                return false;
-            }
+    try { // the names are the library's (gradients_json.h), checked before the model opens
+        parseStopGradients(c.stopGradient);
+    } catch (const InputError& e) {
+        *error = QString::fromUtf8(e.what());
+        return false;
     }
     c.corruptPrompt = p.value(corruptPrompt);
     c.metric = p.value(metric);

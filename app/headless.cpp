@@ -87,6 +87,10 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
                  QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
     const bool bos = cmd.prependBos.value_or(model.tokenizer().addsBos());
+    // --corrupt-token-ids, or --corrupt-prompt tokenized as the prompt is; empty when neither is given
+    const std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds
+                                     : cmd.corruptPrompt.isEmpty() ? std::vector<int>()
+                                                                   : tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
     if (!cmd.saliency.isEmpty()) {
         InputAttributionOptions o;
         o.method = cmd.saliency == QLatin1String("grad-x-input") ? SaliencyMethod::GradientTimesInput : SaliencyMethod::IntegratedGradients;
@@ -100,8 +104,6 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
     if (cmd.gradients) {
         PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
         metric.position = cmd.position;
-        std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds : std::vector<int>();
-        if (!cmd.useCorruptTokenIds && !cmd.corruptPrompt.isEmpty()) corrupt = tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
         BackwardOptions o;
         o.stops = parseStopGradients(cmd.stopGradient);
         const int position = metric.position < 0 ? int(ids.size()) - 1 : metric.position;
@@ -118,8 +120,6 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
         }
     }
     if (!cmd.patch.isEmpty() || cmd.pathPatch) {
-        std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds : std::vector<int>();
-        if (!cmd.useCorruptTokenIds && !cmd.corruptPrompt.isEmpty()) corrupt = tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
         std::vector<std::vector<int>> reference;
         for (const QString& r : cmd.referencePrompts) reference.push_back(tokenizePrompt(model.tokenizer(), r, bos));
         PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);

@@ -15,8 +15,6 @@ namespace attnscope {
 
 namespace {
 
-RowVector rowOf(const Weight& w) { return w.isF32View() ? RowVector(w.view().row(0)) : RowVector(w.toMatrix()); }
-
 /// dx [rows, W.rows] = dy [rows, W.cols] · Wᵀ: the gradient of x·W with respect to x. The weight GEMM reads W
 /// transposed in place (W.t()); a block-quantized weight, whose blocks run along the rows it is stored by,
 /// is decoded first (one weight at a time).
@@ -37,7 +35,7 @@ void timesTransposed(const Matrix& dy, const Weight& W, Matrix& dx) {
 void normBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Matrix& dy, bool frozenScale, Matrix& dx) {
     const Eigen::Index S = x.rows(), D = x.cols();
     const float eps = float(cfg.norm_eps);
-    const RowVector weight = rowOf(w);
+    const RowVector weight = w.rowVector(0);
     const bool layerNorm = cfg.norm == NormKind::LayerNorm;
     teamFor<TeamSchedule::Static>(S, worthThreadsElementwise(double(S) * double(D) * 4), [&](Eigen::Index i) {
         const auto row = x.row(i).array();

@@ -1,5 +1,6 @@
 #include "model/analysis/circuits/circuits_json.h"
 
+#include "model/analysis/common/json_number.h"
 #include "model/analysis/common/token_json.h"
 #include "model/analysis/embedding_space/logit_lens.h"
 
@@ -10,7 +11,6 @@ namespace attnscope {
 
 namespace {
 
-QJsonValue number(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); }
 
 } // namespace
 
@@ -48,8 +48,8 @@ QJsonObject patchingToJson(const PatchingSweep& s, const Tokenizer& tok, std::sp
     const bool heads = isHeadHook(o.hook);
     QJsonArray cells;
     for (const PatchingCell& c : s.cells) {
-        QJsonObject cell{{QStringLiteral("layer"), c.layer}, {QStringLiteral("metric"), number(c.metric)},
-                         {QStringLiteral("normalised"), number(c.normalised)}};
+        QJsonObject cell{{QStringLiteral("layer"), c.layer}, {QStringLiteral("metric"), jsonNumber(c.metric)},
+                         {QStringLiteral("normalised"), jsonNumber(c.normalised)}};
         if (heads) cell.insert(QStringLiteral("head"), c.head);
         if (c.position >= 0) cell.insert(QStringLiteral("position"), c.position);
         cells.append(cell);
@@ -78,8 +78,8 @@ QJsonObject patchingToJson(const PatchingSweep& s, const Tokenizer& tok, std::sp
             {QStringLiteral("clean_tokens"), tokenTextsJson(tok, clean)},
             {QStringLiteral("corrupt_token_ids"), tokenIdsJson(corrupt)},
             {QStringLiteral("corrupt_tokens"), tokenTextsJson(tok, corrupt)},
-            {QStringLiteral("clean"), number(s.clean)},
-            {QStringLiteral("corrupt"), number(s.corrupt)},
+            {QStringLiteral("clean"), jsonNumber(s.clean)},
+            {QStringLiteral("corrupt"), jsonNumber(s.corrupt)},
             {QStringLiteral("cells"), cells},
             {QStringLiteral("conventions"),
              QJsonObject{{QStringLiteral("run"), what},
@@ -105,13 +105,13 @@ QJsonObject pathPatchingToJson(const PathPatchingResult& r, const Tokenizer& tok
         for (Eigen::Index c = 0; c < r.metric.cols(); ++c)
             cells.append(QJsonObject{{QStringLiteral("sender"), headIdName(r.options.senders[size_t(i)])},
                                      {QStringLiteral("receiver"), r.columns[c]},
-                                     {QStringLiteral("metric"), number(r.metric(i, c))},
-                                     {QStringLiteral("normalised"), number(r.normalised(i, c))}});
+                                     {QStringLiteral("metric"), jsonNumber(r.metric(i, c))},
+                                     {QStringLiteral("normalised"), jsonNumber(r.normalised(i, c))}});
     return {{QStringLiteral("direction"), patchDirectionName(r.options.direction)},
             {QStringLiteral("position"), r.position},
             {QStringLiteral("metric"), metricJson(r.options.metric, tok)},
-            {QStringLiteral("clean"), number(r.clean)},
-            {QStringLiteral("corrupt"), number(r.corrupt)},
+            {QStringLiteral("clean"), jsonNumber(r.clean)},
+            {QStringLiteral("corrupt"), jsonNumber(r.corrupt)},
             {QStringLiteral("senders"), senders},
             {QStringLiteral("receivers"), receivers},
             {QStringLiteral("cells"), cells},

@@ -1,13 +1,13 @@
 #include "model/analysis/comparison/finetune_json.h"
 
+#include "model/analysis/common/json_number.h"
+
 #include <QJsonArray>
-#include <cmath>
 
 namespace attnscope {
 
 namespace {
 
-QJsonValue number(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); }
 
 QJsonArray componentsToJson(const std::vector<ComponentChange>& list, int max) {
     QJsonArray out;
@@ -20,7 +20,7 @@ QJsonArray componentsToJson(const std::vector<ComponentChange>& list, int max) {
             if (*names[p]) parts.insert(QLatin1String(names[p]), QJsonObject{{"delta", c.partDelta[p]}, {"norm", c.partNorm[p]}});
         const bool head = c.kind == ComponentChange::Kind::Head;
         out.append(QJsonObject{{"layer", c.layer}, {head ? "head" : "neuron", c.index}, {"delta", c.delta},
-                               {"norm", c.norm}, {"relative", number(c.relative)}, {"parts", parts}});
+                               {"norm", c.norm}, {"relative", jsonNumber(c.relative)}, {"parts", parts}});
     }
     return out;
 }
@@ -31,7 +31,7 @@ QJsonObject finetuneRankingToJson(const FinetuneRanking& r, const QString& model
     QJsonArray tensors;
     for (const TensorChange& t : r.tensors)
         tensors.append(QJsonObject{{"name", t.name}, {"layer", t.layer}, {"delta", t.delta}, {"norm", t.norm},
-                                   {"relative", number(t.relative)}});
+                                   {"relative", jsonNumber(t.relative)}});
     return {{"model_a", modelA}, {"model_b", modelB}, {"heads", componentsToJson(r.heads, max)},
             {"neurons", componentsToJson(r.neurons, max)}, {"tensors", tensors}};
 }

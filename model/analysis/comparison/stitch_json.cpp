@@ -1,12 +1,12 @@
 #include "model/analysis/comparison/stitch_json.h"
 
+#include "model/analysis/common/json_number.h"
+
 #include <QJsonArray>
-#include <cmath>
 
 namespace attnscope {
 
 namespace {
-QJsonValue number(double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); }
 } // namespace
 
 QJsonObject stitchToJson(const StitchSweep& s, const QString& modelB) {
@@ -16,10 +16,10 @@ QJsonObject stitchToJson(const StitchSweep& s, const QString& modelB) {
     for (const StitchPoint& p : s.points) {
         QJsonArray logits;
         const RowVector& last = p.predictions.lastLogits;
-        for (Eigen::Index i = 0; i < last.size(); ++i) logits.append(number(double(last(i))));
-        layers.append(QJsonObject{{"k", p.k}, {"loss", number(p.loss)}, {"loss_a", number(p.lossA)},
-                                  {"loss_b", number(p.lossB)}, {"agree_a", number(p.agreeA)}, {"agree_b", number(p.agreeB)},
-                                  {"norm_ratio", number(p.normRatio)}, {"logits_last", logits}});
+        for (Eigen::Index i = 0; i < last.size(); ++i) logits.append(jsonNumber(double(last(i))));
+        layers.append(QJsonObject{{"k", p.k}, {"loss", jsonNumber(p.loss)}, {"loss_a", jsonNumber(p.lossA)},
+                                  {"loss_b", jsonNumber(p.lossB)}, {"agree_a", jsonNumber(p.agreeA)}, {"agree_b", jsonNumber(p.agreeB)},
+                                  {"norm_ratio", jsonNumber(p.normRatio)}, {"logits_last", logits}});
     }
     return {{"model_b", modelB},
             {"inverse", v.map.inverse == StitchInverse::PseudoInverse ? QStringLiteral("pinv") : QStringLiteral("transpose")},
@@ -33,7 +33,7 @@ QJsonObject stitchToJson(const StitchSweep& s, const QString& modelB) {
             {"rank_a", m.spectrumA.rank},
             {"rank_b", m.spectrumB.rank},
             {"full_rank_b", m.spectrumB.fullRank()},
-            {"identity_error", number(m.identityError)},
+            {"identity_error", jsonNumber(m.identityError)},
             {"layers", layers}};
 }
 

@@ -22,8 +22,9 @@ double deltaDot(const Matrix& other, const Matrix& base, const Matrix& grad, Eig
     return sum;
 }
 
-/// Row i of head h's causal softmax from queries Q and keys K (rotated for rotary models) in double, with keys
-/// `patchedKeys` read from K2 instead of K (AtP*'s k cells) — or query row i read from Q2 (q cells).
+/// Row i of head h's causal softmax in double, from query row `q` and keys K (rotated for rotary models); with K2
+/// given, key `patchedKey` (every key when −1) is read from K2 instead (AtP*'s k cells). A q cell passes the
+/// other run's query row as `q`.
 Eigen::VectorXd patternRow(const ModelConfig& cfg, int layer, int h, Eigen::Index i, const float* q, const Matrix& K,
                            const Matrix* K2, Eigen::Index patchedKey) {
     const int L = cfg.d_head;

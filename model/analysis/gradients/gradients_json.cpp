@@ -2,12 +2,12 @@
 
 #include "model/analysis/attention/steps_json.h"
 #include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/common/json_number.h"
 #include "model/analysis/common/token_json.h"
 #include "model/core/errors.h"
 
 #include <QCoreApplication>
 #include <QJsonArray>
-#include <cmath>
 
 namespace attnscope {
 
@@ -50,7 +50,7 @@ QJsonObject gradientsToJson(const MetricGradients& g, const Tokenizer& tok, bool
     }
     return {{QStringLiteral("metric"), metricJson(g.metric, tok)},
             {QStringLiteral("position"), g.position},
-            {QStringLiteral("value"), std::isfinite(g.value) ? QJsonValue(g.value) : QJsonValue(QJsonValue::Null)},
+            {QStringLiteral("value"), jsonNumber(g.value)},
             {QStringLiteral("run"), corrupted ? QStringLiteral("corrupted") : QStringLiteral("prompt")},
             {QStringLiteral("token_ids"), tokenIdsJson(c.tokens)},
             {QStringLiteral("tokens"), tokenTextsJson(tok, c.tokens)},
@@ -73,9 +73,8 @@ QJsonObject gradientsToJson(const MetricGradients& g, const Tokenizer& tok, bool
 }
 
 QJsonObject inputAttributionToJson(const InputAttribution& a, const Tokenizer& tok, std::span<const int> tokens) {
-    const auto number = [](double v) { return std::isfinite(v) ? QJsonValue(v) : QJsonValue(QJsonValue::Null); };
     QJsonArray attributions;
-    for (double v : a.attributions) attributions.append(number(v));
+    for (double v : a.attributions) attributions.append(jsonNumber(v));
     const int b = a.options.baselineToken;
     const bool ig = a.options.method == SaliencyMethod::IntegratedGradients;
     return {{QStringLiteral("method"), saliencyMethodName(a.options.method)},
@@ -87,10 +86,10 @@ QJsonObject inputAttributionToJson(const InputAttribution& a, const Tokenizer& t
             {QStringLiteral("token_ids"), tokenIdsJson(tokens)},
             {QStringLiteral("tokens"), tokenTextsJson(tok, tokens)},
             {QStringLiteral("attributions"), attributions},
-            {QStringLiteral("metric_input"), number(a.metricInput)},
-            {QStringLiteral("metric_baseline"), number(a.metricBaseline)},
-            {QStringLiteral("sum"), number(a.sum)},
-            {QStringLiteral("completeness_error"), number(a.completenessError)},
+            {QStringLiteral("metric_input"), jsonNumber(a.metricInput)},
+            {QStringLiteral("metric_baseline"), jsonNumber(a.metricBaseline)},
+            {QStringLiteral("sum"), jsonNumber(a.sum)},
+            {QStringLiteral("completeness_error"), jsonNumber(a.completenessError)},
             {QStringLiteral("conventions"),
              QJsonObject{{QStringLiteral("attributions"),
                           ig ? QStringLiteral("integrated gradients (Sundararajan et al. 2017): Σ_d (e − b)_d · mean of ∂metric/∂e_d at b + α(e − b), "
