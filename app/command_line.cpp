@@ -28,9 +28,10 @@ namespace {
 
 /// The circuit options' combinations; "" when they make sense. The flags say which companion options were given.
 QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOptions, bool patchOptions, bool attendOptions) {
-    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend) + int(c.gradients) + int(!c.saliency.isEmpty());
+    const int modes = int(!c.patch.isEmpty()) + int(c.pathPatch) + int(c.flow) + int(c.attend) + int(c.gradients) + int(!c.saliency.isEmpty()) +
+                      int(c.eap);
     if (modes > 1)
-        return QStringLiteral("give one of --patch, --attribution-patch, --gradients, --saliency, --path-patch, --flow and --attend at a time");
+        return QStringLiteral("give one of --patch, --attribution-patch, --gradients, --saliency, --eap, --path-patch, --flow and --attend at a time");
     if (!c.saliency.isEmpty() && c.saliency != QLatin1String("ig") && c.saliency != QLatin1String("grad-x-input"))
         return QStringLiteral("--saliency must be ig or grad-x-input, got '%1'").arg(c.saliency);
     if (!c.saliency.isEmpty() && c.metric.trimmed().toLower() == QLatin1String("kl"))
@@ -52,13 +53,13 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (pathOptions && !c.pathPatch) return QStringLiteral("--senders and --receivers go with --path-patch");
     if (c.pathPatch && c.receivers.isEmpty()) return QStringLiteral("--path-patch needs --receivers (L.H.q,… or logits)");
     const bool patching = !c.patch.isEmpty() || c.pathPatch;
-    const bool metricOnly = c.gradients || !c.saliency.isEmpty(); // modes that take --metric but no patching options
+    const bool metricOnly = c.gradients || !c.saliency.isEmpty() || c.eap; // modes that take --metric but no patching options
     const QString mode = c.pathPatch ? QStringLiteral("--path-patch") : c.gradients ? QStringLiteral("--gradients")
-                         : !c.saliency.isEmpty() ? QStringLiteral("--saliency") : patchFlag;
+                         : !c.saliency.isEmpty() ? QStringLiteral("--saliency") : c.eap ? QStringLiteral("--eap") : patchFlag;
     if (patchOptions && !patching && !(metricOnly && c.direction == QLatin1String("denoise") && !c.byPosition && c.ablate.isEmpty() &&
                                        c.referencePrompts.isEmpty()))
         return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch "
-                              "(--metric also with --gradients and --saliency)");
+                              "(--metric also with --gradients, --saliency and --eap)");
     if ((patching || metricOnly) && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(mode);
     if (const QString e = patching || metricOnly ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
         return QStringLiteral("--metric \"%1\": %2").arg(c.metric, e);
@@ -72,9 +73,10 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (!c.referencePrompts.isEmpty() && c.ablate != QLatin1String("reference-mean"))
         return QStringLiteral("--reference-prompt goes with --ablate reference-mean");
     const bool hasCorrupt = !c.corruptPrompt.isEmpty() || c.useCorruptTokenIds;
-    const bool needsCorrupt = c.pathPatch || (!c.patch.isEmpty() && (c.ablate.isEmpty() || c.ablate == QLatin1String("resample")));
+    const bool needsCorrupt = c.pathPatch || c.eap || (!c.patch.isEmpty() && (c.ablate.isEmpty() || c.ablate == QLatin1String("resample")));
     if (needsCorrupt && !hasCorrupt) return QStringLiteral("%1 needs --corrupt-prompt TEXT (or --corrupt-token-ids)").arg(mode);
-    if (hasCorrupt && !patching && !c.gradients) return QStringLiteral("--corrupt-prompt goes with --patch, --attribution-patch, --path-patch or --gradients");
+    if (hasCorrupt && !patching && !c.gradients && !c.eap)
+        return QStringLiteral("--corrupt-prompt goes with --patch, --attribution-patch, --path-patch, --gradients or --eap");
     if (c.gradients && !hasCorrupt && c.metric.trimmed().toLower() == QLatin1String("kl"))
         return QStringLiteral("--gradients with the kl metric needs --corrupt-prompt: the gradient is taken on the corrupted run, "
                               "compared with the prompt's distribution");
@@ -106,6 +108,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "                     --metric \"logit_diff: Mary, John\" --patch z --dump-json ioi.json\n"
         "  attribution      attnscope … --attribution-patch z [--atp-star] (the same cells from one backward pass)\n"
         "  saliency         attnscope … --metric \"logit: created\" --saliency ig [--ig-steps 32] [--baseline zero|TOKEN]\n"
+        "  edges            attnscope … --corrupt-prompt TEXT --metric M --eap [--ig-steps 5] [--top 200] (EAP-IG; --ig-steps 0: EAP)\n"
         "  gradients        attnscope … --metric \"logit_diff: Mary, John\" --gradients [--stop-gradient norm,pattern,mlp]\n"
         "  path patching    attnscope … --path-patch --senders 0.0,0.1 --receivers 1.1.k,logits --dump-json paths.json\n"
         "  flow routes      attnscope --model demo --prompt \"In the beginning God\" --flow --threshold 0.04 --dump-json flow.json\n"
@@ -185,7 +188,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                            "softmax) and/or mlp (the MLP nonlinearity) fixed, comma-separated.", "LIST");
     const QCommandLineOption saliency("saliency", "Input attribution of --metric to each prompt token: ig (integrated gradients) or "
                                                   "grad-x-input; adds \"saliency\".", "METHOD");
-    const QCommandLineOption igSteps("ig-steps", "With --saliency ig: interpolation steps (default 32).", "N", "32");
+    const QCommandLineOption igSteps("ig-steps", "With --saliency ig: interpolation steps (default 32); with --eap: EAP-IG's steps "
+                                                 "(default 5; 0 = EAP, the gradient at the clean run).", "N", "32");
+    const QCommandLineOption eap("eap", "Edge attribution (EAP-IG, Hanna et al. 2024) of --metric between --prompt and --corrupt-prompt: "
+                                        "every edge of the head/MLP graph scored, the --top N (default 200) kept as the circuit and its "
+                                        "faithfulness measured; adds \"edge_attribution\".");
     const QCommandLineOption baseline("baseline", "With --saliency: zero (the zero embedding, default) or a TOKEN whose embedding "
                                                   "stands at every position.", "zero|TOKEN");
     const QCommandLineOption corruptPrompt("corrupt-prompt", "The corrupted prompt (same token length as --prompt).", "TEXT");
@@ -214,7 +221,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, attributionPatch, atpStar,
-                  gradients, stopGradient, saliency, igSteps, baseline});
+                  gradients, stopGradient, saliency, igSteps, baseline, eap});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     if (!p.parse(args)) {
@@ -334,11 +341,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.atpStar = p.isSet(atpStar);
     c.saliency = p.value(saliency).toLower();
     c.baseline = p.value(baseline);
-    if ((p.isSet(igSteps) || p.isSet(baseline)) && c.saliency.isEmpty()) {
-        *error = QStringLiteral("--ig-steps and --baseline go with --saliency");
+    c.eap = p.isSet(eap);
+    if ((p.isSet(igSteps) && c.saliency.isEmpty() && !c.eap) || (p.isSet(baseline) && c.saliency.isEmpty())) {
+        *error = QStringLiteral("--ig-steps goes with --saliency or --eap, --baseline with --saliency");
         return false;
     }
-    if (!parseInt(igSteps, &c.igSteps, 1)) return false;
+    if (c.eap && !p.isSet(igSteps)) c.igSteps = 5;
+    if (!parseInt(igSteps, &c.igSteps, c.eap ? 0 : 1)) return false;
     c.gradients = p.isSet(gradients);
     c.stopGradient = p.value(stopGradient);
     try { // the names are the library's (gradients_json.h), checked before the model opens
@@ -379,8 +388,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--dla, --position and the circuit modes add to the --dump-json output: give --dump-json FILE too");
         return false;
     }
-    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients && c.saliency.isEmpty()) {
-        *error = QStringLiteral("--position goes with --dla, --patch, --attribution-patch, --gradients, --saliency, --path-patch or --flow");
+    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients && c.saliency.isEmpty() && !c.eap) {
+        *error = QStringLiteral("--position goes with --dla, --patch, --attribution-patch, --gradients, --saliency, --eap, --path-patch or --flow");
         return false;
     }
     c.screenshot = p.value(screenshot);

@@ -25,6 +25,7 @@
 //   attnscope … --attribution-patch HOOK [--atp-star] …     (the --patch cells estimated from one backward pass)
 //   attnscope … --gradients --metric M [--stop-gradient norm,pattern,mlp] [--corrupt-prompt TEXT]
 //   attnscope … --saliency ig|grad-x-input --metric M [--ig-steps N] [--baseline zero|TOKEN]
+//   attnscope … --eap --corrupt-prompt TEXT --metric M [--ig-steps N] [--top N]     (edge attribution, a circuit, its faithfulness)
 //   attnscope … --path-patch --senders L.H,… --receivers L.H.q,…|logits --corrupt-prompt TEXT --metric …
 //   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
 //   attnscope … --attend --layer L --head H --query I --key J
@@ -83,7 +84,8 @@ struct CommandLine {
     bool atpStar = false;   ///< --atp-star: q and k cells through the exact softmax (AtP*)
     bool gradients = false; ///< --gradients: ∂metric/∂ every hook point into the dump
     QString saliency;       ///< --saliency ig|grad-x-input: input attribution of --metric
-    int igSteps = 32;       ///< --ig-steps N
+    int igSteps = 32;       ///< --ig-steps N (--saliency ig; --eap: 5 unless given, 0 = EAP)
+    bool eap = false;       ///< --eap: edge attribution of --metric between --prompt and --corrupt-prompt
     QString baseline;       ///< --baseline zero|TOKEN (default zero)
     QString stopGradient;   ///< --stop-gradient norm,pattern,mlp (with --gradients)
     QString corruptPrompt;  ///< --corrupt-prompt TEXT

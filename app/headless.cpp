@@ -101,6 +101,19 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
         o.metric.position = cmd.position;
         dump.insert(QStringLiteral("saliency"), inputAttributionToJson(attributeInput(model, ids, o), model.tokenizer(), ids));
     }
+    if (cmd.eap) {
+        EdgeAttributionOptions o;
+        o.method = cmd.igSteps > 0 ? EdgeAttributionMethod::EapIg : EdgeAttributionMethod::Eap;
+        o.steps = std::max(cmd.igSteps, 1);
+        o.metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
+        o.metric.position = cmd.position;
+        const PatchingRuns runs = preparePatchingRuns(model, ids, corrupt);
+        const EdgeAttribution a = runEdgeAttribution(model, runs, o);
+        const int top = cmd.topGiven ? cmd.top : 200;
+        const std::vector<int> circuit = selectCircuitEdges(a.graph, top);
+        const CircuitFaithfulness f = evaluateCircuit(model, runs, o.metric, a.graph, circuit);
+        dump.insert(QStringLiteral("edge_attribution"), edgeAttributionToJson(a, model.tokenizer(), circuit, top, f));
+    }
     if (cmd.gradients) {
         PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
         metric.position = cmd.position;

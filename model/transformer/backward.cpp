@@ -13,8 +13,6 @@
 
 namespace attnscope {
 
-namespace {
-
 /// dx [rows, W.rows] = dy [rows, W.cols] · Wᵀ: the gradient of x·W with respect to x. The weight GEMM reads W
 /// transposed in place (W.t()); a block-quantized weight, whose blocks run along the rows it is stored by,
 /// is decoded first (one weight at a time).
@@ -59,6 +57,8 @@ void normBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, cons
         }
     });
 }
+
+namespace {
 
 /// act′(x) of the MLP activations (forward.cpp activateBlock), in double.
 double activationSlope(ActivationKind kind, double x) {

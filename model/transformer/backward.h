@@ -40,4 +40,16 @@ qint64 estimateGradientBytes(const ModelConfig& cfg, int nPositions, const Backw
 GradientCache runBackward(const Model& model, const ActivationCache& cache, std::span<const LogitGradient> seeds,
                           const BackwardOptions& options = {}, const Progress& progress = {});
 
+/// Building blocks of the backward pass, for analyses that take gradients at inputs the cache does not name
+/// (EAP's per-head inputs, edge_attribution.h).
+///
+/// dx [rows, W.rows] = dy [rows, W.cols] · Wᵀ: the gradient of x·W with respect to x, on the weight GEMM's kernels
+/// (W read transposed in place; a block-quantized weight is decoded first).
+void timesTransposed(const Matrix& dy, const Weight& W, Matrix& dx);
+
+/// The backward of a row-wise LayerNorm/RMSNorm y = n(x)·w + b (forward.h applyNorm), added into dx [pos, d_model]:
+/// with g = dy ⊙ w, x̂ = n(x) and σ its divisor, LayerNorm dx += (g − mean(g) − x̂·mean(g ⊙ x̂)) / σ, RMSNorm
+/// dx += (g − x̂·mean(g ⊙ x̂)) / σ; with frozenScale the x̂ terms are dropped (σ held fixed). x, dy: [pos, d_model].
+void normBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Matrix& dy, bool frozenScale, Matrix& dx);
+
 } // namespace attnscope

@@ -13,7 +13,7 @@
 #include "model/transformer/backward.h"
 #include "model/transformer/cache_budget.h"
 #include "model/transformer/forward.h"
-#include "support/hf_llama_folder.h"
+#include "support/gradient_cases.h"
 #include "support/hooked_forward64.h"
 #include "support/llama_checkpoint.h"
 #include "support/stories_reference.h"
@@ -28,11 +28,7 @@ using namespace attnscope::test;
 
 namespace {
 
-struct Case {
-    std::shared_ptr<const Model> model;
-    std::vector<int> tokens;
-    int token = 0, counter = 0; ///< metric: logit[token] − logit[counter] at the last position
-};
+using Case = GradientCase;
 
 /// The hook points checked: every field of the gradient cache, the pattern of the first and the last head.
 std::vector<std::pair<QString, const Matrix*>> hooks(const GradientCache& g, int nHeads) {
@@ -82,34 +78,9 @@ class TestBackward : public QObject {
 private slots:
     void initTestCase() {
         QVERIFY(tmp_.isValid());
-        Case gpt2;
-        gpt2.model = loadModel(testdata("tiny-gpt2/model.safetensors"));
-        gpt2.tokens = {464, 2068, 7586, 21831, 18045, 625, 262, 16931};
-        for (int& t : gpt2.tokens) t %= 512;
-        gpt2.token = 11;
-        gpt2.counter = 300;
-        cases_["tiny-gpt2"] = gpt2;
-
-        Case stories;
-        stories.model = loadModel(storiesFile("stories260K.bin"), {}, LoadOptions{storiesFile("tok512.bin")});
-        stories.tokens = {1, 403, 407, 261, 108, 395, 31, 284};
-        stories.token = 278;
-        stories.counter = 395;
-        cases_["stories260K"] = stories;
-
-        LlamaSpec spec = smallLlamaSpec("mistral", 32, 4, 2, 8, 48);
-        spec.sliding_window = 3;
-        spec.tied = false;
-        const QString dir = tmp_.filePath("mistral");
-        writeHfLlamaFolder(randomLlama(spec, 7, /*qkvBias=*/true), dir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
-        Case mistral;
-        mistral.model = loadModel(dir);
-        QCOMPARE(mistral.model->config().sliding_window, 3);
-        QCOMPARE(mistral.model->config().n_kv_heads, 2);
-        mistral.tokens = {1, 40, 300, 12, 77, 500, 9, 260};
-        mistral.token = 5;
-        mistral.counter = 100;
-        cases_["mistral"] = mistral;
+        cases_ = gradientCases(tmp_.path());
+        QCOMPARE(cases_.at("mistral").model->config().sliding_window, 3);
+        QCOMPARE(cases_.at("mistral").model->config().n_kv_heads, 2);
     }
 
     void matchesFiniteDifferences_data() {

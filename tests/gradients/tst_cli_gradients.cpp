@@ -2,9 +2,11 @@
 // hook point's gradient under its TransformerLens name with the numbers the library computes in this process
 // (which tst_backward holds against finite differences), --stop-gradient reaches the backward pass,
 // --attribution-patch writes the --patch JSON with "method": "attribution" (and "atp_star" with --atp-star),
-// and the bad combinations exit 2 with their message.
+// --eap writes every edge's score, the circuit and its faithfulness as the library computes them, and the bad
+// combinations exit 2 with their message.
 
 #include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/gradients/edge_attribution.h"
 #include "model/analysis/gradients/input_attribution.h"
 #include "model/analysis/gradients/metric_gradients.h"
 #include "model/formats/model_loader.h"
@@ -103,6 +105,47 @@ private slots:
         QCOMPARE(s["tokens"].toArray().size(), attributions.size());
     }
 
+    /// --eap writes every edge with the library's score, the circuit of the --top edges and its faithfulness;
+    /// --ig-steps 0 is EAP.
+    void edgeAttribution_data() {
+        QTest::addColumn<int>("steps");
+        QTest::newRow("eap-ig 3") << 3;
+        QTest::newRow("eap") << 0;
+    }
+    void edgeAttribution() {
+        QFETCH(int, steps);
+        const QJsonObject e = dumpOf({"--prompt", kClean, "--corrupt-prompt", kCorrupt, "--metric", kMetric, "--eap", "--ig-steps",
+                                      QString::number(steps), "--top", "12"}, "edge_attribution");
+        QCOMPARE(e["method"].toString(), steps > 0 ? QStringLiteral("eap-ig") : QStringLiteral("eap"));
+        const Tokenizer& tok = demo_->tokenizer();
+        const PatchingRuns runs = preparePatchingRuns(*demo_, tokenizePrompt(tok, kClean, true), tokenizePrompt(tok, kCorrupt, true));
+        EdgeAttributionOptions o;
+        o.method = steps > 0 ? EdgeAttributionMethod::EapIg : EdgeAttributionMethod::Eap;
+        o.steps = std::max(steps, 1);
+        o.metric = parsePatchingMetric(tok, kMetric);
+        const EdgeAttribution a = runEdgeAttribution(*demo_, runs, o);
+        const QJsonArray edges = e["edges"].toArray();
+        QCOMPARE(edges.size(), qsizetype(a.graph.edges.size()));
+        QCOMPARE(e["n_edges"].toInt(), int(a.graph.edges.size()));
+        int inCircuit = 0;
+        for (int i = 0; i < edges.size(); ++i) {
+            const QJsonObject x = edges[i].toObject();
+            QCOMPARE(x["score"].toDouble(), a.graph.edges[size_t(i)].score);
+            QCOMPARE(x["name"].toString(), a.graph.edgeName(a.graph.edges[size_t(i)]));
+            QCOMPARE(x["name"].toString(), x["source"].toString() + "->" + x["target"].toString());
+            inCircuit += x["in_circuit"].toBool();
+        }
+        QCOMPARE(inCircuit, 12);
+        const std::vector<int> circuit = selectCircuitEdges(a.graph, 12);
+        for (int i : circuit) QVERIFY(edges[i].toObject()["in_circuit"].toBool());
+        const CircuitFaithfulness f = evaluateCircuit(*demo_, runs, o.metric, a.graph, circuit);
+        const QJsonObject c = e["circuit"].toObject();
+        QCOMPARE(c["edges"].toInt(), 12);
+        QCOMPARE(c["recovered"].toDouble(), f.recovered);
+        QCOMPARE(e["clean"].toDouble(), a.clean);
+        QVERIFY(e["conventions"].toObject()["score"].toString().contains(steps > 0 ? "EAP-IG" : "EAP)"));
+    }
+
     void attributionPatch_data() {
         QTest::addColumn<QString>("hook");
         QTest::addColumn<bool>("star");
@@ -146,7 +189,12 @@ private slots:
         QTest::newRow("saliency method") << QStringList{"--prompt", "x", "--metric", "logit: the", "--saliency", "lime"}
                                          << "--saliency must be ig or grad-x-input, got 'lime'";
         QTest::newRow("saliency kl") << QStringList{"--prompt", "x", "--metric", "kl", "--saliency", "ig"} << "--saliency takes logit_diff, logit, prob or logprob";
-        QTest::newRow("ig steps alone") << QStringList{"--prompt", "x", "--ig-steps", "8"} << "--ig-steps and --baseline go with --saliency";
+        QTest::newRow("ig steps alone") << QStringList{"--prompt", "x", "--ig-steps", "8"} << "--ig-steps goes with --saliency or --eap";
+        QTest::newRow("eap without corrupted prompt") << QStringList{"--prompt", "x", "--metric", "logit: the", "--eap"} << "--eap needs --corrupt-prompt";
+        QTest::newRow("eap without metric") << QStringList{"--prompt", "x", "--corrupt-prompt", "y", "--eap"} << "--eap needs --metric";
+        QTest::newRow("eap negative steps") << QStringList{"--prompt", "x", "--corrupt-prompt", "y", "--metric", "logit: the", "--eap", "--ig-steps", "-1"}
+                                            << "--ig-steps must be an integer ≥ 0, got '-1'";
+        QTest::newRow("eap and saliency") << QStringList{"--prompt", "x", "--metric", "logit: the", "--eap", "--saliency", "ig"} << "give one of --patch";
         QTest::newRow("ig steps 0") << QStringList{"--prompt", "x", "--metric", "logit: the", "--saliency", "ig", "--ig-steps", "0"}
                                     << "--ig-steps must be an integer ≥ 1, got '0'";
         QTest::newRow("two modes") << QStringList{"--prompt", "x", "--metric", "logit: the", "--gradients", "--flow"} << "give one of --patch";

@@ -33,8 +33,16 @@ struct Run {
     const ModelConfig& c;
     const Hooked64Options& o;
 
+    /// The delta at `hook`, or nullptr.
+    const Matrix64* deltaAt(const QString& hook) const {
+        if (hook == o.hook) return &o.delta;
+        for (const auto& [name, d] : o.more)
+            if (name == hook) return &d;
+        return nullptr;
+    }
+
     void perturb(const QString& hook, Matrix64& x) const {
-        if (hook == o.hook) x += o.delta;
+        if (const Matrix64* d = deltaAt(hook)) x += *d;
     }
 
     Matrix64 norm(const QString& name, const Matrix64& x, const Weight& w, const Weight& b) const {
@@ -80,11 +88,22 @@ struct Run {
         return out;
     }
 
-    Matrix64 attention(int l, const LayerWeights& w, const Matrix64& a) const {
+    /// x: resid_pre, a: ln1(x). A head whose q, k or v input is perturbed reads its projection of ln1(x + delta).
+    Matrix64 attention(int l, const LayerWeights& w, const Matrix64& x, const Matrix64& a) const {
         const QString p = QStringLiteral("blocks.%1.attn.").arg(l);
         const Eigen::Index S = a.rows();
         const int H = c.n_heads, L = c.d_head;
         Matrix64 q = linear(a, w.W_Q, w.b_Q), k = repeatKv(linear(a, w.W_K, w.b_K)), v = repeatKv(linear(a, w.W_V, w.b_V));
+        for (int h = 0; h < H; ++h)
+            for (const char* name : {"q", "k", "v"}) {
+                const Matrix64* d = deltaAt(QStringLiteral("blocks.%1.hook_%2_input.%3").arg(l).arg(QLatin1String(name)).arg(h));
+                if (!d) continue;
+                const Matrix64 a2 = norm(QStringLiteral("blocks.%1.ln1").arg(l), x + *d, w.ln1_w, w.ln1_b);
+                const int kv = h / (c.n_heads / c.n_kv_heads);
+                if (name[0] == 'q') q.middleCols(h * L, L) = linear(a2, w.W_Q, w.b_Q).middleCols(h * L, L);
+                else if (name[0] == 'k') k.middleCols(h * L, L) = linear(a2, w.W_K, w.b_K).middleCols(kv * L, L);
+                else v.middleCols(h * L, L) = linear(a2, w.W_V, w.b_V).middleCols(kv * L, L);
+            }
         perturb(p + "hook_q", q);
         perturb(p + "hook_k", k);
         perturb(p + "hook_v", v);
@@ -163,11 +182,13 @@ Matrix64 hookedLogits64(const Model& model, const std::vector<int>& tokens, cons
         const LayerWeights& w = model.layer(l);
         const QString p = QStringLiteral("blocks.%1.").arg(l);
         run.perturb(p + "hook_resid_pre", x);
-        Matrix64 attnOut = run.attention(l, w, run.norm(p + "ln1", x, w.ln1_w, w.ln1_b));
+        Matrix64 attnOut = run.attention(l, w, x, run.norm(p + "ln1", x, w.ln1_w, w.ln1_b));
         run.perturb(p + "hook_attn_out", attnOut);
         x += attnOut;
         run.perturb(p + "hook_resid_mid", x);
-        Matrix64 mlpOut = run.mlp(l, w, run.norm(p + "ln2", x, w.ln2_w, w.ln2_b));
+        Matrix64 mlpIn = x;
+        run.perturb(p + "hook_mlp_in", mlpIn);
+        Matrix64 mlpOut = run.mlp(l, w, run.norm(p + "ln2", mlpIn, w.ln2_w, w.ln2_b));
         run.perturb(p + "hook_mlp_out", mlpOut);
         x += mlpOut;
         run.perturb(p + "hook_resid_post", x);

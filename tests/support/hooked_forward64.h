@@ -34,9 +34,13 @@ struct Hooked64Options {
     /// Added at one hook point: "hook_embed", "blocks.l.hook_resid_pre", "…hook_resid_mid", "…hook_resid_post",
     /// "…hook_attn_out", "…hook_mlp_out", "…mlp.hook_pre" (the cache's mlp_pre), "…mlp.hook_post",
     /// "…attn.hook_q/k/v/z" ([pos, n_heads·d_head], k and v per query head, before rotary),
-    /// "…attn.hook_pattern.h" (head h: [query, key], masked cells ignored).
+    /// "…attn.hook_pattern.h" (head h: [query, key], masked cells ignored); and the receivers of edge attribution
+    /// (TransformerLens's split inputs, [pos, d_model]): "…hook_q_input.h", "…hook_k_input.h", "…hook_v_input.h"
+    /// (the copy of resid_pre that only head h's query, key or value projection reads; a grouped-query head's
+    /// key and value read its group's weights) and "…hook_mlp_in" (the MLP's copy of resid_mid).
     QString hook;
     Matrix64 delta;
+    std::vector<std::pair<QString, Matrix64>> more; ///< further (hook, delta) pairs, each as hook/delta
 };
 
 /// Logits [pos, d_vocab] of `tokens`, in float64.

@@ -101,4 +101,47 @@ QJsonObject inputAttributionToJson(const InputAttribution& a, const Tokenizer& t
                          {QStringLiteral("position"), QStringLiteral("0-based token positions, BOS included")}}}};
 }
 
+QJsonObject edgeAttributionToJson(const EdgeAttribution& a, const Tokenizer& tok, std::span<const int> circuit, int top,
+                                  const CircuitFaithfulness& f) {
+    std::vector<char> inCircuit(a.graph.edges.size(), 0);
+    for (int e : circuit) inCircuit[size_t(e)] = 1;
+    QJsonArray edges;
+    for (size_t e = 0; e < a.graph.edges.size(); ++e) {
+        const ScoredEdge& x = a.graph.edges[e];
+        edges.append(QJsonObject{{QStringLiteral("source"), edgeSenderName(a.graph.senders[size_t(x.sender)])},
+                                 {QStringLiteral("target"), edgeReceiverName(a.graph.receivers[size_t(x.receiver)])},
+                                 {QStringLiteral("name"), a.graph.edgeName(x)},
+                                 {QStringLiteral("score"), jsonNumber(x.score)},
+                                 {QStringLiteral("in_circuit"), bool(inCircuit[e])}});
+    }
+    const bool ig = a.options.method == EdgeAttributionMethod::EapIg;
+    return {{QStringLiteral("method"), edgeAttributionMethodName(a.options.method)},
+            {QStringLiteral("steps"), ig ? QJsonValue(a.options.steps) : QJsonValue(QJsonValue::Null)},
+            {QStringLiteral("metric"), metricJson(a.options.metric, tok)},
+            {QStringLiteral("position"), a.position},
+            {QStringLiteral("clean"), jsonNumber(a.clean)},
+            {QStringLiteral("corrupt"), jsonNumber(a.corrupt)},
+            {QStringLiteral("n_edges"), int(a.graph.edges.size())},
+            {QStringLiteral("edges"), edges},
+            {QStringLiteral("circuit"), QJsonObject{{QStringLiteral("top"), top},
+                                                    {QStringLiteral("edges"), f.edges},
+                                                    {QStringLiteral("metric"), jsonNumber(f.metric)},
+                                                    {QStringLiteral("recovered"), jsonNumber(f.recovered)}}},
+            {QStringLiteral("conventions"),
+             QJsonObject{{QStringLiteral("graph"), QStringLiteral("EAP-IG's (hannamw/EAP-IG graph.py): sources input (hook_embed), aL.hH "
+                                                                  "(attn.hook_result) and mL (hook_mlp_out); targets aL.hH<q|k|v> (the copy of "
+                                                                  "resid_pre head H's query, key or value projection reads), mL (hook_mlp_in) and "
+                                                                  "logits (the last resid_post)")},
+                         {QStringLiteral("score"), ig ? QStringLiteral("Σ_pos,d (source_corrupt − source_clean) · ∂metric/∂target_input averaged over "
+                                                                       "`steps` runs of the clean prompt with embeddings corrupt + (k/steps)(clean − "
+                                                                       "corrupt), k = 0 … steps − 1 (EAP-IG)")
+                                                      : QStringLiteral("Σ_pos,d (source_corrupt − source_clean) · ∂metric/∂target_input at the clean "
+                                                                       "run (EAP)")},
+                         {QStringLiteral("clean"), metricConvention(a.options.metric, a.position)},
+                         {QStringLiteral("circuit"), QStringLiteral("the `top` edges by |score|; metric = the clean prompt with every other "
+                                                                    "edge's source patched to its corrupted output (evaluate.py's patching); "
+                                                                    "recovered = (metric − corrupt) / (clean − corrupt)")},
+                         {QStringLiteral("layer"), QStringLiteral("0-based block index; heads 0-based within their layer")}}}};
+}
+
 } // namespace attnscope

@@ -9,7 +9,11 @@
 //   "saliency":  {"method": "ig"|"grad-x-input", "steps", "baseline": "zero"|{"token", "token_id"}, "metric", "position",
 //                 "token_ids", "tokens", "attributions": [per token], "metric_input", "metric_baseline", "sum",
 //                 "completeness_error", "conventions"}
+//   "edge_attribution": {"method": "eap"|"eap-ig", "steps", "metric", "position", "clean", "corrupt", "n_edges",
+//                 "edges": [{"source", "target", "name", "score", "in_circuit"}] (EAP-IG's names, graph order),
+//                 "circuit": {"top", "edges", "metric", "recovered"}, "conventions"}
 
+#include "model/analysis/gradients/edge_attribution.h"
 #include "model/analysis/gradients/input_attribution.h"
 #include "model/analysis/gradients/metric_gradients.h"
 #include "model/tokenizers/tokenizer.h"
@@ -29,5 +33,10 @@ QJsonObject gradientsToJson(const MetricGradients& g, const Tokenizer& tokenizer
 
 /// The "saliency" object above.
 QJsonObject inputAttributionToJson(const InputAttribution& a, const Tokenizer& tokenizer, std::span<const int> tokens);
+
+/// The "edge_attribution" object above: every edge of `a` with its score, the circuit `circuit` (indices into
+/// a.graph.edges, the top `top` by |score|) and its faithfulness `f`.
+QJsonObject edgeAttributionToJson(const EdgeAttribution& a, const Tokenizer& tokenizer, std::span<const int> circuit, int top,
+                                  const CircuitFaithfulness& f);
 
 } // namespace attnscope

@@ -14,10 +14,9 @@ namespace {
 
 QString tr(const char* text) { return QCoreApplication::translate("gradients", text); }
 
-/// The forward pass with the token embedding replaced by `embedding` [pos, d_model] (positions kept): the
-/// hook at layer 0's resid_pre sets embedding + pos_embed. Logits of the last position only are needed, but
-/// the backward reads the full cache.
-ActivationCache runWithEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed) {
+} // namespace
+
+ActivationCache runWithTokenEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed) {
     ForwardOptions o;
     o.cacheHeadResults = false;
     auto hooks = std::make_shared<ForwardHooks>();
@@ -27,8 +26,6 @@ ActivationCache runWithEmbedding(const Model& model, std::span<const int> tokens
     o.hooks = hooks;
     return runForward(model, tokens, o);
 }
-
-} // namespace
 
 QString saliencyMethodName(SaliencyMethod m) {
     return m == SaliencyMethod::GradientTimesInput ? QStringLiteral("grad-x-input") : QStringLiteral("ig");
@@ -70,7 +67,7 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
     const MetricGradients atInput = metricGradients(model, input, metric, RowVector(), {}, {});
     out.metricInput = atInput.value;
     progress.step(++done, passes, QStringLiteral("baseline"));
-    const ActivationCache atBaseline = runWithEmbedding(model, tokens, baseline, input.pos_embed);
+    const ActivationCache atBaseline = runWithTokenEmbedding(model, tokens, baseline, input.pos_embed);
     out.metricBaseline = patchingMetricValue(metric, atBaseline.logits.row(atBaseline.logitRow(out.position)), RowVector());
 
     Eigen::MatrixXd gradSum = Eigen::MatrixXd::Zero(S, cfg.d_model);
@@ -82,7 +79,7 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
             progress.step(++done, passes, QStringLiteral("step %1 of %2").arg(k + 1).arg(options.steps));
             const float alpha = float((k + 0.5) / options.steps);
             const Matrix point = baseline + alpha * delta;
-            const MetricGradients g = metricGradients(model, runWithEmbedding(model, tokens, point, input.pos_embed), metric, RowVector(), {}, {});
+            const MetricGradients g = metricGradients(model, runWithTokenEmbedding(model, tokens, point, input.pos_embed), metric, RowVector(), {}, {});
             if (!g.gradients.firstNonFinite.isEmpty())
                 throw InputError(tr("The gradient is not finite from %1 on at α = %2.").arg(g.gradients.firstNonFinite).arg(alpha));
             gradSum += g.gradients.embed.cast<double>();

@@ -13,6 +13,7 @@
 
 #include "model/analysis/circuits/patching_metric.h"
 #include "model/core/progress.h"
+#include "model/transformer/activation_cache.h"
 #include "model/transformer/model.h"
 
 #include <span>
@@ -44,6 +45,11 @@ struct InputAttribution {
     /// model is from linear).
     double completenessError = 0;
 };
+
+/// The forward pass of `tokens` with the token embedding (hook_embed) replaced by `embedding` [pos, d_model] and the
+/// positions kept (posEmbed [pos, d_model]: the run's pos_embed, zeros for rotary models): a hook sets layer 0's
+/// resid_pre to embedding + posEmbed. A full cache without per-head results. Throws as runForward.
+ActivationCache runWithTokenEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed);
 
 /// The attribution of `tokens` (ids in [0, d_vocab)). Progress units: forward + backward passes (1 + steps for
 /// integrated gradients, 2 for gradient × input). Throws InputError for a kl metric, a metric token or baseline

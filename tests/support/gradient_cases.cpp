@@ -1,0 +1,45 @@
+#include "gradient_cases.h"
+
+#include "hf_llama_folder.h"
+#include "llama_checkpoint.h"
+#include "stories_reference.h"
+#include "test_paths.h"
+
+#include "model/formats/model_loader.h"
+
+#include <QDir>
+
+namespace attnscope::test {
+
+std::map<QString, GradientCase> gradientCases(const QString& tmpDir) {
+    std::map<QString, GradientCase> cases;
+    GradientCase gpt2;
+    gpt2.model = loadModel(testdata("tiny-gpt2/model.safetensors"));
+    gpt2.tokens = {464, 2068, 7586, 21831, 18045, 625, 262, 16931};
+    for (int& t : gpt2.tokens) t %= 512;
+    gpt2.token = 11;
+    gpt2.counter = 300;
+    cases["tiny-gpt2"] = gpt2;
+
+    GradientCase stories;
+    stories.model = loadModel(storiesFile("stories260K.bin"), {}, LoadOptions{storiesFile("tok512.bin")});
+    stories.tokens = {1, 403, 407, 261, 108, 395, 31, 284};
+    stories.token = 278;
+    stories.counter = 395;
+    cases["stories260K"] = stories;
+
+    LlamaSpec spec = smallLlamaSpec("mistral", 32, 4, 2, 8, 48);
+    spec.sliding_window = 3;
+    spec.tied = false;
+    const QString dir = QDir(tmpDir).filePath("mistral");
+    writeHfLlamaFolder(randomLlama(spec, 7, /*qkvBias=*/true), dir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    GradientCase mistral;
+    mistral.model = loadModel(dir);
+    mistral.tokens = {1, 40, 300, 12, 77, 500, 9, 260};
+    mistral.token = 5;
+    mistral.counter = 100;
+    cases["mistral"] = mistral;
+    return cases;
+}
+
+} // namespace attnscope::test

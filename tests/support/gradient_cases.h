@@ -1,0 +1,27 @@
+#pragma once
+// The three models the gradient suites check (tst_backward, tst_edge_attribution), one per family of blocks:
+//  - "tiny-gpt2": LayerNorm, gelu_new, learned positions, tied unembedding;
+//  - "stories260K": RMSNorm, SwiGLU, interleaved RoPE, grouped-query heads;
+//  - "mistral": a random Mistral written as an HF folder (rotate_half RoPE, 4 heads on 2 K/V heads, sliding window 3,
+//    q/k/v biases, untied head).
+// Each with an 8-token prompt and a metric logit[token] − logit[counter] at the last position.
+
+#include "model/transformer/model.h"
+
+#include <QString>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace attnscope::test {
+
+struct GradientCase {
+    std::shared_ptr<const Model> model;
+    std::vector<int> tokens;
+    int token = 0, counter = 0;
+};
+
+/// The three cases by name; the Mistral folder is written under `tmpDir`. Throws as loadModel.
+std::map<QString, GradientCase> gradientCases(const QString& tmpDir);
+
+} // namespace attnscope::test
