@@ -8,6 +8,7 @@
 
 #include "model/analysis/circuits/activation_patching.h"
 #include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/gradients/edge_attribution.h"
 #include "model/analysis/gradients/metric_gradients.h"
 #include "model/analysis/circuits/composition_scores.h"
 #include "model/analysis/embedding_space/embedding_projection.h"
@@ -389,6 +390,19 @@ QJsonObject benchCircuits(const QString& dir, const std::shared_ptr<const Model>
         printRow(QStringLiteral("attribution patching: z of %1 heads, S=%2").arg(cfg.n_layers * cfg.n_heads).arg(S), ta,
                  QStringLiteral("first cell %1").arg(estimate.cells.front().metric, 0, 'g', 6));
         out["z_attribution_16"] = toJson(ta);
+        // EAP-IG (5 steps) of every edge, from the two prompts (issue 32: ≤ 0.25× PyTorch's same computation)
+        EdgeAttributionOptions eo;
+        eo.metric = o.metric;
+        EdgeAttribution edges;
+        const Timing te = timeIt(runs, [&] { edges = runEdgeAttribution(*model, preparePatchingRuns(*model, clean, corrupt), eo); });
+        double scoreNorm = 0;
+        for (const ScoredEdge& e : edges.graph.edges) scoreNorm += e.score * e.score;
+        printRow(QStringLiteral("EAP-IG (5 steps): %1 edges, S=%2").arg(edges.graph.edges.size()).arg(S), te,
+                 QStringLiteral("|scores| %1").arg(std::sqrt(scoreNorm), 0, 'g', 6));
+        QJsonObject je = toJson(te);
+        je["edges"] = int(edges.graph.edges.size());
+        je["score_norm"] = std::sqrt(scoreNorm);
+        out["eap_ig_16"] = je;
     }
     if (cfg.n_ctx >= 128) {
         // forward (full cache) + backward to every hook point, against the forward alone (issue 32: ≤ 3×)

@@ -86,6 +86,8 @@ def main():
         if "z_attribution_16" in c and "z_patching_16" in c:  # issue 32: ≤ 0.1x our activation-patching sweep
             print(f"{name:12} {'attribution patching z, S=16 (ms; / our sweep)':44} {c['z_attribution_16']['median_ms']:9.1f} "
                   f"{c['z_attribution_16']['median_ms'] / c['z_patching_16']['median_ms']:9.3f}   (target <= 0.1)")
+        if "eap_ig_16" in c:  # issue 32: ≤ 0.25x PyTorch's EAP-IG
+            row(f"EAP-IG 5 steps, {c['eap_ig_16'].get('edges', '?')} edges, S=16 (target ratio <= 0.25)", c["eap_ig_16"], tc.get("eap_ig_16"))
         if "forward_backward_128" in c:  # issue 32: ≤ 3x our forward and ≤ 0.5x PyTorch autograd
             fb = c["forward_backward_128"]
             print(f"{name:12} {'forward+backward S=128 (ms; / our forward)':44} {fb['median_ms']:9.1f} "

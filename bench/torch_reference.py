@@ -195,6 +195,67 @@ class HookedGPT2:
         hook("ln_final.hook_normalized", xf)
         return xf @ self.W_U.T
 
+    def forward_split(self, tokens, embed):
+        """The forward as TransformerLens runs it for EAP-IG (use_split_qkv_input, use_attn_result): each head's
+        q, k and v read their own copy of resid_pre ([H, S, D], gradient retained), the MLP its copy of resid_mid, the
+        logits the last resid_post. Returns (last position's logits, receiver inputs per layer (q, k, v, mlp), final
+        residual, sender outputs [1 + L·(H + 1), S, D] in EAP-IG's order: input, per layer its heads and its MLP)."""
+        t, H, dh, D, S = self.t, self.H, self.d_head, self.D, tokens.shape[0]
+        grad = torch.is_grad_enabled()
+        keep = (lambda v: (v.retain_grad(), v)[1]) if grad else (lambda v: v)
+        x = embed + t["wpe.weight"][:S]
+        mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
+        senders, inputs = [embed], []
+        for l in range(self.L):
+            p = f"h.{l}."
+            W = t[p + "attn.c_attn.weight"].reshape(D, 3, H, dh).permute(1, 2, 0, 3)  # [3, H, D, dh]
+            bias = t[p + "attn.c_attn.bias"].reshape(3, H, 1, dh)
+            qkv_in = [keep(x.unsqueeze(0).repeat(H, 1, 1)) for _ in range(3)]  # [H, S, D] each
+            q, k, v = (torch.baddbmm(bias[i], self.ln(qkv_in[i], t[p + "ln_1.weight"], t[p + "ln_1.bias"]), W[i]) for i in range(3))
+            scores = (torch.bmm(q, k.transpose(1, 2)) / math.sqrt(dh)).masked_fill(mask, float("-inf"))
+            z = torch.bmm(torch.softmax(scores, dim=-1), v)  # [H, S, dh]
+            result = torch.bmm(z, t[p + "attn.c_proj.weight"].reshape(H, dh, D))  # [H, S, D] hook_result
+            senders.extend(result.unbind(0))
+            x = x + result.sum(0) + t[p + "attn.c_proj.bias"]
+            mlp_in = keep(x.clone())
+            ln2 = self.ln(mlp_in, t[p + "ln_2.weight"], t[p + "ln_2.bias"])
+            post = torch.nn.functional.gelu(torch.addmm(t[p + "mlp.c_fc.bias"], ln2, t[p + "mlp.c_fc.weight"]), approximate="tanh")
+            mlp_out = torch.addmm(t[p + "mlp.c_proj.bias"], post, t[p + "mlp.c_proj.weight"])
+            senders.append(mlp_out)
+            x = x + mlp_out
+            inputs.append((qkv_in, mlp_in))
+        final = keep(x)
+        logits = self.ln(final[-1:], t["ln_f.weight"], t["ln_f.bias"]) @ self.W_U.T
+        return logits[0], inputs, final, torch.stack(senders)
+
+    def eap_ig(self, clean, corrupt, t_ans, t_cnt, steps=5):
+        """EAP-IG (hannamw/EAP-IG attribute.py get_scores_eap_ig) of logit[t_ans] − logit[t_cnt] at the last position:
+        scores [sender, receiver] = Σ_pos,d (corrupt − clean sender output) · ∂metric/∂(receiver input), the gradient
+        averaged over `steps` runs of the clean prompt with embeddings corrupt + (k/steps)(clean − corrupt). Receivers
+        per layer: each head's q, k, v (head-major), then the MLP; then the logits. Only real edges are kept (a
+        receiver reads the senders before it); returns the scores as one flat tensor in AttnScope's edge order."""
+        H, L = self.H, self.L
+        e_clean, e_corrupt = self.t["wte.weight"][clean], self.t["wte.weight"][corrupt]
+        with torch.no_grad():
+            delta = self.forward_split(corrupt, e_corrupt)[3] - self.forward_split(clean, e_clean)[3]  # [n_fwd, S, D]
+        n_fwd = delta.shape[0]
+        scores = torch.zeros(L * (3 * H + 1) + 1, n_fwd)
+        for k in range(steps):
+            with torch.enable_grad():
+                embed = (e_corrupt + (k / steps) * (e_clean - e_corrupt)).detach().requires_grad_(True)
+                logits, inputs, final, _ = self.forward_split(clean, embed)
+                (logits[t_ans] - logits[t_cnt]).backward()
+            with torch.no_grad():
+                for l, (qkv_in, mlp_in) in enumerate(inputs):
+                    g = torch.stack([m.grad for m in qkv_in], 1).reshape(3 * H, *mlp_in.shape)  # [(h, q/k/v), S, D]
+                    r0, heads_before = l * (3 * H + 1), 1 + l * (H + 1)
+                    scores[r0:r0 + 3 * H, :heads_before] += torch.einsum("bsd,fsd->bf", g, delta[:heads_before])
+                    scores[r0 + 3 * H, :heads_before + H] += torch.einsum("sd,fsd->f", mlp_in.grad, delta[:heads_before + H])
+                scores[-1] += torch.einsum("sd,fsd->f", final.grad, delta)
+        scores /= steps
+        reads = [1 + l * (H + 1) + (H if x == 3 * H else 0) for l in range(L) for x in range(3 * H + 1)] + [n_fwd]
+        return torch.cat([scores[r, :n] for r, n in enumerate(reads)])
+
     def lens(self, cache, k=10):
         """Logit lens: resid_pre of every layer and the final residual, LN_final + W_U, softmax top-k."""
         t = self.t
@@ -380,6 +441,11 @@ def bench_circuits(m, V, runs):
     r["first_cell_metric"] = res["cells"][0]
     print(f"  patching z, {len(res['cells'])} heads, S={S} (one forward per head) {r['median_ms']:.1f} ms", flush=True)
     out = {"z_patching_16": r}
+    if isinstance(m, HookedGPT2):  # EAP-IG of every edge, 5 steps, the same prompts
+        r = time_it(runs, lambda: res.__setitem__("eap", m.eap_ig(clean, corrupt, t_ans, t_cnt)))
+        r["edges"], r["score_norm"] = int(res["eap"].numel()), float(res["eap"].norm())
+        out["eap_ig_16"] = r
+        print(f"  EAP-IG (5 steps), {r['edges']} edges, S={S} {r['median_ms']:.1f} ms", flush=True)
     # forward + backward to every hook point at S = 128: retain_grad on each activation the cache holds, the
     # gradient of logit[a] − logit[b] at the last position
     S = 128
