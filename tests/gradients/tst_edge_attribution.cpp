@@ -306,6 +306,18 @@ private slots:
         QVERIFY_THROWS_EXCEPTION(InputError, runEdgeAttribution(*c.model, runs, o));
 
         o.metric = logitDiff(c);
+        // over the memory budget: refused before the backward passes, with the sizes
+        qputenv("ATTNSCOPE_MEMORY_BUDGET", "20000");
+        try {
+            runEdgeAttribution(*c.model, runs, o);
+            qunsetenv("ATTNSCOPE_MEMORY_BUDGET");
+            QFAIL("edge attribution over the budget ran");
+        } catch (const InputError& e) {
+            qunsetenv("ATTNSCOPE_MEMORY_BUDGET");
+            const QString m = QString::fromUtf8(e.what());
+            QVERIFY2(m.startsWith("Edge attribution over 8 positions needs ") && m.contains("but the memory budget is 19.5 kB") &&
+                         m.contains("ATTNSCOPE_MEMORY_BUDGET"), qPrintable(m));
+        }
         Progress cancel;
         int calls = 0;
         cancel.isCancelled = [&] { return ++calls > 2; };
