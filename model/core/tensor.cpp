@@ -168,7 +168,19 @@ Matrix Weight::toMatrix() const {
     return m;
 }
 
+namespace {
+/// A block-quantized view must start and end on block boundaries along the stored rows (storedAt addresses
+/// whole blocks); a slice inside a block would silently read the block's first elements.
+void requireWholeBlocks(const Weight& w, Eigen::Index first, Eigen::Index n, Eigen::Index extent) {
+    if (w.type != WeightType::Blocks || !w.decoder) return;
+    const Eigen::Index B = w.decoder->blockElements;
+    if (first % B != 0 || (n % B != 0 && first + n != extent))
+        throw std::logic_error("a view of a block-quantized weight must start and end on its blocks");
+}
+} // namespace
+
 Weight Weight::colBlock(Eigen::Index c0, Eigen::Index n) const {
+    if (!transposed) requireWholeBlocks(*this, c0, n, cols);
     Weight w = *this;
     if (ptr) w.ptr = transposed ? storedAt(c0, 0) : storedAt(0, c0);
     w.cols = n;
@@ -176,6 +188,7 @@ Weight Weight::colBlock(Eigen::Index c0, Eigen::Index n) const {
 }
 
 Weight Weight::rowBlock(Eigen::Index r0, Eigen::Index n) const {
+    if (transposed) requireWholeBlocks(*this, r0, n, rows);
     Weight w = *this;
     if (ptr) w.ptr = transposed ? storedAt(0, r0) : storedAt(r0, 0);
     w.rows = n;

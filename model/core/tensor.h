@@ -62,7 +62,8 @@ struct Weight {
     /// True when no element is NaN or ±Inf (F32/F16/BF16 from the stored bits; block-quantized weights from
     /// their decoded values).
     bool allFinite() const;
-    /// Columns [c0, c0+n) as a new view (no copy).
+    /// Columns [c0, c0+n) as a new view (no copy). Of a block-quantized weight, only whole blocks along the stored rows
+    /// (std::logic_error otherwise: a programming error; loaders decode what must be sliced inside blocks).
     Weight colBlock(Eigen::Index c0, Eigen::Index n) const;
     /// Rows [r0, r0+n) as a new view (no copy).
     Weight rowBlock(Eigen::Index r0, Eigen::Index n) const;

@@ -95,7 +95,7 @@ class GgufWeightResolver : public WeightResolver {
 public:
     GgufWeightResolver(const ModelConfig& c, std::shared_ptr<const GgufFile> file, const Progress& progress, qint64& done,
                        qint64 total)
-        : c_(c), file_(std::move(file)), layers_(size_t(c.n_layers)) {
+        : c_(c), file_(std::move(file)), layers_(size_t(c.n_layers)), decodedW_O_(size_t(c.n_layers)) {
         const std::int64_t D = c.d_model, V = c.d_vocab, M = c.d_mlp;
         const std::int64_t QD = std::int64_t(c.n_heads) * c.d_head, KD = std::int64_t(c.n_kv_heads) * c.d_head;
         auto step = [&](const QString& what) { progress.step(++done, total, what); };
@@ -144,6 +144,14 @@ public:
         w.W_K = linear(*r.k);
         w.W_V = linear(*r.v);
         w.W_O = linear(*r.o);
+        if (w.W_O.type == WeightType::Blocks && c_.d_head % w.W_O.decoder->blockElements != 0) {
+            // W_O's heads are row blocks [d_head, d_model] of a matrix stored as d_model rows of n_heads·d_head: when
+            // d_head is not a whole number of quantization blocks a head starts inside a block, which no view can
+            // address, so the matrix is decoded to float32 once (tiny models: stories260K's d_head is 8)
+            decodedW_O_[size_t(l)] = w.W_O.toMatrix();
+            const Matrix& m = decodedW_O_[size_t(l)];
+            w.W_O = f32Weight(m.data(), m.rows(), m.cols());
+        }
         if (r.q_b) w.b_Q = rowsWeight(*r.q_b);
         if (r.k_b) w.b_K = rowsWeight(*r.k_b);
         if (r.v_b) w.b_V = rowsWeight(*r.v_b);
@@ -212,6 +220,7 @@ private:
     std::shared_ptr<const GgufFile> file_;
     const GgufTensorInfo *embed_ = nullptr, *norm_ = nullptr, *output_ = nullptr;
     std::vector<Refs> layers_;
+    std::vector<Matrix> decodedW_O_; ///< [layer] W_O decoded when its heads split quantization blocks, else empty
     std::vector<GgmlType> types_;
     QStringList dtypes_;
 };

@@ -15,7 +15,9 @@
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
+#include "support/gguf_q8_copy.h"
 #include "support/gradient_cases.h"
+#include "support/stories_reference.h"
 #include "support/hooked_forward64.h"
 #include "support/induction_pair.h"
 #include "support/test_paths.h"
@@ -120,6 +122,15 @@ private slots:
             cases_[name] = c;
         }
         QCOMPARE(cases_.at("mistral").model->config().n_kv_heads, 2);
+        // stories260K with its matrices in Q8_0 blocks: the per-head columns and transposed reads of quantized weights
+        QFile q8(tmp_.filePath("stories260K-q8.gguf"));
+        QVERIFY(q8.open(QIODevice::WriteOnly));
+        q8.write(ggufQ8_0Copy(storiesFile("stories260K.gguf"), Q8Copy::Q8_0));
+        q8.close();
+        Case quantized = cases_.at("stories260K");
+        quantized.model = loadModel(q8.fileName());
+        QVERIFY(quantized.model->layer(0).W_Q.type == WeightType::Blocks);
+        cases_["stories260K-q8"] = quantized;
     }
 
     void graphIsEapIgs() {
@@ -146,7 +157,7 @@ private slots:
     void scoresMatchFiniteDifferences_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<bool>("ig");
-        for (const char* m : {"tiny-gpt2", "stories260K", "mistral"}) {
+        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "stories260K-q8"}) {
             QTest::addRow("%s eap", m) << QString(m) << false;
             QTest::addRow("%s eap-ig", m) << QString(m) << true;
         }
@@ -199,7 +210,7 @@ private slots:
 
     void faithfulnessEnds_data() {
         QTest::addColumn<QString>("model");
-        for (const char* m : {"tiny-gpt2", "stories260K", "mistral"}) QTest::addRow("%s", m) << QString(m);
+        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "stories260K-q8"}) QTest::addRow("%s", m) << QString(m);
     }
 
     /// Every edge: the clean metric; no edge: the corrupted metric; all of one sender's edges left out: that
