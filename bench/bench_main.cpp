@@ -357,6 +357,40 @@ QJsonObject benchSyntheticViews(const QList<int>& seqs, int runs) {
     return out;
 }
 
+/// Forward + backward to every hook point at S = 128 (issue 32), the gradient of a logit difference at the last
+/// position: "forward_backward_128" with the full cache (the PyTorch row's work: every hook point, per-head
+/// results, all logits), against that forward alone (≤ 3×, and ≤ 0.5× PyTorch autograd); and
+/// "forward_backward_app_128" with the app's cache (appCacheOptions), its peak RSS against the app-cache
+/// forward's (≤ 2×). The app-cache rows run first: freed memory stays resident (heap_reuse.h), so a row's peak
+/// includes what the rows before it held.
+void benchForwardBackward(const Model& model, int runs, QJsonObject& out) {
+    const ModelConfig& cfg = model.config();
+    const std::vector<int> tokens = randomTokens(128, cfg.d_vocab, 128);
+    PatchingMetric m;
+    m.kind = PatchingMetricKind::LogitDiff;
+    m.token = tokens.back();
+    m.counterToken = tokens.front();
+    double norm = 0;
+    const auto row = [&](const QString& what, const ForwardOptions& opt) {
+        const Timing tf = timeIt(runs, [&] { const ActivationCache c = runForward(model, tokens, opt); });
+        const Timing tb = timeIt(runs, [&] {
+            const ActivationCache c = runForward(model, tokens, opt);
+            norm = double(metricGradients(model, c, m, RowVector()).gradients.embed.norm());
+        });
+        printRow(QStringLiteral("forward + backward to every hook, S=128, %1").arg(what), tb,
+                 QStringLiteral("%1× the forward (%2 ms, peak RSS %3 MiB); |∂/∂embed| %4").arg(tb.median_ms / tf.median_ms, 0, 'f', 2)
+                     .arg(tf.median_ms, 0, 'f', 1).arg(tf.peak_rss_mib, 0, 'f', 0).arg(norm, 0, 'g', 6));
+        QJsonObject j = toJson(tb);
+        j["forward_median_ms"] = tf.median_ms;
+        j["forward_min_ms"] = tf.min_ms;
+        j["forward_peak_rss_mib"] = tf.peak_rss_mib;
+        j["grad_embed_norm"] = norm;
+        return j;
+    };
+    out["forward_backward_app_128"] = row(QStringLiteral("app cache"), appCacheOptions());
+    out["forward_backward_128"] = row(QStringLiteral("full cache"), ForwardOptions{});
+}
+
 /// The circuit rows (docs/performance.md, issue 14): the z patching sweep of every head at S = 16 (clean and
 /// corrupted runs included, as a TransformerLens loop caches the clean run first), the information-flow graph at
 /// S = 128 (contributions + pruning from the last position), and every composition score of the model (Q, K
@@ -404,26 +438,7 @@ QJsonObject benchCircuits(const QString& dir, const std::shared_ptr<const Model>
         je["score_norm"] = std::sqrt(scoreNorm);
         out["eap_ig_16"] = je;
     }
-    if (cfg.n_ctx >= 128) {
-        // forward (full cache) + backward to every hook point, against the forward alone (issue 32: ≤ 3×)
-        const std::vector<int> tokens = randomTokens(128, cfg.d_vocab, 128);
-        PatchingMetric m;
-        m.kind = PatchingMetricKind::LogitDiff;
-        m.token = tokens.back();
-        m.counterToken = tokens.front();
-        const Timing tf = timeIt(runs, [&] { const ActivationCache c = runForward(*model, tokens); });
-        double norm = 0;
-        const Timing tb = timeIt(runs, [&] {
-            const ActivationCache c = runForward(*model, tokens);
-            norm = double(metricGradients(*model, c, m, RowVector()).gradients.embed.norm());
-        });
-        printRow(QStringLiteral("forward + backward to every hook, S=128"), tb,
-                 QStringLiteral("%1× the forward (%2 ms); |∂/∂embed| %3").arg(tb.median_ms / tf.median_ms, 0, 'f', 2).arg(tf.median_ms, 0, 'f', 1).arg(norm, 0, 'g', 6));
-        QJsonObject j = toJson(tb);
-        j["forward_median_ms"] = tf.median_ms;
-        j["grad_embed_norm"] = norm;
-        out["forward_backward_128"] = j;
-    }
+    if (cfg.n_ctx >= 128) benchForwardBackward(*model, runs, out);
     if (cfg.n_ctx >= 128) {
         const ActivationCache cache = runForward(*model, randomTokens(128, cfg.d_vocab, 128));
         size_t edges = 0;
@@ -506,10 +521,10 @@ QJsonObject benchMemory(const QString& dir, const QList<int>& seqs) {
 
 /// All benchmarks for one model folder.
 QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<int>& lensSeqs, int runs, bool wov,
-                       double peakGflops, bool circuitsOnly, bool forwardOnly) {
+                       double peakGflops, bool circuitsOnly, bool forwardOnly, bool gradientsOnly) {
     QJsonObject out;
     std::printf("\n%s\n", qPrintable(dir));
-    if (!circuitsOnly) out["memory"] = benchMemory(dir, seqs);
+    if (!circuitsOnly && !gradientsOnly) out["memory"] = benchMemory(dir, seqs);
 
     // (a) open: loadModel (headers validated, weights mapped); RSS right after the first open
     const double rssBefore = bench::currentRssMiB();
@@ -563,6 +578,12 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
                     model->packedWeightBytes() / 1048576.0);
         out["packing_after_first_pass_ms"] = packMs;
         out["packed_weight_mib"] = model->packedWeightBytes() / 1048576.0;
+    }
+    if (gradientsOnly) {
+        QJsonObject rows;
+        benchForwardBackward(*model, runs, rows);
+        out["circuits"] = rows;
+        return out;
     }
     if (!forwardOnly) out["circuits"] = benchCircuits(dir, model, runs);
     if (circuitsOnly) return out;
@@ -753,6 +774,8 @@ int main(int argc, char** argv) {
     p.addOption({QStringLiteral("circuits-only"), QStringLiteral("Only the open and circuit rows (patching, flow graph, composition).")});
     p.addOption({QStringLiteral("forward-only"), QStringLiteral("Only the forward rows for --seq and the lens rows for --lens-seq: no machine "
                                                                 "probes, open, circuit, view or W_OV rows (e.g. to profile the forward).")});
+    p.addOption({QStringLiteral("gradients-only"), QStringLiteral("Only the open and the forward + backward rows at S = 128 (full and app "
+                                                                  "cache, with peak RSS), e.g. on a llama-1b shape.")});
     p.addOption({QStringLiteral("views-only"), QStringLiteral("Only the view rows (another head, zoom/pan, head grid) on synthetic patterns for --seq.")});
     p.addOption({QStringLiteral("first-open"), QStringLiteral("Only open --model and run its first forward (app cache, the first --seq), "
                                                               "once, in this new process; print the milliseconds (bench/run_comparison.sh "
@@ -802,14 +825,16 @@ int main(int argc, char** argv) {
 #endif
         const ComputeKernels& kernel = computeKernels();
         std::printf("%s\n", qPrintable(kernelSummary()));
-        const bool forwardOnly = p.isSet(QStringLiteral("forward-only"));
-        const double gemm = forwardOnly ? 0 : eigenGemmGflops(2048, runs);
-        const double kernelGemm = forwardOnly ? 0 : kernelGemmGflops(2048, runs);
-        const double fma = forwardOnly ? 0 : bench::fmaPeakGflops(kernel, runs);
-        const double bandwidth = forwardOnly ? 0 : bench::readBandwidthGBs(kernel, runs);
-        std::printf("Eigen GEMM 2048³ (built for the baseline ISA): %.0f GFLOP/s, weightGemm 2048³ (%s): %.0f GFLOP/s, FMA "
-                    "peak (%d lanes) %.0f GFLOP/s, DRAM read %.1f GB/s (%d OpenMP threads, %u hardware threads)\n",
-                    gemm, kernel.name, kernelGemm, kernel.lanes, fma, bandwidth, threads, std::thread::hardware_concurrency());
+        const bool forwardOnly = p.isSet(QStringLiteral("forward-only")), gradientsOnly = p.isSet(QStringLiteral("gradients-only"));
+        const bool probes = !forwardOnly && !gradientsOnly;
+        const double gemm = probes ? eigenGemmGflops(2048, runs) : 0;
+        const double kernelGemm = probes ? kernelGemmGflops(2048, runs) : 0;
+        const double fma = probes ? bench::fmaPeakGflops(kernel, runs) : 0;
+        const double bandwidth = probes ? bench::readBandwidthGBs(kernel, runs) : 0;
+        if (probes)
+            std::printf("Eigen GEMM 2048³ (built for the baseline ISA): %.0f GFLOP/s, weightGemm 2048³ (%s): %.0f GFLOP/s, FMA "
+                        "peak (%d lanes) %.0f GFLOP/s, DRAM read %.1f GB/s (%d OpenMP threads, %u hardware threads)\n",
+                        gemm, kernel.name, kernelGemm, kernel.lanes, fma, bandwidth, threads, std::thread::hardware_concurrency());
         QJsonObject root{{"tool", "attnscope_bench"}, {"date", QDateTime::currentDateTimeUtc().toString(Qt::ISODate)},
                          {"kernel", QString::fromLatin1(kernel.name)}, {"kernel_summary", kernelSummary()},
                          {"eigen_gemm_2048_gflops", gemm}, {"kernel_gemm_2048_gflops", kernelGemm},
@@ -826,7 +851,7 @@ int main(int argc, char** argv) {
         }
         for (const QString& dir : dirs)
             models[QDir(dir).dirName()] = benchModel(dir, seqs, lensSeqs, runs, !forwardOnly && !p.isSet(QStringLiteral("no-wov")),
-                                                       fma, p.isSet(QStringLiteral("circuits-only")), forwardOnly);
+                                                       fma, p.isSet(QStringLiteral("circuits-only")), forwardOnly, gradientsOnly);
         root["models"] = models;
         const QByteArray json = QJsonDocument(root).toJson();
         if (p.isSet(QStringLiteral("json"))) {

@@ -28,7 +28,7 @@ def main():
         print(f"FMA peak ({kernel}) {fma:.0f} GFLOP/s, DRAM read {bandwidth:.1f} GB/s, Eigen GEMM 2048^3 {gemm:.0f} GFLOP/s;"
               " bound = max(FLOPs / FMA peak, file bytes / DRAM read)")
         gemm = fma
-    else:
+    elif gemm:  # (none with --gradients-only, which runs no probes)
         print(f"\nEigen GEMM 2048^3: {gemm:.0f} GFLOP/s (the compute bound below uses it)")
     # medians, and the best of the runs: noise (a VM's host, a neighbour) only ever adds time, so on a shared
     # machine the ratio of the best runs is the steadier of the two; ours/bound uses our best run
@@ -93,6 +93,14 @@ def main():
             print(f"{name:12} {'forward+backward S=128 (ms; / our forward)':44} {fb['median_ms']:9.1f} "
                   f"{fb['median_ms'] / fb['forward_median_ms']:9.2f}   (target <= 3)")
             row("forward + backward to every hook, S=128 (target ratio <= 0.5)", fb, tc.get("forward_backward_128"))
+            if "forward_backward_128" in tc:
+                print(f"{name:12} {'  its peak RSS (MiB)':44} {fb['peak_rss_mib']:9.0f} {tc['forward_backward_128']['peak_rss_mib']:9.0f}")
+        if "forward_backward_app_128" in c:  # issue 32: peak RSS <= 2x the app-cache forward's (Llama-1B shape)
+            fa = c["forward_backward_app_128"]
+            print(f"{name:12} {'forward+backward S=128, app cache (ms; / fwd)':44} {fa['median_ms']:9.1f} "
+                  f"{fa['median_ms'] / fa['forward_median_ms']:9.2f}")
+            print(f"{name:12} {'  peak RSS, MiB: with backward, forward alone':44} {fa['peak_rss_mib']:9.0f} "
+                  f"{fa['forward_peak_rss_mib']:9.0f} {fa['peak_rss_mib'] / fa['forward_peak_rss_mib']:7.2f}   (target <= 2)")
         for key, what in (("flow_graph_128", "flow graph S=128 (target <= 1000 ms)"),
                           ("composition_all", "composition Q+K+V, all pairs (target <= 2000 ms)")):
             if key in c:

