@@ -11,9 +11,11 @@
 #include "model/analysis/attention/head_detectors.h"
 #include "model/analysis/embedding_space/logit_lens.h"
 #include "model/analysis/common/top_tokens.h"
+#include "model/analysis/gradients/attribution_patching.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
+#include "support/handmade_model.h"
 #include "support/image_checks.h"
 #include "support/induction_pair.h"
 #include "support/test_paths.h"
@@ -21,6 +23,7 @@
 #include "views/figures/chart_figure.h"
 #include "views/circuits/circuit_inputs.h"
 #include "views/circuits/circuits_panel.h"
+#include "views/circuits/estimate_scatter.h"
 #include "views/circuits/composition_view.h"
 #include "views/figures/figure_export.h"
 #include "views/circuits/flow_graph_plot.h"
@@ -47,6 +50,30 @@ using namespace attnscope::test;
 namespace {
 
 bool sameOrBothNan(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+/// Every cell of `got` equals `want` (NaN where it is NaN).
+bool sameGrid(const Matrix& got, const Matrix& want) {
+    if (got.rows() != want.rows() || got.cols() != want.cols()) return false;
+    for (Eigen::Index r = 0; r < got.rows(); ++r)
+        for (Eigen::Index c = 0; c < got.cols(); ++c)
+            if (!sameOrBothNan(got(r, c), want(r, c))) return false;
+    return true;
+}
+
+/// Pearson's r written out: Σ(x − x̄)(y − ȳ) / √(Σ(x − x̄)² Σ(y − ȳ)²), in long double.
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+    long double mx = 0, my = 0;
+    for (size_t i = 0; i < x.size(); ++i) mx += x[i], my += y[i];
+    mx /= x.size();
+    my /= y.size();
+    long double sxy = 0, sxx = 0, syy = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    return double(sxy / std::sqrt(sxx * syy));
+}
 
 } // namespace
 
@@ -172,6 +199,129 @@ private slots:
         for (int id : a) QVERIFY2(m.contains(tok.displayToken(id)), qPrintable(tok.displayToken(id)));
         QCOMPARE(p.inputs()->tokenizationText(), m); // shown under the prompts too
         QVERIFY(!p.patching()->sweep());
+    }
+
+    /// Attribution patching beside activation patching: the estimate heatmap holds runAttributionPatching's cells,
+    /// both heatmaps share one colour scale, the scatter's correlation is Pearson's r of the two sweeps computed
+    /// here, a click on a point names its cell, the scatter exports as a drawn image of the asked size; AtP* on
+    /// q equals its library result; ablations are refused with the reason.
+    void attributionEstimateBesideTheSweep() {
+        PatchingView* v = panel_->patching();
+        panel_->subTabs()->setCurrentWidget(v);
+        v->setHook(PatchHook::Z);
+        v->setByPosition(false);
+        v->setAblation(AblationKind::Zero);
+        v->setMethod(PatchingMethod::Attribution);
+        QCOMPARE(v->ablation(), AblationKind::None); // the estimates patch only
+        v->setCompare(true);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        QVERIFY(v->sweep() && v->estimate());
+        const ModelConfig& cfg = model_->config();
+        const int S = int(pair_.clean.size());
+        const PatchingRuns runs = preparePatchingRuns(*model_, pair_.clean, pair_.corrupt);
+        const PatchingSweep actual = runPatchingSweep(*model_, runs, zOptions());
+        const PatchingSweep estimate = runAttributionPatching(*model_, runs, zOptions());
+        QVERIFY(sameGrid(v->estimateHeatmap()->figure().values, patchingGrid(cfg, S, estimate, true)));
+        QVERIFY(sameGrid(v->heatmap()->figure().values, patchingGrid(cfg, S, actual, true)));
+        QCOMPARE(v->estimateHeatmap()->figure().title, QString("z AtP (denoise)"));
+        QCOMPARE(v->heatmap()->figure().title, QString("z patching (denoise)"));
+        // one colour scale: ± the largest |value| of either
+        double limit = 0;
+        for (size_t i = 0; i < actual.cells.size(); ++i)
+            limit = std::max({limit, std::abs(double(float(actual.cells[i].normalised))), std::abs(double(float(estimate.cells[i].normalised)))});
+        QCOMPARE(v->heatmap()->colorRange().upper, limit);
+        QCOMPARE(v->estimateHeatmap()->colorRange().upper, limit);
+        QCOMPARE(v->estimateHeatmap()->colorRange().lower, -limit);
+
+        // the scatter: every cell, Pearson's r of the two sweeps, in the title
+        EstimateScatter* sc = v->scatter();
+        std::vector<double> x, y;
+        for (size_t i = 0; i < actual.cells.size(); ++i) {
+            x.push_back(actual.cells[i].normalised);
+            y.push_back(estimate.cells[i].normalised);
+        }
+        QCOMPARE(sc->pointCount(), cfg.n_layers * cfg.n_heads);
+        const double r = pearson(x, y);
+        QVERIFY2(std::abs(sc->correlation() - r) < 1e-12, qPrintable(QString("%1 vs %2").arg(sc->correlation()).arg(r)));
+        QVERIFY2(sc->titleText().contains(QString("Pearson r = %1").arg(r, 0, 'f', 3)), qPrintable(sc->titleText()));
+        QVERIFY2(v->statusText().contains(QString("Pearson r = %1").arg(r, 0, 'f', 3)), qPrintable(v->statusText()));
+        qInfo() << "z, attribution patching vs activation patching: r =" << r;
+        // a click on L1H2's point names it
+        QCoreApplication::processEvents();
+        sc->replot();
+        const int point = cfg.n_heads + 2;
+        QCOMPARE(sc->pointCell(point), point);
+        QCOMPARE(sc->pointActual(point), actual.cells[size_t(point)].normalised);
+        QCOMPARE(sc->pointAt(sc->pointPixel(point)), point);
+        sc->clickAt(sc->pointPixel(point));
+        QVERIFY2(v->selectedPointText().startsWith("Selected: L1 H2, every position: actual "), qPrintable(v->selectedPointText()));
+        // export: the asked size, points and text drawn
+        QString error;
+        const QString png = dir_.filePath("scatter.png");
+        QVERIFY2(exportFigure(*sc->figure(), png, QSize(640, 480), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(640, 480));
+        QVERIFY2(distinctColours(img) > 10, qPrintable(QString::number(distinctColours(img))));
+        const QString pdf = dir_.filePath("scatter.pdf");
+        QVERIFY2(exportFigure(*sc->figure(), pdf, QSize(640, 480), 1.0, &error), qPrintable(error));
+        QVERIFY(QFileInfo(pdf).size() > 1000);
+
+        // AtP* on q, the estimate alone: its cells, no scatter
+        v->setHook(PatchHook::Q);
+        v->setMethod(PatchingMethod::AtpStar);
+        v->setCompare(false);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith(QString("Done: %1 cells estimated by AtP*").arg(cfg.n_layers * cfg.n_heads)), qPrintable(v->statusText()));
+        PatchingOptions q = zOptions();
+        q.hook = PatchHook::Q;
+        QVERIFY(!v->sweep());
+        QVERIFY(sameGrid(v->estimateHeatmap()->figure().values, patchingGrid(cfg, S, runAttributionPatching(*model_, runs, q, true), true)));
+        QVERIFY(!v->heatmap()->isVisibleTo(v));
+        QCOMPARE(sc->pointCount(), 0);
+
+        // an ablation asked for anyway is refused with the reason
+        v->setAblation(AblationKind::Zero);
+        v->run();
+        QVERIFY2(v->statusText().startsWith("Attribution patching and AtP* estimate patching only; choose activation patching for a zero ablation"),
+                 qPrintable(v->statusText()));
+        v->setMethod(PatchingMethod::Activation);
+        v->setAblation(AblationKind::None);
+        v->setHook(PatchHook::Z);
+    }
+
+    /// A gradient that overflows (W_U's answer row at ±3e38, read by a zero residual stream: the logits are finite,
+    /// the gradient at the last residual, through ln_final's 1/√eps, is not) is shown as the message that names the
+    /// hook, never as a blank.
+    void nonFiniteGradientIsShown() {
+        HandmadeWeights w = zeroWeights(gpt2Config(2, 2, 8, 16, 8));
+        for (int d = 0; d < 8; ++d) w.W_U_T(1, d) = d % 2 ? 3e38f : -3e38f;
+        const std::shared_ptr<const Model> m = makeModel(std::move(w));
+        const std::vector<int> clean{3, 4, 5, 6}, corrupt{3, 7, 5, 6};
+        CircuitInputs inputs;
+        inputs.setContext(m, std::make_shared<const ActivationCache>(runForward(*m, clean)));
+        inputs.setTokenIds(clean, corrupt);
+        inputs.tokenPicker()->setTokenId(1);
+        inputs.counterPicker()->setTokenId(2);
+        PatchingView v(&inputs);
+        v.setContext(m);
+        v.setMethod(PatchingMethod::Attribution);
+        v.run();
+        v.task().waitForIdle();
+        const QString want = "The gradient is not finite from blocks.1.hook_resid_post on";
+        QVERIFY2(v.statusText().startsWith(want), qPrintable(v.statusText()));
+        QVERIFY2(v.estimateHeatmap()->emptyText().startsWith("No estimate: " + want), qPrintable(v.estimateHeatmap()->emptyText()));
+        QVERIFY(v.estimateHeatmap()->isShowingEmptyState());
+        // compared: the activation sweep still runs, the estimate's place says why it is missing
+        v.setCompare(true);
+        v.run();
+        v.task().waitForIdle();
+        QVERIFY(v.sweep() && v.sweep()->cellsDone == 2 * 2);
+        QVERIFY2(v.estimateError().startsWith(want), qPrintable(v.estimateError()));
+        QVERIFY2(v.statusText().contains("The estimate failed: " + want), qPrintable(v.statusText()));
+        QVERIFY2(v.estimateHeatmap()->emptyText().startsWith("No estimate: " + want), qPrintable(v.estimateHeatmap()->emptyText()));
     }
 
     void pathPatchingMatchesLibrary() {
@@ -407,6 +557,14 @@ private slots:
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
         QCOMPARE(other.patching()->hook(), PatchHook::AttnOut);
         QCOMPARE(other.inputs()->direction(), PatchDirection::Noise);
+        // the method and compare settings, the compare box enabled with an estimate method
+        panel_->patching()->setMethod(PatchingMethod::AtpStar);
+        panel_->patching()->setCompare(true);
+        other.restoreState(panel_->saveState(), &problems);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+        QCOMPARE(other.patching()->method(), PatchingMethod::AtpStar);
+        QVERIFY(other.patching()->compare());
+        panel_->patching()->setMethod(PatchingMethod::Activation);
         other.restoreState(QJsonObject{{"activation", "nonsense"}}, &problems);
         QCOMPARE(problems.size(), 1);
         QVERIFY2(problems[0].contains("nonsense"), qPrintable(problems[0]));
