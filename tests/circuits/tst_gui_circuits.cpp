@@ -31,6 +31,8 @@
 #include "views/figures/matrix_heatmap.h"
 #include "views/circuits/path_patching_view.h"
 #include "views/circuits/patching_view.h"
+#include "views/circuits/saliency_view.h"
+#include "views/circuits/token_chips.h"
 #include "views/common/token_picker.h"
 
 #include <QFile>
@@ -322,6 +324,99 @@ private slots:
         QVERIFY2(v.estimateError().startsWith(want), qPrintable(v.estimateError()));
         QVERIFY2(v.statusText().contains("The estimate failed: " + want), qPrintable(v.statusText()));
         QVERIFY2(v.estimateHeatmap()->emptyText().startsWith("No estimate: " + want), qPrintable(v.estimateHeatmap()->emptyText()));
+    }
+
+    /// The saliency chips hold attributeInput's numbers (integrated gradients from the zero baseline, gradient × input
+    /// from a token baseline), the completeness line its sums, the chips' colours the sign and share of max|a|; the
+    /// export is the asked size and drawn; a kl metric and a missing baseline token are refused; Cancel stops a long run.
+    void saliencyChipsEqualAttributeInput() {
+        SaliencyView* v = panel_->saliency();
+        panel_->subTabs()->setCurrentWidget(v);
+        QVERIFY(panel_->inputs()->isEnabled());
+        v->setMethod(SaliencyMethod::IntegratedGradients);
+        v->setSteps(32);
+        v->setBaselineToken(-1);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        InputAttributionOptions o;
+        o.metric = zOptions().metric;
+        const InputAttribution want = attributeInput(*model_, pair_.clean, o);
+        TokenChips* c = v->chips();
+        QCOMPARE(c->values().size(), pair_.clean.size());
+        for (size_t i = 0; i < want.attributions.size(); ++i) QCOMPARE(c->values()[i], want.attributions[i]);
+        QCOMPARE(c->tokens(), tokenLabels(model_->tokenizer(), pair_.clean));
+        const QString line = v->completenessText();
+        for (double x : {want.sum, want.metricInput, want.metricBaseline, want.metricInput - want.metricBaseline})
+            QVERIFY2(line.contains(QString::number(x, 'g', 6)), qPrintable(line + " lacks " + QString::number(x, 'g', 6)));
+        QVERIFY2(line.contains(QString("error %1").arg(want.completenessError, 0, 'g', 3)), qPrintable(line));
+        QVERIFY2(want.completenessError < 0.01, qPrintable(QString::number(want.completenessError))); // 32 steps are enough here
+        qInfo() << "integrated gradients, 32 steps: completeness error" << want.completenessError;
+        // colours: the largest |a| at full intensity of its sign, 0 white
+        double maxAbs = 0;
+        for (double a : want.attributions) maxAbs = std::max(maxAbs, std::abs(a));
+        QCOMPARE(c->maxAbs(), maxAbs);
+        const QColor red = TokenChips::chipColor(maxAbs, maxAbs), blue = TokenChips::chipColor(-maxAbs, maxAbs),
+                     white = TokenChips::chipColor(0, maxAbs), pale = TokenChips::chipColor(0.2 * maxAbs, maxAbs);
+        QVERIFY(red.red() > 150 && red.blue() < 80);
+        QVERIFY(blue.blue() > 80 && blue.red() < 40);
+        QVERIFY(white.red() > 240 && white.green() > 240 && white.blue() > 240);
+        QVERIFY(pale.red() > red.red() && pale.green() > red.green()); // lighter than full red
+        // hover names a chip
+        QCoreApplication::processEvents();
+        QCOMPARE(c->chipAt(c->chipRect(3).center()), 3);
+        QCOMPARE(c->describeChip(3), QString("position 3 %1: %2").arg(c->tokens()[3]).arg(want.attributions[3], 0, 'g', 6));
+        // export: the asked size, the chips' colours in it
+        QString error;
+        const QString png = dir_.filePath("saliency.png");
+        QVERIFY2(exportFigure(*c, png, QSize(900, 200), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(900, 200));
+        QVERIFY2(distinctColours(img, 1) > 20, qPrintable(QString::number(distinctColours(img, 1))));
+        const QString svg = dir_.filePath("saliency.svg");
+        QVERIFY2(exportFigure(*c, svg, QSize(900, 200), 1.0, &error), qPrintable(error));
+        QVERIFY(QFileInfo(svg).size() > 1000);
+
+        // gradient × input from a token baseline
+        const int the = int(pair_.clean[2]);
+        v->setMethod(SaliencyMethod::GradientTimesInput);
+        v->setBaselineToken(the);
+        v->run();
+        v->task().waitForIdle();
+        o.method = SaliencyMethod::GradientTimesInput;
+        o.baselineToken = the;
+        const InputAttribution gxi = attributeInput(*model_, pair_.clean, o);
+        for (size_t i = 0; i < gxi.attributions.size(); ++i) QCOMPARE(c->values()[i], gxi.attributions[i]);
+        QCOMPARE(c->values()[2], 0.0); // the baseline's own token: e − b = 0
+        QVERIFY2(c->figureTitle().contains("gradient × input (baseline " + model_->tokenizer().displayToken(the) + ")"),
+                 qPrintable(c->figureTitle()));
+
+        // refusals
+        v->setBaselineToken(-1);
+        panel_->inputs()->setMetricKind(PatchingMetricKind::KL);
+        v->run();
+        QVERIFY2(v->statusText().startsWith("Saliency needs a metric of the clean run alone"), qPrintable(v->statusText()));
+        panel_->inputs()->setMetricKind(PatchingMetricKind::LogitDiff);
+        v->setBaselineToken(0);
+        v->baselinePicker()->setText("#999999");
+        v->run();
+        QVERIFY2(v->statusText().startsWith("Baseline: pick the token whose embedding replaces every token (") &&
+                     v->statusText().contains(v->baselinePicker()->problem()),
+                 qPrintable(v->statusText()));
+        // cancelled: a long prompt, many steps
+        v->setBaselineToken(-1);
+        v->setMethod(SaliencyMethod::IntegratedGradients);
+        v->setSteps(4000);
+        const InductionPair longPair = inductionPair(model_->config(), 120);
+        panel_->inputs()->setTokenIds(longPair.clean, longPair.corrupt);
+        v->run();
+        QVERIFY(v->task().isRunning());
+        v->cancel();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Cancelled"), qPrintable(v->statusText()));
+        panel_->inputs()->setTokenIds(pair_.clean, pair_.corrupt);
+        v->setSteps(32);
+        panel_->subTabs()->setCurrentWidget(panel_->patching());
     }
 
     void pathPatchingMatchesLibrary() {

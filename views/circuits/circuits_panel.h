@@ -1,8 +1,9 @@
 #pragma once
 // "Circuits" tab: the causal and path-level tools of circuit tracing (issue 14). The shared inputs (clean and
-// corrupted prompts with both tokenizations, metric, direction) sit above five sub-tabs:
+// corrupted prompts with both tokenizations, metric, direction) sit above six sub-tabs:
 //   Patching      activation patching and ablation sweeps as heatmaps (PatchingView)
 //   Path patching sender × receiver tables (PathPatchingView)
+//   Saliency      each prompt token's attribution to the metric: integrated gradients, gradient × input (SaliencyView)
 //   Flow          information-flow routes of the last run (FlowView)
 //   Attend        why a head attends where it does: the score split (AttendView)
 //   Composition   Q/K/V composition scores, baselines and virtual OV circuits (CompositionView)
@@ -20,6 +21,7 @@ class CompositionView;
 class FlowView;
 class PathPatchingView;
 class PatchingView;
+class SaliencyView;
 
 class CircuitsPanel : public AnalysisPanel {
     Q_OBJECT
@@ -39,6 +41,7 @@ public:
     CircuitInputs* inputs() const { return inputs_; }
     PatchingView* patching() const { return patching_; }
     PathPatchingView* pathPatching() const { return pathPatching_; }
+    SaliencyView* saliency() const { return saliency_; }
     FlowView* flow() const { return flow_; }
     AttendView* attend() const { return attend_; }
     CompositionView* composition() const { return composition_; }
@@ -51,6 +54,7 @@ private:
     QTabWidget* tabs_;
     PatchingView* patching_;
     PathPatchingView* pathPatching_;
+    SaliencyView* saliency_;
     FlowView* flow_;
     AttendView* attend_;
     CompositionView* composition_;
