@@ -23,6 +23,7 @@
 #include "views/figures/chart_figure.h"
 #include "views/circuits/circuit_inputs.h"
 #include "views/circuits/circuits_panel.h"
+#include "views/circuits/edge_graph_plot.h"
 #include "views/circuits/estimate_scatter.h"
 #include "views/circuits/composition_view.h"
 #include "views/figures/figure_export.h"
@@ -417,6 +418,77 @@ private slots:
         panel_->inputs()->setTokenIds(pair_.clean, pair_.corrupt);
         v->setSteps(32);
         panel_->subTabs()->setCurrentWidget(panel_->patching());
+    }
+
+    /// The edge-attribution circuit graph on a hand-made EdgeAttribution of the demo's shape: input above layer 0's
+    /// heads above MLP0 above layer 1 above the logits, widths ∝ |score|, red for positive and blue for negative
+    /// scores, hover finds each edge and names it, the values table and the export; an index outside the graph is
+    /// refused.
+    void edgeGraphDrawsACircuit() {
+        const ModelConfig& cfg = model_->config();
+        QCOMPARE(cfg.n_layers, 2);
+        EdgeAttribution a;
+        using S = EdgeSender::Kind;
+        using R = EdgeReceiver::Kind;
+        a.graph.senders.push_back({S::Input, -1, -1});
+        for (int l = 0; l < 2; ++l) {
+            for (int h = 0; h < cfg.n_heads; ++h) a.graph.senders.push_back({S::Head, l, h});
+            a.graph.senders.push_back({S::Mlp, l, -1});
+        }
+        const int input = 0, l0h0 = 1, mlp0 = 1 + cfg.n_heads, l1h1 = 3 + cfg.n_heads;
+        a.graph.receivers = {{R::K, 1, 1}, {R::Q, 1, 1}, {R::Logits, -1, -1}, {R::Mlp, 0, -1}};
+        a.graph.edges = {{l0h0, 0, 2.0}, {input, 1, -1.0}, {l1h1, 2, 4.0}, {mlp0, 2, -0.5}, {input, 3, 0.25}};
+        EdgeGraphPlot plot;
+        plot.resize(800, 600);
+        plot.show();
+        plot.setCircuit(cfg, a, {2, 0, 1, 3}, "hand-made circuit");
+        QCOMPARE(plot.edgeCount(), 4);
+        QCOMPARE(plot.edge(0).score, 4.0);
+        QCOMPARE(plot.edgeWidth(0), 6.0);
+        for (int i = 0; i < 4; ++i) QCOMPARE(plot.edgeWidth(i) - 0.5, 5.5 * std::abs(plot.edge(i).score) / 4.0);
+        for (int i = 0; i < 4; ++i) {
+            const QColor c = plot.edgeColor(i);
+            QVERIFY2(plot.edge(i).score > 0 ? c.red() > c.blue() + 60 : c.blue() > c.red() + 60, qPrintable(c.name()));
+        }
+        // layers top to bottom
+        const double yInput = plot.senderCenter({S::Input, -1, -1}).y(), yL0 = plot.senderCenter({S::Head, 0, 3}).y(),
+                     yM0 = plot.senderCenter({S::Mlp, 0, -1}).y(), yL1 = plot.senderCenter({S::Head, 1, 0}).y(),
+                     yM1 = plot.senderCenter({S::Mlp, 1, -1}).y();
+        QVERIFY(yInput < yL0 && yL0 < yM0 && yM0 < yL1 && yL1 < yM1 && yM1 < plot.logitsCenter().y());
+        QVERIFY(plot.senderCenter({S::Head, 0, 0}).x() < plot.senderCenter({S::Head, 0, 1}).x());
+        // hover: each edge at its middle, named with its score
+        for (int i = 0; i < 4; ++i) QCOMPARE(plot.edgeAt(plot.edgePixel(i)), i);
+        QCOMPARE(plot.edgeAt(QPointF(2, 590)), -1);
+        QCOMPARE(plot.describeEdge(1), QString("L0H0 → L1H1 k: 2"));
+        QCOMPARE(plot.describeEdge(2), QString("input → L1H1 q: -1"));
+        const ValueTable t = plot.figureValues();
+        QCOMPARE(t.cells.size(), size_t(4));
+        QCOMPARE(t.cells[3], (QStringList{"MLP0", "logits", "-0.5"}));
+        // export: the asked size, red and blue strokes in it
+        QString error;
+        const QString png = dir_.filePath("edges.png");
+        QVERIFY2(exportFigure(plot, png, QSize(800, 600), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(800, 600));
+        int red = 0, blue = 0;
+        for (int y = 0; y < img.height(); ++y)
+            for (int x = 0; x < img.width(); ++x) {
+                const QColor c = img.pixelColor(x, y);
+                red += c.red() > c.blue() + 80;
+                blue += c.blue() > c.red() + 80;
+            }
+        QVERIFY2(red > 500 && blue > 200, qPrintable(QString("%1 red, %2 blue pixels").arg(red).arg(blue)));
+        const QString svg = dir_.filePath("edges.svg");
+        QVERIFY2(exportFigure(plot, svg, QSize(800, 600), 1.0, &error), qPrintable(error));
+        QVERIFY(QFileInfo(svg).size() > 1000);
+        // an edge index outside the graph
+        try {
+            plot.setCircuit(cfg, a, {7}, "bad");
+            QFAIL("an edge outside the graph was drawn");
+        } catch (const InputError& e) {
+            QCOMPARE(e.message(), QString("Edge 7 is not in the graph (5 edges)."));
+        }
+        QCOMPARE(plot.edgeCount(), 4); // the last circuit stays
     }
 
     void pathPatchingMatchesLibrary() {
