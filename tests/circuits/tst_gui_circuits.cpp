@@ -23,6 +23,7 @@
 #include "views/figures/chart_figure.h"
 #include "views/circuits/circuit_inputs.h"
 #include "views/circuits/circuits_panel.h"
+#include "views/circuits/edge_attribution_view.h"
 #include "views/circuits/edge_graph_plot.h"
 #include "views/circuits/estimate_scatter.h"
 #include "views/circuits/composition_view.h"
@@ -39,6 +40,7 @@
 #include <QFile>
 #include <QFontMetricsF>
 #include <QImage>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QTableWidget>
 #include <QTabWidget>
@@ -489,6 +491,56 @@ private slots:
             QCOMPARE(e.message(), QString("Edge 7 is not in the graph (5 edges)."));
         }
         QCOMPARE(plot.edgeCount(), 4); // the last circuit stays
+    }
+
+    /// The edge-attribution sub-tab on the induction pair: the circuit drawn is selectCircuitEdges's top N of
+    /// runEdgeAttribution's scores, the faithfulness line evaluateCircuit's share; a new top N re-evaluates; the JSON
+    /// holds the circuit's edges by EAP-IG's names with their scores.
+    void edgeAttributionFindsTheCircuit() {
+        EdgeAttributionView* v = panel_->edgeAttribution();
+        panel_->subTabs()->setCurrentWidget(v);
+        QVERIFY(panel_->inputs()->isEnabled());
+        v->setMethod(EdgeAttributionMethod::EapIg);
+        v->setSteps(5);
+        v->setTopEdges(20);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        const PatchingRuns runs = preparePatchingRuns(*model_, pair_.clean, pair_.corrupt);
+        EdgeAttributionOptions o;
+        o.metric = zOptions().metric;
+        o.steps = 5;
+        const EdgeAttribution want = runEdgeAttribution(*model_, runs, o);
+        const std::vector<int> circuit = selectCircuitEdges(want.graph, 20);
+        QCOMPARE(v->circuit(), circuit);
+        QCOMPARE(v->plot()->edgeCount(), 20);
+        for (int i = 0; i < 20; ++i) QCOMPARE(v->plot()->edge(i).score, want.graph.edges[size_t(circuit[size_t(i)])].score);
+        const CircuitFaithfulness f = evaluateCircuit(*model_, runs, o.metric, want.graph, circuit);
+        QVERIFY2(v->faithfulnessText().startsWith(QString("The top 20 of %1 edges recover %2 % of the metric")
+                                                      .arg(want.graph.edges.size())
+                                                      .arg(100 * f.recovered, 0, 'f', 1)),
+                 qPrintable(v->faithfulnessText()));
+        qInfo() << "EAP-IG top 20 edges recover" << f.recovered;
+        // another top N: re-evaluated from the same scores
+        v->setTopEdges(5);
+        v->task().waitForIdle();
+        QCOMPARE(v->circuit(), selectCircuitEdges(want.graph, 5));
+        QCOMPARE(v->faithfulness()->edges, 5);
+        // JSON: the circuit's edges by name, with their scores
+        const QString json = dir_.filePath("circuit.json");
+        QCOMPARE(v->exportJson(json), QString());
+        QFile file(json);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject o2 = QJsonDocument::fromJson(file.readAll()).object()["edge_attribution"].toObject();
+        QCOMPARE(o2["method"].toString(), QString("eap-ig"));
+        QCOMPARE(o2["top"].toInt(), 5);
+        const QJsonArray edges = o2["edges"].toArray();
+        QCOMPARE(edges.size(), 5);
+        const ScoredEdge& first = want.graph.edges[size_t(v->circuit()[0])];
+        QCOMPARE(edges[0].toObject()["edge"].toString(), want.graph.edgeName(first));
+        QCOMPARE(edges[0].toObject()["score"].toDouble(), first.score);
+        QVERIFY(v->exportJson("/nonexistent/dir/c.json").startsWith("/nonexistent/dir/c.json: "));
+        panel_->subTabs()->setCurrentWidget(panel_->patching());
     }
 
     void pathPatchingMatchesLibrary() {
