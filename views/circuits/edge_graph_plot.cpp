@@ -1,14 +1,11 @@
 #include "views/circuits/edge_graph_plot.h"
 
 #include "model/core/errors.h"
-#include "views/figures/appearance.h"
 #include "views/figures/figure_actions.h"
 #include "views/figures/palettes.h"
 
-#include <QHelpEvent>
 #include <QPainter>
 #include <QPainterPath>
-#include <QToolTip>
 #include <qcustomplot.h>
 #include <cmath>
 
@@ -38,9 +35,8 @@ QString edgeReceiverLabel(const EdgeReceiver& r) {
     return QStringLiteral("logits");
 }
 
-EdgeGraphPlot::EdgeGraphPlot(QWidget* parent) : QWidget(parent) {
+EdgeGraphPlot::EdgeGraphPlot(QWidget* parent) : PaintedFigure(parent) {
     setMinimumSize(320, 240);
-    setMouseTracking(true);
     new FigureActions(this, this, QStringLiteral("edge_attribution_circuit"));
 }
 
@@ -151,7 +147,7 @@ QString EdgeGraphPlot::describeEdge(int i) const {
         .arg(e.score, 0, 'g', 4);
 }
 
-void EdgeGraphPlot::paintGraph(QPainter& p, QSizeF size, const QPalette& palette) const {
+void EdgeGraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) const {
     p.setRenderHint(QPainter::Antialiasing);
     p.setFont(font());
     if (edges_.empty()) {
@@ -204,20 +200,6 @@ void EdgeGraphPlot::paintGraph(QPainter& p, QSizeF size, const QPalette& palette
     node(nodeRect(2 * cfg_.n_layers + 1, 0, 1, size), QStringLiteral("logits"));
 }
 
-QSize EdgeGraphPlot::figureSize() const { return size().isEmpty() ? sizeHint() : size(); }
-
-void EdgeGraphPlot::paintEvent(QPaintEvent*) {
-    QPainter p(this);
-    p.fillRect(rect(), palette().color(QPalette::Base));
-    paintGraph(p, size(), palette());
-}
-
-void EdgeGraphPlot::paintFigure(QCPPainter& painter, QSize size, bool) {
-    const QPalette light = Appearance::lightPalette();
-    painter.fillRect(QRect(QPoint(0, 0), size), light.color(QPalette::Base));
-    paintGraph(painter, size, light);
-}
-
 ValueTable EdgeGraphPlot::figureValues() const {
     ValueTable t;
     t.colLabels = {tr("sender"), tr("receiver"), tr("score")};
@@ -227,15 +209,9 @@ ValueTable EdgeGraphPlot::figureValues() const {
     return t;
 }
 
-bool EdgeGraphPlot::event(QEvent* e) {
-    if (e->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(e);
-        const int i = edgeAt(help->pos());
-        if (i >= 0) QToolTip::showText(help->globalPos(), describeEdge(i), this);
-        else QToolTip::hideText();
-        return true;
-    }
-    return QWidget::event(e);
+QString EdgeGraphPlot::toolTipAt(const QPointF& pos) const {
+    const int i = edgeAt(pos);
+    return i < 0 ? QString() : describeEdge(i);
 }
 
 } // namespace attnscope

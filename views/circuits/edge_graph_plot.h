@@ -7,9 +7,8 @@
 // (PNG/SVG/PDF) and the edges (CSV).
 
 #include "model/analysis/gradients/edge_attribution.h"
-#include "views/figures/figure.h"
+#include "views/figures/painted_figure.h"
 
-#include <QWidget>
 #include <vector>
 
 namespace attnscope {
@@ -19,7 +18,7 @@ QString edgeSenderLabel(const EdgeSender& s);
 /// "L2H0 q", "MLP2", "logits".
 QString edgeReceiverLabel(const EdgeReceiver& r);
 
-class EdgeGraphPlot : public QWidget, public Figure {
+class EdgeGraphPlot : public PaintedFigure {
     Q_OBJECT
 public:
     explicit EdgeGraphPlot(QWidget* parent = nullptr);
@@ -50,15 +49,14 @@ public:
     // Figure
     bool hasFigureData() const override { return !edges_.empty(); }
     QString figureTitle() const override { return title_; }
-    QSize figureSize() const override;
-    void paintFigure(QCPPainter& painter, QSize size, bool vector) override;
     /// sender, receiver, score (exact) of every edge drawn.
     ValueTable figureValues() const override;
     QSize sizeHint() const override { return {900, 600}; }
 
 protected:
-    void paintEvent(QPaintEvent* event) override;
-    bool event(QEvent* event) override;
+    void paintContent(QPainter& p, QSizeF size, const QPalette& palette) const override;
+    /// describeEdge of the edge there.
+    QString toolTipAt(const QPointF& pos) const override;
 
 private:
     /// Node rectangles for a drawing of `size`: row r (0 = input, 2l+1 = layer l's heads, 2l+2 = its MLP,
@@ -67,7 +65,6 @@ private:
     QRectF senderRect(const EdgeSender& s, QSizeF size) const;
     QRectF receiverRect(const EdgeReceiver& r, QSizeF size) const;
     QPainterPath edgePath(int i, QSizeF size) const;
-    void paintGraph(QPainter& p, QSizeF size, const QPalette& palette) const;
 
     ModelConfig cfg_;
     EdgeGraph graph_; ///< senders and receivers (the edges drawn are edges_)

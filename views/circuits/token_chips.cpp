@@ -1,12 +1,9 @@
 #include "views/circuits/token_chips.h"
 
-#include "views/figures/appearance.h"
 #include "views/figures/figure_actions.h"
 #include "views/figures/palettes.h"
 
-#include <QHelpEvent>
 #include <QPainter>
-#include <QToolTip>
 #include <qcustomplot.h>
 #include <cmath>
 
@@ -16,11 +13,10 @@ namespace {
 constexpr double kMargin = 10, kSpacing = 6, kPadX = 8, kPadY = 4;
 } // namespace
 
-TokenChips::TokenChips(QWidget* parent) : QWidget(parent) {
+TokenChips::TokenChips(QWidget* parent) : PaintedFigure(parent) {
     QSizePolicy policy(QSizePolicy::Expanding, QSizePolicy::Preferred);
     policy.setHeightForWidth(true);
     setSizePolicy(policy);
-    setMouseTracking(true);
     new FigureActions(this, this, QStringLiteral("saliency"));
 }
 
@@ -94,7 +90,7 @@ QString TokenChips::describeChip(int index) const {
     return tr("position %1 %2: %3").arg(index).arg(tokens_.value(index)).arg(values_[size_t(index)], 0, 'g', 6);
 }
 
-void TokenChips::paintChips(QPainter& p, QSizeF size, const QPalette& palette) const {
+void TokenChips::paintContent(QPainter& p, QSizeF size, const QPalette& palette) const {
     p.setRenderHint(QPainter::Antialiasing);
     p.setFont(font());
     const QFontMetricsF fm(font());
@@ -126,18 +122,6 @@ void TokenChips::paintChips(QPainter& p, QSizeF size, const QPalette& palette) c
     }
 }
 
-void TokenChips::paintEvent(QPaintEvent*) {
-    QPainter p(this);
-    p.fillRect(rect(), palette().color(QPalette::Base));
-    paintChips(p, size(), palette());
-}
-
-void TokenChips::paintFigure(QCPPainter& painter, QSize size, bool) {
-    const QPalette light = Appearance::lightPalette();
-    painter.fillRect(QRect(QPoint(0, 0), size), light.color(QPalette::Base));
-    paintChips(painter, size, light);
-}
-
 ValueTable TokenChips::figureValues() const {
     ValueTable t;
     t.colLabels = {tr("position"), tr("token"), tr("attribution")};
@@ -145,15 +129,9 @@ ValueTable TokenChips::figureValues() const {
     return t;
 }
 
-bool TokenChips::event(QEvent* e) {
-    if (e->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(e);
-        const int i = chipAt(help->pos());
-        if (i >= 0) QToolTip::showText(help->globalPos(), describeChip(i), this);
-        else QToolTip::hideText();
-        return true;
-    }
-    return QWidget::event(e);
+QString TokenChips::toolTipAt(const QPointF& pos) const {
+    const int i = chipAt(pos);
+    return i < 0 ? QString() : describeChip(i);
 }
 
 } // namespace attnscope

@@ -4,15 +4,14 @@
 // intensity |value| / max|value|, the token above its value. Hover names the position, token and value; the
 // figure menu copies or exports the chips (PNG/SVG/PDF) and their numbers (CSV).
 
-#include "views/figures/figure.h"
+#include "views/figures/painted_figure.h"
 
 #include <QStringList>
-#include <QWidget>
 #include <vector>
 
 namespace attnscope {
 
-class TokenChips : public QWidget, public Figure {
+class TokenChips : public PaintedFigure {
     Q_OBJECT
 public:
     explicit TokenChips(QWidget* parent = nullptr);
@@ -37,8 +36,8 @@ public:
     // Figure
     bool hasFigureData() const override { return !values_.empty(); }
     QString figureTitle() const override { return title_; }
+    /// At least the height the chips need at the widget's width.
     QSize figureSize() const override;
-    void paintFigure(QCPPainter& painter, QSize size, bool vector) override;
     /// position, token, value (exact).
     ValueTable figureValues() const override;
 
@@ -47,13 +46,13 @@ public:
     QSize sizeHint() const override;
 
 protected:
-    void paintEvent(QPaintEvent* event) override;
-    bool event(QEvent* event) override;
+    void paintContent(QPainter& p, QSizeF size, const QPalette& palette) const override;
+    /// describeChip of the chip there.
+    QString toolTipAt(const QPointF& pos) const override;
 
 private:
     /// The chips' rectangles for a drawing `width` wide (below the title), and the height used.
     std::vector<QRectF> layoutChips(double width, double* height) const;
-    void paintChips(QPainter& p, QSizeF size, const QPalette& palette) const;
 
     QString title_, empty_;
     QStringList tokens_;
