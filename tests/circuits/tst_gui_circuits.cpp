@@ -299,7 +299,7 @@ private slots:
 
     /// A gradient that overflows (W_U's answer row at ±3e38, read by a zero residual stream: the logits are finite,
     /// the gradient at the last residual, through ln_final's 1/√eps, is not) is shown as the message that names the
-    /// hook, never as a blank.
+    /// hook, never as a blank: in the patching estimate and in saliency.
     void nonFiniteGradientIsShown() {
         HandmadeWeights w = zeroWeights(gpt2Config(2, 2, 8, 16, 8));
         for (int d = 0; d < 8; ++d) w.W_U_T(1, d) = d % 2 ? 3e38f : -3e38f;
@@ -327,6 +327,24 @@ private slots:
         QVERIFY2(v.estimateError().startsWith(want), qPrintable(v.estimateError()));
         QVERIFY2(v.statusText().contains("The estimate failed: " + want), qPrintable(v.statusText()));
         QVERIFY2(v.estimateHeatmap()->emptyText().startsWith("No estimate: " + want), qPrintable(v.estimateHeatmap()->emptyText()));
+        // saliency on the same model: the message in place of the chips
+        SaliencyView sv(&inputs);
+        sv.setContext(m);
+        sv.setMethod(SaliencyMethod::IntegratedGradients);
+        sv.setSteps(4);
+        sv.run();
+        sv.task().waitForIdle();
+        const QString ig = "The gradient is not finite from blocks.1.hook_resid_post on at α = 0.125.";
+        QCOMPARE(sv.statusText(), ig);
+        QCOMPARE(sv.chips()->emptyText(), "No attribution: " + ig);
+        QVERIFY(!sv.chips()->hasFigureData());
+        // gradient × input: e − b = 0 times an infinite gradient is NaN, reported as such
+        sv.setMethod(SaliencyMethod::GradientTimesInput);
+        sv.run();
+        sv.task().waitForIdle();
+        QVERIFY2(sv.chips()->emptyText().startsWith("No attribution: The attribution of position 0 is not finite"),
+                 qPrintable(sv.chips()->emptyText()));
+        QVERIFY(!sv.chips()->hasFigureData());
     }
 
     /// The saliency chips hold attributeInput's numbers (integrated gradients from the zero baseline, gradient × input

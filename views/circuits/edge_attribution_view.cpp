@@ -17,6 +17,13 @@
 
 namespace attnscope {
 
+namespace {
+QString kEmptyText() {
+    return QObject::tr("Find circuit: the edges of the top N drawn from the input (top) to the logits (bottom), width ∝ |score|, "
+                       "red positive, blue negative.");
+}
+} // namespace
+
 EdgeAttributionView::EdgeAttributionView(CircuitInputs* inputs, QWidget* parent)
     : QWidget(parent), inputs_(inputs),
       tool_(tr("Find circuit"), tr("Enter a corrupted prompt and a metric, then Find circuit: every edge between heads, MLPs, "
@@ -45,8 +52,7 @@ EdgeAttributionView::EdgeAttributionView(CircuitInputs* inputs, QWidget* parent)
     auto* jsonButton = new QPushButton(tr("Export JSON…"));
     faithfulnessLine_ = textLine();
     plot_ = new EdgeGraphPlot;
-    plot_->clear(tr("Find circuit: the edges of the top N drawn from the input (top) to the logits (bottom), width ∝ |score|, "
-                    "red positive, blue negative."));
+    plot_->clear(kEmptyText());
     auto* result = new QWidget;
     auto* resultLayout = new QVBoxLayout(result);
     resultLayout->setContentsMargins(0, 0, 0, 0);
@@ -71,6 +77,14 @@ EdgeAttributionView::EdgeAttributionView(CircuitInputs* inputs, QWidget* parent)
             if (QString e = exportJson(path); !e.isEmpty()) tool_.setStatus(e);
     });
     tool_.setProgressInStatus(true);
+    tool_.setFailedHandler([this](const QString& message) { // a gradient that is not finite names its hook, in place of the graph
+        tool_.setStatus(message);
+        attribution_.reset();
+        circuit_.clear();
+        faithfulness_.reset();
+        faithfulnessLine_->clear();
+        plot_->clear(tr("No circuit: %1").arg(message));
+    });
 }
 
 void EdgeAttributionView::setContext(std::shared_ptr<const Model> model) {
@@ -82,7 +96,7 @@ void EdgeAttributionView::setContext(std::shared_ptr<const Model> model) {
     circuit_.clear();
     faithfulness_.reset();
     faithfulnessLine_->clear();
-    plot_->clear(tr("Find circuit: the edges of the top N drawn from the input (top) to the logits (bottom)."));
+    plot_->clear(kEmptyText());
 }
 
 void EdgeAttributionView::setMethod(EdgeAttributionMethod m) { methodCombo_->setCurrentIndex(methodCombo_->findData(int(m))); }

@@ -10,8 +10,15 @@
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <cmath>
 
 namespace attnscope {
+
+namespace {
+QString kEmptyText() {
+    return QObject::tr("Attribute: each token of the clean prompt as a chip, red where it raises the metric, blue where it lowers it.");
+}
+} // namespace
 
 SaliencyView::SaliencyView(CircuitInputs* inputs, QWidget* parent)
     : QWidget(parent), inputs_(inputs), tool_(tr("Attribute"), tr("Pick a metric above, then Attribute: how much each token of the clean prompt adds to it.")) {
@@ -33,7 +40,7 @@ SaliencyView::SaliencyView(CircuitInputs* inputs, QWidget* parent)
     baselineToken_->setPlaceholderText(tr("baseline token, e.g. ␣the"));
     completeness_ = textLine();
     chips_ = new TokenChips;
-    chips_->setEmptyText(tr("Attribute: each token of the clean prompt as a chip, red where it raises the metric, blue where it lowers it."));
+    chips_->setEmptyText(kEmptyText());
     auto* result = new QWidget;
     auto* resultLayout = new QVBoxLayout(result);
     resultLayout->setContentsMargins(0, 0, 0, 0);
@@ -51,6 +58,13 @@ SaliencyView::SaliencyView(CircuitInputs* inputs, QWidget* parent)
     connect(methodCombo_, &QComboBox::currentIndexChanged, this, &SaliencyView::updateInputs);
     connect(baselineCombo_, &QComboBox::currentIndexChanged, this, &SaliencyView::updateInputs);
     tool_.setProgressInStatus(true);
+    tool_.setFailedHandler([this](const QString& message) { // a gradient that is not finite names its hook, in place of the chips
+        tool_.setStatus(message);
+        attribution_.reset();
+        chips_->setChips({}, {}, {});
+        chips_->setEmptyText(tr("No attribution: %1").arg(message));
+        completeness_->clear();
+    });
     updateInputs();
 }
 
@@ -113,8 +127,15 @@ void SaliencyView::run() {
     const QString baseline = o.baselineToken < 0 ? tr("zero baseline") : tr("baseline %1").arg(model_->tokenizer().displayToken(o.baselineToken));
     tool_.start(tr("Attributing…"), [this, model = model_, spec, o, labels, metric, baseline](const BackgroundTask::Context& ctx) -> std::function<void()> {
         InputAttribution a = attributeInput(*model, spec.clean, o, ctx.progress);
+        // gradient × input does not check its one gradient: a NaN or Inf attribution is reported, never drawn as a blank chip
+        for (size_t p = 0; p < a.attributions.size(); ++p)
+            if (!std::isfinite(a.attributions[p]))
+                throw InputError(tr("The attribution of position %1 is not finite: the gradient overflowed or is NaN (metric(input) = %2).")
+                                     .arg(p)
+                                     .arg(a.metricInput));
         return [this, a = std::move(a), labels, metric, baseline] {
             attribution_ = a;
+            chips_->setEmptyText(kEmptyText());
             const bool ig = a.options.method == SaliencyMethod::IntegratedGradients;
             const QString what = ig ? tr("integrated gradients (%1 steps, %2)").arg(a.options.steps).arg(baseline)
                                     : tr("gradient × input (%1)").arg(baseline);
