@@ -116,7 +116,8 @@ PatchingView::PatchingView(CircuitInputs* inputs, QWidget* parent)
     connect(compare_, &QCheckBox::toggled, this, &PatchingView::redraw);
     connect(scatter_, &EstimateScatter::pointClicked, this, [this](int, const QString& text) { pointInfo_->setText(tr("Selected: ") + text); });
     tool_.setCancelledHandler([this] {
-        tool_.setStatus(tr("Cancelled after %1 of %2 cells.").arg(cellsShown()).arg(sweep_ ? int(sweep_->cells.size()) : 0));
+        if (!sweep_) tool_.setStatus(tr("Cancelled before the estimate was done.")); // attribution patching alone
+        else tool_.setStatus(tr("Cancelled after %1 of %2 cells.").arg(cellsShown()).arg(sweep_->cells.size()));
     });
     tool_.setProgressInStatus(true);
     tool_.setFailedHandler([this](const QString& message) {
