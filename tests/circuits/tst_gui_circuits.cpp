@@ -11,9 +11,11 @@
 #include "model/analysis/attention/head_detectors.h"
 #include "model/analysis/embedding_space/logit_lens.h"
 #include "model/analysis/common/top_tokens.h"
+#include "model/analysis/gradients/attribution_patching.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
+#include "support/handmade_model.h"
 #include "support/image_checks.h"
 #include "support/induction_pair.h"
 #include "support/test_paths.h"
@@ -21,6 +23,9 @@
 #include "views/figures/chart_figure.h"
 #include "views/circuits/circuit_inputs.h"
 #include "views/circuits/circuits_panel.h"
+#include "views/circuits/edge_attribution_view.h"
+#include "views/circuits/edge_graph_plot.h"
+#include "views/circuits/estimate_scatter.h"
 #include "views/circuits/composition_view.h"
 #include "views/figures/figure_export.h"
 #include "views/circuits/flow_graph_plot.h"
@@ -28,11 +33,14 @@
 #include "views/figures/matrix_heatmap.h"
 #include "views/circuits/path_patching_view.h"
 #include "views/circuits/patching_view.h"
+#include "views/circuits/saliency_view.h"
+#include "views/circuits/token_chips.h"
 #include "views/common/token_picker.h"
 
 #include <QFile>
 #include <QFontMetricsF>
 #include <QImage>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QTableWidget>
 #include <QTabWidget>
@@ -47,6 +55,30 @@ using namespace attnscope::test;
 namespace {
 
 bool sameOrBothNan(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+/// Every cell of `got` equals `want` (NaN where it is NaN).
+bool sameGrid(const Matrix& got, const Matrix& want) {
+    if (got.rows() != want.rows() || got.cols() != want.cols()) return false;
+    for (Eigen::Index r = 0; r < got.rows(); ++r)
+        for (Eigen::Index c = 0; c < got.cols(); ++c)
+            if (!sameOrBothNan(got(r, c), want(r, c))) return false;
+    return true;
+}
+
+/// Pearson's r written out: Σ(x − x̄)(y − ȳ) / √(Σ(x − x̄)² Σ(y − ȳ)²), in long double.
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+    long double mx = 0, my = 0;
+    for (size_t i = 0; i < x.size(); ++i) mx += x[i], my += y[i];
+    mx /= x.size();
+    my /= y.size();
+    long double sxy = 0, sxx = 0, syy = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    return double(sxy / std::sqrt(sxx * syy));
+}
 
 } // namespace
 
@@ -172,6 +204,361 @@ private slots:
         for (int id : a) QVERIFY2(m.contains(tok.displayToken(id)), qPrintable(tok.displayToken(id)));
         QCOMPARE(p.inputs()->tokenizationText(), m); // shown under the prompts too
         QVERIFY(!p.patching()->sweep());
+    }
+
+    /// Attribution patching beside activation patching: the estimate heatmap holds runAttributionPatching's cells,
+    /// both heatmaps share one colour scale, the scatter's correlation is Pearson's r of the two sweeps computed
+    /// here, a click on a point names its cell, the scatter exports as a drawn image of the asked size; AtP* on
+    /// q equals its library result; ablations are refused with the reason.
+    void attributionEstimateBesideTheSweep() {
+        PatchingView* v = panel_->patching();
+        panel_->subTabs()->setCurrentWidget(v);
+        v->setHook(PatchHook::Z);
+        v->setByPosition(false);
+        v->setAblation(AblationKind::Zero);
+        v->setMethod(PatchingMethod::Attribution);
+        QCOMPARE(v->ablation(), AblationKind::None); // the estimates patch only
+        v->setCompare(true);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        QVERIFY(v->sweep() && v->estimate());
+        const ModelConfig& cfg = model_->config();
+        const int S = int(pair_.clean.size());
+        const PatchingRuns runs = preparePatchingRuns(*model_, pair_.clean, pair_.corrupt);
+        const PatchingSweep actual = runPatchingSweep(*model_, runs, zOptions());
+        const PatchingSweep estimate = runAttributionPatching(*model_, runs, zOptions());
+        QVERIFY(sameGrid(v->estimateHeatmap()->figure().values, patchingGrid(cfg, S, estimate, true)));
+        QVERIFY(sameGrid(v->heatmap()->figure().values, patchingGrid(cfg, S, actual, true)));
+        QCOMPARE(v->estimateHeatmap()->figure().title, QString("z AtP (denoise)"));
+        QCOMPARE(v->heatmap()->figure().title, QString("z patching (denoise)"));
+        // one colour scale: ± the largest |value| of either
+        double limit = 0;
+        for (size_t i = 0; i < actual.cells.size(); ++i)
+            limit = std::max({limit, std::abs(double(float(actual.cells[i].normalised))), std::abs(double(float(estimate.cells[i].normalised)))});
+        QCOMPARE(v->heatmap()->colorRange().upper, limit);
+        QCOMPARE(v->estimateHeatmap()->colorRange().upper, limit);
+        QCOMPARE(v->estimateHeatmap()->colorRange().lower, -limit);
+
+        // the scatter: every cell, Pearson's r of the two sweeps, in the title
+        EstimateScatter* sc = v->scatter();
+        std::vector<double> x, y;
+        for (size_t i = 0; i < actual.cells.size(); ++i) {
+            x.push_back(actual.cells[i].normalised);
+            y.push_back(estimate.cells[i].normalised);
+        }
+        QCOMPARE(sc->pointCount(), cfg.n_layers * cfg.n_heads);
+        const double r = pearson(x, y);
+        QVERIFY2(std::abs(sc->correlation() - r) < 1e-12, qPrintable(QString("%1 vs %2").arg(sc->correlation()).arg(r)));
+        QVERIFY2(sc->titleText().contains(QString("Pearson r = %1").arg(r, 0, 'f', 3)), qPrintable(sc->titleText()));
+        QVERIFY2(v->statusText().contains(QString("Pearson r = %1").arg(r, 0, 'f', 3)), qPrintable(v->statusText()));
+        qInfo() << "z, attribution patching vs activation patching: r =" << r;
+        // a click on L1H2's point names it
+        QCoreApplication::processEvents();
+        sc->replot();
+        const int point = cfg.n_heads + 2;
+        QCOMPARE(sc->pointCell(point), point);
+        QCOMPARE(sc->pointActual(point), actual.cells[size_t(point)].normalised);
+        QCOMPARE(sc->pointAt(sc->pointPixel(point)), point);
+        sc->clickAt(sc->pointPixel(point));
+        QVERIFY2(v->selectedPointText().startsWith("Selected: L1 H2, every position: actual "), qPrintable(v->selectedPointText()));
+        // export: the asked size, points and text drawn
+        QString error;
+        const QString png = dir_.filePath("scatter.png");
+        QVERIFY2(exportFigure(*sc->figure(), png, QSize(640, 480), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(640, 480));
+        QVERIFY2(distinctColours(img) > 10, qPrintable(QString::number(distinctColours(img))));
+        const QString pdf = dir_.filePath("scatter.pdf");
+        QVERIFY2(exportFigure(*sc->figure(), pdf, QSize(640, 480), 1.0, &error), qPrintable(error));
+        QVERIFY(QFileInfo(pdf).size() > 1000);
+
+        // AtP* on q, the estimate alone: its cells, no scatter
+        v->setHook(PatchHook::Q);
+        v->setMethod(PatchingMethod::AtpStar);
+        v->setCompare(false);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith(QString("Done: %1 cells estimated by AtP*").arg(cfg.n_layers * cfg.n_heads)), qPrintable(v->statusText()));
+        PatchingOptions q = zOptions();
+        q.hook = PatchHook::Q;
+        QVERIFY(!v->sweep());
+        QVERIFY(sameGrid(v->estimateHeatmap()->figure().values, patchingGrid(cfg, S, runAttributionPatching(*model_, runs, q, true), true)));
+        QVERIFY(!v->heatmap()->isVisibleTo(v));
+        QCOMPARE(sc->pointCount(), 0);
+
+        // an ablation asked for anyway is refused with the reason
+        v->setAblation(AblationKind::Zero);
+        v->run();
+        QVERIFY2(v->statusText().startsWith("Attribution patching and AtP* estimate patching only; choose activation patching for a zero ablation"),
+                 qPrintable(v->statusText()));
+        v->setMethod(PatchingMethod::Activation);
+        v->setAblation(AblationKind::None);
+        v->setHook(PatchHook::Z);
+    }
+
+    /// A gradient that overflows (W_U's answer row at ±3e38, read by a zero residual stream: the logits are finite,
+    /// the gradient at the last residual, through ln_final's 1/√eps, is not) is shown as the message that names the
+    /// hook, never as a blank: in the patching estimate and in saliency.
+    void nonFiniteGradientIsShown() {
+        HandmadeWeights w = zeroWeights(gpt2Config(2, 2, 8, 16, 8));
+        for (int d = 0; d < 8; ++d) w.W_U_T(1, d) = d % 2 ? 3e38f : -3e38f;
+        const std::shared_ptr<const Model> m = makeModel(std::move(w));
+        const std::vector<int> clean{3, 4, 5, 6}, corrupt{3, 7, 5, 6};
+        CircuitInputs inputs;
+        inputs.setContext(m, std::make_shared<const ActivationCache>(runForward(*m, clean)));
+        inputs.setTokenIds(clean, corrupt);
+        inputs.tokenPicker()->setTokenId(1);
+        inputs.counterPicker()->setTokenId(2);
+        PatchingView v(&inputs);
+        v.setContext(m);
+        v.setMethod(PatchingMethod::Attribution);
+        v.run();
+        v.task().waitForIdle();
+        const QString want = "The gradient is not finite from blocks.1.hook_resid_post on";
+        QVERIFY2(v.statusText().startsWith(want), qPrintable(v.statusText()));
+        QVERIFY2(v.estimateHeatmap()->emptyText().startsWith("No estimate: " + want), qPrintable(v.estimateHeatmap()->emptyText()));
+        QVERIFY(v.estimateHeatmap()->isShowingEmptyState());
+        // compared: the activation sweep still runs, the estimate's place says why it is missing
+        v.setCompare(true);
+        v.run();
+        v.task().waitForIdle();
+        QVERIFY(v.sweep() && v.sweep()->cellsDone == 2 * 2);
+        QVERIFY2(v.estimateError().startsWith(want), qPrintable(v.estimateError()));
+        QVERIFY2(v.statusText().contains("The estimate failed: " + want), qPrintable(v.statusText()));
+        QVERIFY2(v.estimateHeatmap()->emptyText().startsWith("No estimate: " + want), qPrintable(v.estimateHeatmap()->emptyText()));
+        // saliency on the same model: the message in place of the chips
+        SaliencyView sv(&inputs);
+        sv.setContext(m);
+        sv.setMethod(SaliencyMethod::IntegratedGradients);
+        sv.setSteps(4);
+        sv.run();
+        sv.task().waitForIdle();
+        const QString ig = "The gradient is not finite from blocks.1.hook_resid_post on at α = 0.125.";
+        QCOMPARE(sv.statusText(), ig);
+        QCOMPARE(sv.chips()->emptyText(), "No attribution: " + ig);
+        QVERIFY(!sv.chips()->hasFigureData());
+        // gradient × input: e − b = 0 times an infinite gradient is NaN, reported as such
+        sv.setMethod(SaliencyMethod::GradientTimesInput);
+        sv.run();
+        sv.task().waitForIdle();
+        QVERIFY2(sv.chips()->emptyText().startsWith("No attribution: The attribution of position 0 is not finite"),
+                 qPrintable(sv.chips()->emptyText()));
+        QVERIFY(!sv.chips()->hasFigureData());
+    }
+
+    /// The saliency chips hold attributeInput's numbers (integrated gradients from the zero baseline, gradient × input
+    /// from a token baseline), the completeness line its sums, the chips' colours the sign and share of max|a|; the
+    /// export is the asked size and drawn; a kl metric and a missing baseline token are refused; Cancel stops a long run.
+    void saliencyChipsEqualAttributeInput() {
+        SaliencyView* v = panel_->saliency();
+        panel_->subTabs()->setCurrentWidget(v);
+        QVERIFY(panel_->inputs()->isEnabled());
+        v->setMethod(SaliencyMethod::IntegratedGradients);
+        v->setSteps(32);
+        v->setBaselineToken(-1);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        InputAttributionOptions o;
+        o.metric = zOptions().metric;
+        const InputAttribution want = attributeInput(*model_, pair_.clean, o);
+        TokenChips* c = v->chips();
+        QCOMPARE(c->values().size(), pair_.clean.size());
+        for (size_t i = 0; i < want.attributions.size(); ++i) QCOMPARE(c->values()[i], want.attributions[i]);
+        QCOMPARE(c->tokens(), tokenLabels(model_->tokenizer(), pair_.clean));
+        const QString line = v->completenessText();
+        for (double x : {want.sum, want.metricInput, want.metricBaseline, want.metricInput - want.metricBaseline})
+            QVERIFY2(line.contains(QString::number(x, 'g', 6)), qPrintable(line + " lacks " + QString::number(x, 'g', 6)));
+        QVERIFY2(line.contains(QString("error %1").arg(want.completenessError, 0, 'g', 3)), qPrintable(line));
+        QVERIFY2(want.completenessError < 0.01, qPrintable(QString::number(want.completenessError))); // 32 steps are enough here
+        qInfo() << "integrated gradients, 32 steps: completeness error" << want.completenessError;
+        // colours: the largest |a| at full intensity of its sign, 0 white
+        double maxAbs = 0;
+        for (double a : want.attributions) maxAbs = std::max(maxAbs, std::abs(a));
+        QCOMPARE(c->maxAbs(), maxAbs);
+        const QColor red = TokenChips::chipColor(maxAbs, maxAbs), blue = TokenChips::chipColor(-maxAbs, maxAbs),
+                     white = TokenChips::chipColor(0, maxAbs), pale = TokenChips::chipColor(0.2 * maxAbs, maxAbs);
+        QVERIFY(red.red() > 150 && red.blue() < 80);
+        QVERIFY(blue.blue() > 80 && blue.red() < 40);
+        QVERIFY(white.red() > 240 && white.green() > 240 && white.blue() > 240);
+        QVERIFY(pale.red() > red.red() && pale.green() > red.green()); // lighter than full red
+        // hover names a chip
+        QCoreApplication::processEvents();
+        QCOMPARE(c->chipAt(c->chipRect(3).center()), 3);
+        QCOMPARE(c->describeChip(3), QString("position 3 %1: %2").arg(c->tokens()[3]).arg(want.attributions[3], 0, 'g', 6));
+        // export: the asked size, the chips' colours in it
+        QString error;
+        const QString png = dir_.filePath("saliency.png");
+        QVERIFY2(exportFigure(*c, png, QSize(900, 200), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(900, 200));
+        QVERIFY2(distinctColours(img, 1) > 20, qPrintable(QString::number(distinctColours(img, 1))));
+        const QString svg = dir_.filePath("saliency.svg");
+        QVERIFY2(exportFigure(*c, svg, QSize(900, 200), 1.0, &error), qPrintable(error));
+        QVERIFY(QFileInfo(svg).size() > 1000);
+
+        // gradient × input from a token baseline
+        const int the = int(pair_.clean[2]);
+        v->setMethod(SaliencyMethod::GradientTimesInput);
+        v->setBaselineToken(the);
+        v->run();
+        v->task().waitForIdle();
+        o.method = SaliencyMethod::GradientTimesInput;
+        o.baselineToken = the;
+        const InputAttribution gxi = attributeInput(*model_, pair_.clean, o);
+        for (size_t i = 0; i < gxi.attributions.size(); ++i) QCOMPARE(c->values()[i], gxi.attributions[i]);
+        QCOMPARE(c->values()[2], 0.0); // the baseline's own token: e − b = 0
+        QVERIFY2(c->figureTitle().contains("gradient × input (baseline " + model_->tokenizer().displayToken(the) + ")"),
+                 qPrintable(c->figureTitle()));
+
+        // refusals
+        v->setBaselineToken(-1);
+        panel_->inputs()->setMetricKind(PatchingMetricKind::KL);
+        v->run();
+        QVERIFY2(v->statusText().startsWith("Saliency needs a metric of the clean run alone"), qPrintable(v->statusText()));
+        panel_->inputs()->setMetricKind(PatchingMetricKind::LogitDiff);
+        v->setBaselineToken(0);
+        v->baselinePicker()->setText("#999999");
+        v->run();
+        QVERIFY2(v->statusText().startsWith("Baseline: pick the token whose embedding replaces every token (") &&
+                     v->statusText().contains(v->baselinePicker()->problem()),
+                 qPrintable(v->statusText()));
+        // cancelled: a long prompt, many steps
+        v->setBaselineToken(-1);
+        v->setMethod(SaliencyMethod::IntegratedGradients);
+        v->setSteps(4000);
+        const InductionPair longPair = inductionPair(model_->config(), 120);
+        panel_->inputs()->setTokenIds(longPair.clean, longPair.corrupt);
+        v->run();
+        QVERIFY(v->task().isRunning());
+        v->cancel();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Cancelled"), qPrintable(v->statusText()));
+        panel_->inputs()->setTokenIds(pair_.clean, pair_.corrupt);
+        v->setSteps(32);
+        panel_->subTabs()->setCurrentWidget(panel_->patching());
+    }
+
+    /// The edge-attribution circuit graph on a hand-made EdgeAttribution of the demo's shape: input above layer 0's
+    /// heads above MLP0 above layer 1 above the logits, widths ∝ |score|, red for positive and blue for negative
+    /// scores, hover finds each edge and names it, the values table and the export; an index outside the graph is
+    /// refused.
+    void edgeGraphDrawsACircuit() {
+        const ModelConfig& cfg = model_->config();
+        QCOMPARE(cfg.n_layers, 2);
+        EdgeAttribution a;
+        using S = EdgeSender::Kind;
+        using R = EdgeReceiver::Kind;
+        a.graph.senders.push_back({S::Input, -1, -1});
+        for (int l = 0; l < 2; ++l) {
+            for (int h = 0; h < cfg.n_heads; ++h) a.graph.senders.push_back({S::Head, l, h});
+            a.graph.senders.push_back({S::Mlp, l, -1});
+        }
+        const int input = 0, l0h0 = 1, mlp0 = 1 + cfg.n_heads, l1h1 = 3 + cfg.n_heads;
+        a.graph.receivers = {{R::K, 1, 1}, {R::Q, 1, 1}, {R::Logits, -1, -1}, {R::Mlp, 0, -1}};
+        a.graph.edges = {{l0h0, 0, 2.0}, {input, 1, -1.0}, {l1h1, 2, 4.0}, {mlp0, 2, -0.5}, {input, 3, 0.25}};
+        EdgeGraphPlot plot;
+        plot.resize(800, 600);
+        plot.show();
+        plot.setCircuit(cfg, a, {2, 0, 1, 3}, "hand-made circuit");
+        QCOMPARE(plot.edgeCount(), 4);
+        QCOMPARE(plot.edge(0).score, 4.0);
+        QCOMPARE(plot.edgeWidth(0), 6.0);
+        for (int i = 0; i < 4; ++i) QCOMPARE(plot.edgeWidth(i) - 0.5, 5.5 * std::abs(plot.edge(i).score) / 4.0);
+        for (int i = 0; i < 4; ++i) {
+            const QColor c = plot.edgeColor(i);
+            QVERIFY2(plot.edge(i).score > 0 ? c.red() > c.blue() + 60 : c.blue() > c.red() + 60, qPrintable(c.name()));
+        }
+        // layers top to bottom
+        const double yInput = plot.senderCenter({S::Input, -1, -1}).y(), yL0 = plot.senderCenter({S::Head, 0, 3}).y(),
+                     yM0 = plot.senderCenter({S::Mlp, 0, -1}).y(), yL1 = plot.senderCenter({S::Head, 1, 0}).y(),
+                     yM1 = plot.senderCenter({S::Mlp, 1, -1}).y();
+        QVERIFY(yInput < yL0 && yL0 < yM0 && yM0 < yL1 && yL1 < yM1 && yM1 < plot.logitsCenter().y());
+        QVERIFY(plot.senderCenter({S::Head, 0, 0}).x() < plot.senderCenter({S::Head, 0, 1}).x());
+        // hover: each edge at its middle, named with its score
+        for (int i = 0; i < 4; ++i) QCOMPARE(plot.edgeAt(plot.edgePixel(i)), i);
+        QCOMPARE(plot.edgeAt(QPointF(2, 590)), -1);
+        QCOMPARE(plot.describeEdge(1), QString("L0H0 → L1H1 k: 2"));
+        QCOMPARE(plot.describeEdge(2), QString("input → L1H1 q: -1"));
+        const ValueTable t = plot.figureValues();
+        QCOMPARE(t.cells.size(), size_t(4));
+        QCOMPARE(t.cells[3], (QStringList{"MLP0", "logits", "-0.5"}));
+        // export: the asked size, red and blue strokes in it
+        QString error;
+        const QString png = dir_.filePath("edges.png");
+        QVERIFY2(exportFigure(plot, png, QSize(800, 600), 1.0, &error), qPrintable(error));
+        const QImage img(png);
+        QCOMPARE(img.size(), QSize(800, 600));
+        int red = 0, blue = 0;
+        for (int y = 0; y < img.height(); ++y)
+            for (int x = 0; x < img.width(); ++x) {
+                const QColor c = img.pixelColor(x, y);
+                red += c.red() > c.blue() + 80;
+                blue += c.blue() > c.red() + 80;
+            }
+        QVERIFY2(red > 500 && blue > 200, qPrintable(QString("%1 red, %2 blue pixels").arg(red).arg(blue)));
+        const QString svg = dir_.filePath("edges.svg");
+        QVERIFY2(exportFigure(plot, svg, QSize(800, 600), 1.0, &error), qPrintable(error));
+        QVERIFY(QFileInfo(svg).size() > 1000);
+        // an edge index outside the graph
+        try {
+            plot.setCircuit(cfg, a, {7}, "bad");
+            QFAIL("an edge outside the graph was drawn");
+        } catch (const InputError& e) {
+            QCOMPARE(e.message(), QString("Edge 7 is not in the graph (5 edges)."));
+        }
+        QCOMPARE(plot.edgeCount(), 4); // the last circuit stays
+    }
+
+    /// The edge-attribution sub-tab on the induction pair: the circuit drawn is selectCircuitEdges's top N of
+    /// runEdgeAttribution's scores, the faithfulness line evaluateCircuit's share; a new top N re-evaluates; the JSON
+    /// holds the circuit's edges by EAP-IG's names with their scores.
+    void edgeAttributionFindsTheCircuit() {
+        EdgeAttributionView* v = panel_->edgeAttribution();
+        panel_->subTabs()->setCurrentWidget(v);
+        QVERIFY(panel_->inputs()->isEnabled());
+        v->setMethod(EdgeAttributionMethod::EapIg);
+        v->setSteps(5);
+        v->setTopEdges(20);
+        v->run();
+        v->task().waitForIdle();
+        QVERIFY2(v->statusText().startsWith("Done"), qPrintable(v->statusText()));
+        const PatchingRuns runs = preparePatchingRuns(*model_, pair_.clean, pair_.corrupt);
+        EdgeAttributionOptions o;
+        o.metric = zOptions().metric;
+        o.steps = 5;
+        const EdgeAttribution want = runEdgeAttribution(*model_, runs, o);
+        const std::vector<int> circuit = selectCircuitEdges(want.graph, 20);
+        QCOMPARE(v->circuit(), circuit);
+        QCOMPARE(v->plot()->edgeCount(), 20);
+        for (int i = 0; i < 20; ++i) QCOMPARE(v->plot()->edge(i).score, want.graph.edges[size_t(circuit[size_t(i)])].score);
+        const CircuitFaithfulness f = evaluateCircuit(*model_, runs, o.metric, want.graph, circuit);
+        QVERIFY2(v->faithfulnessText().startsWith(QString("The top 20 of %1 edges recover %2 % of the metric")
+                                                      .arg(want.graph.edges.size())
+                                                      .arg(100 * f.recovered, 0, 'f', 1)),
+                 qPrintable(v->faithfulnessText()));
+        qInfo() << "EAP-IG top 20 edges recover" << f.recovered;
+        // another top N: re-evaluated from the same scores
+        v->setTopEdges(5);
+        v->task().waitForIdle();
+        QCOMPARE(v->circuit(), selectCircuitEdges(want.graph, 5));
+        QCOMPARE(v->faithfulness()->edges, 5);
+        // JSON: the circuit's edges by name, with their scores
+        const QString json = dir_.filePath("circuit.json");
+        QCOMPARE(v->exportJson(json), QString());
+        QFile file(json);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject o2 = QJsonDocument::fromJson(file.readAll()).object()["edge_attribution"].toObject();
+        QCOMPARE(o2["method"].toString(), QString("eap-ig"));
+        QCOMPARE(o2["top"].toInt(), 5);
+        const QJsonArray edges = o2["edges"].toArray();
+        QCOMPARE(edges.size(), 5);
+        const ScoredEdge& first = want.graph.edges[size_t(v->circuit()[0])];
+        QCOMPARE(edges[0].toObject()["edge"].toString(), want.graph.edgeName(first));
+        QCOMPARE(edges[0].toObject()["score"].toDouble(), first.score);
+        QVERIFY(v->exportJson("/nonexistent/dir/c.json").startsWith("/nonexistent/dir/c.json: "));
+        panel_->subTabs()->setCurrentWidget(panel_->patching());
     }
 
     void pathPatchingMatchesLibrary() {
@@ -407,6 +794,14 @@ private slots:
         QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
         QCOMPARE(other.patching()->hook(), PatchHook::AttnOut);
         QCOMPARE(other.inputs()->direction(), PatchDirection::Noise);
+        // the method and compare settings, the compare box enabled with an estimate method
+        panel_->patching()->setMethod(PatchingMethod::AtpStar);
+        panel_->patching()->setCompare(true);
+        other.restoreState(panel_->saveState(), &problems);
+        QVERIFY2(problems.isEmpty(), qPrintable(problems.join('\n')));
+        QCOMPARE(other.patching()->method(), PatchingMethod::AtpStar);
+        QVERIFY(other.patching()->compare());
+        panel_->patching()->setMethod(PatchingMethod::Activation);
         other.restoreState(QJsonObject{{"activation", "nonsense"}}, &problems);
         QCOMPARE(problems.size(), 1);
         QVERIFY2(problems[0].contains("nonsense"), qPrintable(problems[0]));

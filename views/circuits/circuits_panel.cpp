@@ -3,10 +3,12 @@
 #include "views/circuits/attend_view.h"
 #include "views/circuits/circuit_inputs.h"
 #include "views/circuits/composition_view.h"
+#include "views/circuits/edge_attribution_view.h"
 #include "views/circuits/flow_view.h"
 #include "views/common/panel_state.h"
 #include "views/circuits/path_patching_view.h"
 #include "views/circuits/patching_view.h"
+#include "views/circuits/saliency_view.h"
 #include "views/common/token_picker.h"
 
 #include <QLineEdit>
@@ -16,7 +18,7 @@
 namespace attnscope {
 
 namespace {
-const QStringList kTabs{QStringLiteral("patching"), QStringLiteral("path-patching"), QStringLiteral("flow"), QStringLiteral("attend"),
+const QStringList kTabs{QStringLiteral("patching"), QStringLiteral("path-patching"), QStringLiteral("saliency"), QStringLiteral("edges"), QStringLiteral("flow"), QStringLiteral("attend"),
                         QStringLiteral("composition")};
 const QStringList kMetrics{QStringLiteral("logit_diff"), QStringLiteral("logit"), QStringLiteral("prob"), QStringLiteral("logprob"),
                           QStringLiteral("kl")};
@@ -29,18 +31,22 @@ CircuitsPanel::CircuitsPanel(QWidget* parent) : AnalysisPanel(parent) {
     tabs_ = new QTabWidget;
     patching_ = new PatchingView(inputs_);
     pathPatching_ = new PathPatchingView(inputs_);
+    saliency_ = new SaliencyView(inputs_);
+    edges_ = new EdgeAttributionView(inputs_);
     flow_ = new FlowView;
     attend_ = new AttendView;
     composition_ = new CompositionView;
     tabs_->addTab(patching_, tr("Patching"));
     tabs_->addTab(pathPatching_, tr("Path patching"));
+    tabs_->addTab(saliency_, tr("Saliency"));
+    tabs_->addTab(edges_, tr("Edge attribution"));
     tabs_->addTab(flow_, tr("Information flow"));
     tabs_->addTab(attend_, tr("Why attend here?"));
     tabs_->addTab(composition_, tr("Composition"));
     layout->addWidget(tabs_, 1);
     connect(patching_, &PatchingView::statusMessage, this, &AnalysisPanel::statusMessage);
-    // the prompt inputs matter to the two patching tabs only
-    connect(tabs_, &QTabWidget::currentChanged, this, [this](int i) { inputs_->setEnabled(i <= 1); });
+    // the prompt inputs matter to the two patching tabs, saliency and edge attribution only
+    connect(tabs_, &QTabWidget::currentChanged, this, [this](int i) { inputs_->setEnabled(i <= 3); });
 }
 
 void CircuitsPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
@@ -50,6 +56,8 @@ void CircuitsPanel::setContext(std::shared_ptr<const Model> model, std::shared_p
     inputs_->setContext(model, cache);
     patching_->setContext(model);
     pathPatching_->setContext(model);
+    saliency_->setContext(model);
+    edges_->setContext(model);
     flow_->setContext(model, cache, tokenLabels);
     attend_->setContext(model, cache, tokenLabels);
     composition_->setContext(model);
@@ -70,7 +78,9 @@ QJsonObject CircuitsPanel::saveState() const {
     o["token"] = inputs_->tokenPicker()->text();
     o["counter_token"] = inputs_->counterPicker()->text();
     o["direction"] = patchDirectionName(inputs_->direction());
-    patching_->saveSettings(o); // activation, by_position, ablation
+    patching_->saveSettings(o); // activation, by_position, ablation, method, compare
+    saliency_->saveSettings(o); // saliency_method, ig_steps, baseline, baseline_token
+    edges_->saveSettings(o);    // eap_method, eap_steps, eap_top
     return o;
 }
 
@@ -82,21 +92,25 @@ void CircuitsPanel::restoreState(const QJsonObject& state, QStringList* problems
     if (auto m = r.choice(QStringLiteral("metric"), kMetrics)) inputs_->setMetricKind(PatchingMetricKind(*m));
     if (auto d = r.choice(QStringLiteral("direction"), {QStringLiteral("denoise"), QStringLiteral("noise")})) inputs_->setDirection(PatchDirection(*d));
     patching_->restoreSettings(r);
+    saliency_->restoreSettings(r);
+    edges_->restoreSettings(r);
     if (auto t = r.string(QStringLiteral("token"))) inputs_->tokenPicker()->setText(*t);
     if (auto t = r.string(QStringLiteral("counter_token"))) inputs_->counterPicker()->setText(*t);
     if (r.boolean(QStringLiteral("autorun")).value_or(false)) { // screenshots: run the shown sub-tab's tool
         switch (tabs_->currentIndex()) {
         case 0: patching_->run(); break;
         case 1: pathPatching_->run(); break;
-        case 2: flow_->build(); break;
-        case 3: attend_->run(); break;
+        case 2: saliency_->run(); break;
+        case 3: edges_->run(); break;
+        case 4: flow_->build(); break;
+        case 5: attend_->run(); break;
         default: composition_->run(); break;
         }
     }
 }
 
 void CircuitsPanel::waitForIdle() {
-    for (BackgroundTask* t : {&patching_->task(), &pathPatching_->task(), &flow_->task(), &attend_->task(), &composition_->task(),
+    for (BackgroundTask* t : {&patching_->task(), &pathPatching_->task(), &saliency_->task(), &edges_->task(), &flow_->task(), &attend_->task(), &composition_->task(),
                               &composition_->ovTask()})
         t->waitForIdle();
 }

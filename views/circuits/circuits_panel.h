@@ -1,8 +1,10 @@
 #pragma once
 // "Circuits" tab: the causal and path-level tools of circuit tracing (issue 14). The shared inputs (clean and
-// corrupted prompts with both tokenizations, metric, direction) sit above five sub-tabs:
+// corrupted prompts with both tokenizations, metric, direction) sit above seven sub-tabs:
 //   Patching      activation patching and ablation sweeps as heatmaps (PatchingView)
 //   Path patching sender × receiver tables (PathPatchingView)
+//   Saliency      each prompt token's attribution to the metric: integrated gradients, gradient × input (SaliencyView)
+//   Edge attribution  the circuit of the top-N edges by EAP or EAP-IG, drawn, with its faithfulness (EdgeAttributionView)
 //   Flow          information-flow routes of the last run (FlowView)
 //   Attend        why a head attends where it does: the score split (AttendView)
 //   Composition   Q/K/V composition scores, baselines and virtual OV circuits (CompositionView)
@@ -17,9 +19,11 @@ namespace attnscope {
 class AttendView;
 class CircuitInputs;
 class CompositionView;
+class EdgeAttributionView;
 class FlowView;
 class PathPatchingView;
 class PatchingView;
+class SaliencyView;
 
 class CircuitsPanel : public AnalysisPanel {
     Q_OBJECT
@@ -39,6 +43,8 @@ public:
     CircuitInputs* inputs() const { return inputs_; }
     PatchingView* patching() const { return patching_; }
     PathPatchingView* pathPatching() const { return pathPatching_; }
+    SaliencyView* saliency() const { return saliency_; }
+    EdgeAttributionView* edgeAttribution() const { return edges_; }
     FlowView* flow() const { return flow_; }
     AttendView* attend() const { return attend_; }
     CompositionView* composition() const { return composition_; }
@@ -51,6 +57,8 @@ private:
     QTabWidget* tabs_;
     PatchingView* patching_;
     PathPatchingView* pathPatching_;
+    SaliencyView* saliency_;
+    EdgeAttributionView* edges_;
     FlowView* flow_;
     AttendView* attend_;
     CompositionView* composition_;

@@ -72,7 +72,9 @@ void MatrixHeatmap::setFigure(const MatrixFigure& figure) {
         range_ = QCPRange(0, 1);
         break;
     case MatrixFigure::Scale::Signed:
-        range_ = symmetricRange(std::isfinite(lo) ? std::max(std::abs(lo), std::abs(hi)) : 0.0);
+        range_ = symmetricRange(figure.signedLimit > 0 ? figure.signedLimit
+                                : std::isfinite(lo)     ? std::max(std::abs(lo), std::abs(hi))
+                                                        : 0.0);
         break;
     case MatrixFigure::Scale::Sequential:
         range_ = std::isfinite(lo) ? QCPRange(lo, hi > lo ? hi : lo + 1e-9) : QCPRange(0, 1);

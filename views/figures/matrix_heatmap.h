@@ -30,6 +30,8 @@ struct MatrixFigure {
     QString colTitle;           ///< e.g. "d_head", "head"
     QString valueTitle;         ///< colour-bar label, e.g. "attention weight", "logit"
     Scale scale = Scale::Signed;
+    /// Signed: the colour range's half-width when > 0 (heatmaps shown side by side share one scale); 0 = max|v|.
+    double signedLimit = 0;
 };
 
 class MatrixHeatmap : public HeatmapView {

@@ -65,6 +65,8 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
     progress.step(done, passes, QStringLiteral("input"));
 
     const MetricGradients atInput = metricGradients(model, input, metric, RowVector(), {}, {});
+    if (options.method == SaliencyMethod::GradientTimesInput && !atInput.gradients.firstNonFinite.isEmpty())
+        throw InputError(tr("The gradient is not finite from %1 on.").arg(atInput.gradients.firstNonFinite));
     out.metricInput = atInput.value;
     progress.step(++done, passes, QStringLiteral("baseline"));
     const ActivationCache atBaseline = runWithTokenEmbedding(model, tokens, baseline, input.pos_embed);
