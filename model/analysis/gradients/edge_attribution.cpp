@@ -229,7 +229,7 @@ EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs,
         if (ig) {
             const float alpha = float(double(k) / double(passes));
             point = runWithTokenEmbedding(model, clean.tokens, Matrix(corrupt.embed + alpha * (clean.embed - corrupt.embed)),
-                                          clean.pos_embed);
+                                          clean.pos_embed, /*allLogits=*/out.position != S - 1);
         }
         const ActivationCache& run = ig ? *point : clean;
         const MetricGradients mg = metricGradients(model, run, metric, cleanLogits, backward, cancelOnly);

@@ -16,9 +16,11 @@ QString tr(const char* text) { return QCoreApplication::translate("gradients", t
 
 } // namespace
 
-ActivationCache runWithTokenEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed) {
+ActivationCache runWithTokenEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed,
+                                      bool allLogits) {
     ForwardOptions o;
     o.cacheHeadResults = false;
+    o.allLogits = allLogits;
     auto hooks = std::make_shared<ForwardHooks>();
     hooks->resid_pre = [start = Matrix(embedding + posEmbed)](int layer, Matrix& x) { // a copy: the cache keeps the hooks
         if (layer == 0) x = start;

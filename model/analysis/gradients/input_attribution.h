@@ -48,8 +48,10 @@ struct InputAttribution {
 
 /// The forward pass of `tokens` with the token embedding (hook_embed) replaced by `embedding` [pos, d_model] and the
 /// positions kept (posEmbed [pos, d_model]: the run's pos_embed, zeros for rotary models): a hook sets layer 0's
-/// resid_pre to embedding + posEmbed. A full cache without per-head results. Throws as runForward.
-ActivationCache runWithTokenEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed);
+/// resid_pre to embedding + posEmbed. A full cache without per-head results, with the logits of every position or
+/// (allLogits false) of the last only. Throws as runForward.
+ActivationCache runWithTokenEmbedding(const Model& model, std::span<const int> tokens, const Matrix& embedding, const Matrix& posEmbed,
+                                      bool allLogits = true);
 
 /// The attribution of `tokens` (ids in [0, d_vocab)). Progress units: forward + backward passes (1 + steps for
 /// integrated gradients, 2 for gradient × input). Throws InputError for a kl metric, a metric token or baseline
