@@ -2,6 +2,7 @@
 
 #include "model/core/errors.h"
 #include "model/formats/ggml_quants.h"
+#include "model/formats/open_support.h"
 #include "model/formats/safetensors_file.h"
 #include "model/tokenizers/gpt2_bpe_tokenizer.h"
 #include "model/tokenizers/lazy_tokenizer.h"
@@ -50,7 +51,6 @@ private:
     QString arch_;
 };
 
-const QStringList kArchitectures{QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2")};
 
 /// llama.cpp's pre-tokenizer regexes by tokenizer.ggml.pre (src/llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_*).
 QStringList splitPatternsFor(const QString& pre, const GgufFile& f) {
@@ -116,6 +116,10 @@ public:
             r.k_b = optional(p + QStringLiteral("attn_k.bias"), {KD});
             r.v_b = optional(p + QStringLiteral("attn_v.bias"), {KD});
             r.o_b = optional(p + QStringLiteral("attn_output.bias"), {D});
+            if (c.qkNorm) { // qwen3: llama.cpp LLM_TENSOR_ATTN_Q_NORM / ATTN_K_NORM, [d_head] as transformers stores them
+                r.q_norm = require(p + QStringLiteral("attn_q_norm.weight"), {c.d_head});
+                r.k_norm = require(p + QStringLiteral("attn_k_norm.weight"), {c.d_head});
+            }
             r.ln2 = require(p + QStringLiteral("ffn_norm.weight"), {D});
             r.gate = require(p + QStringLiteral("ffn_gate.weight"), {D, M});
             r.up = require(p + QStringLiteral("ffn_up.weight"), {D, M});
@@ -156,6 +160,8 @@ public:
         if (r.k_b) w.b_K = rowsWeight(*r.k_b);
         if (r.v_b) w.b_V = rowsWeight(*r.v_b);
         if (r.o_b) w.b_O = rowsWeight(*r.o_b);
+        if (r.q_norm) w.q_norm_w = rowsWeight(*r.q_norm);
+        if (r.k_norm) w.k_norm_w = rowsWeight(*r.k_norm);
         w.ln2_w = rowsWeight(*r.ln2);
         w.W_gate = linear(*r.gate);
         w.W_in = linear(*r.up);
@@ -168,7 +174,7 @@ public:
 private:
     struct Refs {
         const GgufTensorInfo *ln1 = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *q_b = nullptr,
-                             *k_b = nullptr, *v_b = nullptr, *o_b = nullptr, *ln2 = nullptr, *gate = nullptr,
+                             *k_b = nullptr, *v_b = nullptr, *o_b = nullptr, *q_norm = nullptr, *k_norm = nullptr, *ln2 = nullptr, *gate = nullptr,
                              *up = nullptr, *down = nullptr;
     };
 
@@ -231,12 +237,15 @@ ModelConfig ggufModelConfig(const GgufFile& f) {
     const QString archKey = QStringLiteral("general.architecture");
     if (!f.contains(archKey)) throw ModelError(f.label(), QStringLiteral("missing metadata key %1").arg(archKey));
     const QString arch = f.string(archKey);
-    if (!kArchitectures.contains(arch))
+    const QStringList architectures = openableGgufArchitectures();
+    if (!architectures.contains(arch))
         throw ModelError(f.label(), QStringLiteral("general.architecture '%1' is not supported; supported: %2")
-                                        .arg(arch, kArchitectures.join(QStringLiteral(", "))));
+                                        .arg(arch, architectures.join(QStringLiteral(", "))));
     const GgufKeys k(f, arch);
     ModelConfig c;
-    c.modelType = arch == QLatin1String("qwen2") ? QStringLiteral("qwen2") : QStringLiteral("llama");
+    const bool qwen = arch == QLatin1String("qwen2") || arch == QLatin1String("qwen3");
+    c.modelType = qwen ? arch : QStringLiteral("llama");
+    c.qkNorm = arch == QLatin1String("qwen3");
     c.architecture = arch;
     c.n_layers = k.positive("block_count");
     c.d_model = k.positive("embedding_length");
@@ -264,7 +273,7 @@ ModelConfig ggufModelConfig(const GgufFile& f) {
     c.norm = NormKind::RMSNorm;
     c.norm_eps = k.numberOr("attention.layer_norm_rms_epsilon", 1e-5);
     c.positions = PositionKind::Rotary;
-    c.rope_layout = arch == QLatin1String("qwen2") ? RopeLayout::HalfSplit : RopeLayout::Interleaved;
+    c.rope_layout = qwen ? RopeLayout::HalfSplit : RopeLayout::Interleaved; // llama.cpp LLAMA_ROPE_TYPE_NEOX for qwen2/3
     c.rotary_base = k.numberOr("rope.freq_base", 10000.0);
     const QString scalingKey = k.key("rope.scaling.type");
     if (f.contains(scalingKey)) {

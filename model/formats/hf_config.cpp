@@ -200,7 +200,8 @@ bool qwen2WindowOnEveryLayer(const ConfigReader& r, const QJsonObject& o, int nL
 /// (default hidden_size / num_attention_heads), max_position_embeddings, vocab_size, rms_norm_eps
 /// (default 1e-6), rope_theta (default 10000), rope_scaling, hidden_act (silu), Mistral's sliding_window
 /// (Qwen2's only when use_sliding_window, and on the layers max_window_layers / layer_types say: all or
-/// none). Weights in HF layout: rotary pairs (i, i + d_head/2).
+/// none). Weights in HF layout: rotary pairs (i, i + d_head/2). Qwen3Config adds the per-head q/k RMSNorm
+/// (qkNorm), head_dim defaulting to 128, and windows as Qwen2's.
 ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const QString& type) {
     ModelConfig c;
     c.modelType = type;
@@ -215,7 +216,10 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     const bool explicitHeadDim = !o.value(QLatin1String("head_dim")).isUndefined() && !o.value(QLatin1String("head_dim")).isNull();
     if (!explicitHeadDim && c.d_model % c.n_heads != 0)
         r.fail(QStringLiteral("hidden_size (%1) is not divisible by num_attention_heads (%2)").arg(c.d_model).arg(c.n_heads));
-    c.d_head = r.positiveIntOr(QStringLiteral("head_dim"), c.d_model / c.n_heads);
+    // Qwen3Config's head_dim defaults to 128 (not hidden_size / num_attention_heads): Qwen3-0.6B's 16 heads of 128 span 2048 > 1024
+    const bool qwen3 = type == QLatin1String("qwen3");
+    c.d_head = r.positiveIntOr(QStringLiteral("head_dim"), qwen3 ? 128 : c.d_model / c.n_heads);
+    c.qkNorm = qwen3;
     if (c.d_head % 2 != 0) r.fail(QStringLiteral("head_dim must be even for rotary embeddings (got %1)").arg(c.d_head));
     if (qint64(c.d_head) * c.n_heads > INT_MAX / 4) r.fail(QStringLiteral("head_dim × num_attention_heads is too large"));
     c.d_mlp = r.positiveInt(QStringLiteral("intermediate_size"));
@@ -237,7 +241,7 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     // sliding window: Mistral's applies whenever it is set; Qwen2's only with use_sliding_window
     const bool window = type == QLatin1String("mistral") || r.boolOr(QStringLiteral("use_sliding_window"), false);
     if (window) c.sliding_window = r.positiveIntOr(QStringLiteral("sliding_window"), 0);
-    if (window && type == QLatin1String("qwen2") && c.sliding_window > 0 && !qwen2WindowOnEveryLayer(r, o, c.n_layers))
+    if (window && (type == QLatin1String("qwen2") || qwen3) && c.sliding_window > 0 && !qwen2WindowOnEveryLayer(r, o, c.n_layers))
         c.sliding_window = 0;
     c.tie_word_embeddings = r.boolOr(QStringLiteral("tie_word_embeddings"), false); // the resolver goes by lm_head.weight
     c.bos_token_id = r.tokenIdOr(QStringLiteral("bos_token_id"));
@@ -248,7 +252,8 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
 } // namespace
 
 QStringList supportedModelTypes() {
-    return {QStringLiteral("gpt2"), QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2")};
+    return {QStringLiteral("gpt2"), QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2"),
+            QStringLiteral("qwen3")};
 }
 
 ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
@@ -259,8 +264,11 @@ ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
     if (!type.isString()) r.fail(QStringLiteral("missing model_type; supported: %1").arg(supported));
     if (type.toString() == QLatin1String("gpt2")) return parseGpt2(r);
     if (type.toString() == QLatin1String("llama") || type.toString() == QLatin1String("mistral") ||
-        type.toString() == QLatin1String("qwen2"))
+        type.toString() == QLatin1String("qwen2") || type.toString() == QLatin1String("qwen3"))
         return parseLlamaFamily(r, o, type.toString());
+    if (type.toString() == QLatin1String("qwen3_moe"))
+        r.fail(QStringLiteral("model_type 'qwen3_moe': Qwen 3 mixture-of-experts models are not supported (their MLPs are routed "
+                              "experts); the dense Qwen 3 models (model_type 'qwen3') are"));
     r.fail(QStringLiteral("unsupported model_type '%1'; supported: %2").arg(type.toString(), supported));
 }
 

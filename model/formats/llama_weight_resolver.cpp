@@ -5,7 +5,7 @@
 
 namespace attnscope {
 
-int LlamaWeightResolver::tensorCount(const ModelConfig& config) { return 3 + 9 * config.n_layers; }
+int LlamaWeightResolver::tensorCount(const ModelConfig& config) { return 3 + (config.qkNorm ? 11 : 9) * config.n_layers; }
 
 LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet tensors, const QString& sourceLabel,
                                          const QString& configLabel, const Progress& progress, qint64 progressDone,
@@ -27,6 +27,10 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
         r.k_b = check.optional(p + QStringLiteral("self_attn.k_proj.bias"), {KD});
         r.v_b = check.optional(p + QStringLiteral("self_attn.v_proj.bias"), {KD});
         r.o_b = check.optional(p + QStringLiteral("self_attn.o_proj.bias"), {D});
+        if (config.qkNorm) { // Qwen 3: RMSNorm weights over head_dim
+            r.q_norm = check.require(p + QStringLiteral("self_attn.q_norm.weight"), {config.d_head});
+            r.k_norm = check.require(p + QStringLiteral("self_attn.k_norm.weight"), {config.d_head});
+        }
         r.ln2 = check.require(p + QStringLiteral("post_attention_layernorm.weight"), {D});
         r.gate = check.require(p + QStringLiteral("mlp.gate_proj.weight"), {M, D});
         r.up = check.require(p + QStringLiteral("mlp.up_proj.weight"), {M, D});
@@ -71,6 +75,8 @@ LayerWeights LlamaWeightResolver::layer(int l) {
     w.b_V = vec(r.v_b, KD);
     w.W_O = linear(r.o, QD, D);
     w.b_O = vec(r.o_b, D);
+    w.q_norm_w = vec(r.q_norm, config_.d_head);
+    w.k_norm_w = vec(r.k_norm, config_.d_head);
     w.ln2_w = vec(r.ln2, D);
     w.W_gate = linear(r.gate, D, M);
     w.W_in = linear(r.up, D, M);

@@ -44,7 +44,7 @@ public:
 
 private:
     struct LayerRefs {
-        TensorRef ln1, q, k, v, o, q_b, k_b, v_b, o_b, ln2, gate, up, down;
+        TensorRef ln1, q, k, v, o, q_b, k_b, v_b, o_b, q_norm, k_norm, ln2, gate, up, down;
     };
     ModelConfig config_;
     TensorSet tensors_;

@@ -9,7 +9,9 @@ QStringList openableHfModelTypes() { return supportedModelTypes(); }
 
 QStringList openableSafetensorsDtypes() { return {QStringLiteral("F32"), QStringLiteral("F16"), QStringLiteral("BF16")}; }
 
-QStringList openableGgufArchitectures() { return {QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2")}; }
+QStringList openableGgufArchitectures() {
+    return {QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2"), QStringLiteral("qwen3")};
+}
 
 QStringList openableGgufTensorTypes() {
     return {QStringLiteral("F32"),  QStringLiteral("F16"),  QStringLiteral("BF16"), QStringLiteral("Q8_0"),

@@ -16,7 +16,10 @@ struct LayerCache {
     Matrix resid_pre;               ///< [pos, d_model]   blocks.l.hook_resid_pre
     Matrix ln1;                     ///< [pos, d_model]   ln_1 output (normalized · w + b), the attention input
     Matrix q, k, v;                 ///< [pos, n_heads*d_head]  head h = columns h*d_head..; k/v already expanded for GQA
-                                    ///< (hook_q, hook_k, hook_v: before rotary embeddings)
+                                    ///< (hook_q, hook_k, hook_v: before rotary embeddings; after q_norm/k_norm when
+                                    ///< ModelConfig::qkNorm)
+    Matrix q_pre_norm, k_pre_norm;  ///< qkNorm models only (else empty): the projections ln1·W_Q [pos, n_heads*d_head] and
+                                    ///< ln1·W_K [pos, n_kv_heads*d_head] before the per-head RMSNorm (attn.q_norm/k_norm's input)
     Matrix q_rot, k_rot;            ///< [pos, n_heads*d_head]  q and k after rotary embeddings (hook_rot_q, hook_rot_k),
                                     ///< what the scores are computed from; empty for learned positions
     std::vector<Matrix> attn_scores;///< [head][query_pos, key_pos] scaled Q·Kᵀ after the causal mask: −∞ above the

@@ -58,6 +58,16 @@ void normBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, cons
     });
 }
 
+void headNormBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Matrix& dy, bool frozenScale, Matrix& dx) {
+    const Eigen::Index L = cfg.d_head, rows = x.rows() * (x.cols() / L);
+    ModelConfig rms = cfg;
+    rms.norm = NormKind::RMSNorm;
+    const Matrix xs = Eigen::Map<const Matrix>(x.data(), rows, L), dys = Eigen::Map<const Matrix>(dy.data(), rows, L);
+    Matrix dxs = Matrix::Zero(rows, L);
+    normBackward(rms, xs, w, dys, frozenScale, dxs);
+    dx = Eigen::Map<const Matrix>(dxs.data(), x.rows(), x.cols());
+}
+
 namespace {
 
 /// act′(x) of the MLP activations (forward.cpp activateBlock), in double (activationSlopes: a row in float).
@@ -223,10 +233,18 @@ Matrix attentionBackward(const ModelConfig& cfg, int layer, const LayerWeights& 
         rotateBack(cfg, S, g.q);
         rotateBack(cfg, S, g.k);
     }
-    // ln1 feeds q = ln1·W_Q + b_Q and the shared K/V heads
+    // ln1 feeds q = ln1·W_Q + b_Q and the shared K/V heads (through q_norm, k_norm when the model has them)
     Matrix dLn1, part;
-    timesTransposed(g.q, w.W_Q, dLn1);
-    timesTransposed(sumKvGroups(cfg, g.k), w.W_K, part);
+    if (cfg.qkNorm) {
+        Matrix dPre;
+        headNormBackward(cfg, c.q_pre_norm, w.q_norm_w, g.q, options.stops.normScale, dPre);
+        timesTransposed(dPre, w.W_Q, dLn1);
+        headNormBackward(cfg, c.k_pre_norm, w.k_norm_w, sumKvGroups(cfg, g.k), options.stops.normScale, dPre);
+        timesTransposed(dPre, w.W_K, part);
+    } else {
+        timesTransposed(g.q, w.W_Q, dLn1);
+        timesTransposed(sumKvGroups(cfg, g.k), w.W_K, part);
+    }
     dLn1 += part;
     timesTransposed(sumKvGroups(cfg, g.v), w.W_V, part);
     dLn1 += part;

@@ -52,4 +52,9 @@ void timesTransposed(const Matrix& dy, const Weight& W, Matrix& dx);
 /// dx += (g − x̂·mean(g ⊙ x̂)) / σ; with frozenScale the x̂ terms are dropped (σ held fixed). x, dy: [pos, d_model].
 void normBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Matrix& dy, bool frozenScale, Matrix& dx);
 
+/// The backward of the per-head q/k RMSNorm (forward.h applyHeadNorm): dx [pos, n·d_head] (resized) from the norm's
+/// input x [pos, n·d_head] (LayerCache::q_pre_norm, k_pre_norm) and dy, the gradient at its output, each d_head-wide
+/// segment as normBackward's RMSNorm row; with frozenScale the divisor is held fixed.
+void headNormBackward(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Matrix& dy, bool frozenScale, Matrix& dx);
+
 } // namespace attnscope

@@ -19,7 +19,8 @@ struct ForwardOptions;
 /// D = d_model, H = n_heads, L = d_head, M = d_mlp, V = d_vocab, per layer:
 ///   patterns   = 2·H·S²       (attn_scores and pattern; these alone are n_layers·n_heads·S² floats each)
 ///   headResult = H·S·D        (result, only when ForwardOptions::cacheHeadResults)
-///   other      = 7·S·D + 4·S·H·L + 2·S·M   (residuals, norms, attn/mlp outputs; q, k, v, z; mlp pre/post)
+///   other      = 7·S·D + 4·S·H·L + 2·S·M   (residuals, norms, attn/mlp outputs; q, k, v, z; mlp pre/post),
+///                + S·(H + H_kv)·L with q/k norms (q_pre_norm, k_pre_norm)
 /// plus globals 3·S·D + S (embed, pos_embed, ln_final, its scale) and logits S·V (1·V for last-only).
 /// A residuals-only cache keeps per layer 5·S·D + S·H·L (resid_pre/mid/post, attn_out, mlp_out; z) and
 /// needs room for at least one full layer (the pass's scratch layer, later one recomputed layer).

@@ -166,6 +166,15 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     linears(c.ln1, {linearTarget(S, w.W_Q, w.b_Q, c.q),   // [pos, H*L]
                     linearTarget(S, w.W_K, w.b_K, c.k),   // [pos, H_kv*L]
                     linearTarget(S, w.W_V, w.b_V, c.v)});
+    if (cfg.qkNorm) { // Qwen 3: q_norm, k_norm per head, before rotary (k before the GQA repeat)
+        c.q_pre_norm = c.q;
+        c.k_pre_norm = c.k;
+        applyHeadNorm(cfg, c.q, w.q_norm_w);
+        applyHeadNorm(cfg, c.k, w.k_norm_w);
+    } else {
+        c.q_pre_norm.resize(0, 0);
+        c.k_pre_norm.resize(0, 0);
+    }
     const bool rotary = cfg.positions == PositionKind::Rotary;
     if (rotary) { // q, k rotated by position (hook_rot_q, hook_rot_k); k before the GQA repeat (fewer heads)
         const auto table = ropeTable(cfg, int(S));
@@ -316,6 +325,18 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     });
     y.array().rowwise() *= rowOf(w).array();
     addBias(y, b);
+}
+
+void applyHeadNorm(const ModelConfig& cfg, Matrix& x, const Weight& w) {
+    const Eigen::Index L = cfg.d_head, n = x.cols() / L, rows = x.rows() * n;
+    const float eps = float(cfg.norm_eps);
+    const Eigen::Array<float, 1, Eigen::Dynamic> weight = rowOf(w).array();
+    Eigen::Map<Matrix> segments(x.data(), rows, L); // row-major: segment (i, h) is row i·n + h
+    teamFor<TeamSchedule::Static>(rows, worthThreadsElementwise(double(rows) * double(L)), [&](Eigen::Index r) {
+        auto seg = segments.row(r).array();
+        const float divisor = std::sqrt(seg.square().mean() + eps);
+        seg = seg / divisor * weight;
+    });
 }
 
 void applyActivation(ActivationKind kind, Matrix& x) { activateBlock(kind, x, YBlock{0, x.rows(), 0, x.cols()}); }

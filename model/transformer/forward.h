@@ -87,6 +87,10 @@ Matrix applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
 /// The same into y (resized; its buffer is reused when the size is unchanged).
 void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b, Matrix& y, Vector* scale = nullptr);
 
+/// The per-head RMSNorm of q or k (ModelConfig::qkNorm; transformers Qwen3RMSNorm over head_dim): each d_head-wide
+/// segment of each row of x [pos, n·d_head] becomes seg/√(mean(seg²) + norm_eps) ⊙ w, in place. w: [1, d_head].
+void applyHeadNorm(const ModelConfig& cfg, Matrix& x, const Weight& w);
+
 /// The MLP activation, elementwise, in place.
 void applyActivation(ActivationKind kind, Matrix& x);
 

@@ -60,6 +60,9 @@ struct ModelConfig {
     RopeScaling rope_scaling;
     int sliding_window = 0;     ///< Mistral: a query attends to at most this many keys (itself included); 0 = all
     bool tie_word_embeddings = true; ///< the unembedding is W_Eᵀ (no separate lm_head / output weight)
+    /// Qwen 3 (and Gemma 3): RMSNorm over each head's query and key (weights q_norm_w, k_norm_w [d_head], eps norm_eps)
+    /// after the projection and before rotary embeddings (transformers modeling_qwen3.py Qwen3Attention).
+    bool qkNorm = false;
     QString architecture;       ///< what the file calls it, for display ("gpt2", "llama", "qwen2", GGUF general.architecture)
     int bos_token_id = -1;      ///< -1 when unknown
     int eos_token_id = -1;

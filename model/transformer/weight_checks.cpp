@@ -18,7 +18,8 @@ QStringList nonFiniteWeights(const Model& model, int maxNames) {
         const std::pair<const char*, const Weight*> named[] = {
             {"ln1.w", &w.ln1_w}, {"ln1.b", &w.ln1_b}, {"attn.W_Q", &w.W_Q}, {"attn.W_K", &w.W_K},
             {"attn.W_V", &w.W_V}, {"attn.b_Q", &w.b_Q}, {"attn.b_K", &w.b_K}, {"attn.b_V", &w.b_V},
-            {"attn.W_O", &w.W_O}, {"attn.b_O", &w.b_O}, {"ln2.w", &w.ln2_w}, {"ln2.b", &w.ln2_b},
+            {"attn.q_norm.w", &w.q_norm_w}, {"attn.k_norm.w", &w.k_norm_w}, {"attn.W_O", &w.W_O}, {"attn.b_O", &w.b_O},
+            {"ln2.w", &w.ln2_w}, {"ln2.b", &w.ln2_b},
             {"mlp.W_in", &w.W_in}, {"mlp.b_in", &w.b_in}, {"mlp.W_gate", &w.W_gate}, {"mlp.W_out", &w.W_out},
             {"mlp.b_out", &w.b_out}};
         for (const auto& [name, weight] : named) check(b + QLatin1String(name), *weight);

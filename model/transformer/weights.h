@@ -14,6 +14,7 @@ struct LayerWeights {
     Weight ln1_w, ln1_b;   ///< [1, d_model]; ln1_b empty for RMSNorm
     Weight W_Q, W_K, W_V;  ///< [d_model, n_heads*d_head] (W_K/W_V: n_kv_heads*d_head); head h = columns h*d_head..
     Weight b_Q, b_K, b_V;  ///< [1, n_heads*d_head] or empty
+    Weight q_norm_w, k_norm_w; ///< [1, d_head]: the per-head RMSNorm of q and k (ModelConfig::qkNorm), else empty
     Weight W_O;            ///< [n_heads*d_head, d_model]; W_O^h = rows h*d_head .. (h+1)*d_head-1
     Weight b_O;            ///< [1, d_model] or empty
     Weight ln2_w, ln2_b;   ///< [1, d_model]

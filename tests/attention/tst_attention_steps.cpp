@@ -10,7 +10,10 @@
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
+#include "support/hf_llama_folder.h"
+#include "support/llama_checkpoint.h"
 #include "support/reference_json.h"
+#include "support/stories_reference.h"
 #include "support/test_paths.h"
 
 #include <QJsonDocument>
@@ -217,6 +220,7 @@ private slots:
     void jsonHasNullMaskedCells();
     void rejectsBadArguments();
     void groupedQueryVariant();
+    void qwen3QkNormSteps();
     void demoModel();
 
 private:
@@ -350,6 +354,40 @@ void TestAttentionSteps::groupedQueryVariant() {
     QCOMPARE(maxAbsDiff(step(steps, "k").values, step(attentionSteps(*model, c, 1, 2), "k").values), 0.0);
     QVERIFY(maxAbsDiff(step(steps, "k").values, step(attentionSteps(*model, c, 1, 1), "k").values) > 0.01);
     QVERIFY(step(steps, "ln1").formula.contains("mean(resid_pre²)"));
+}
+
+/// A random Qwen 3 (HF folder): q and k are the projections, q_norm and k_norm their per-head RMSNorms (recomputed
+/// here in double from the projection and the q_norm/k_norm weights read from the checkpoint), RoPE rotates the
+/// normed vectors, and the order is q, k, v, q_norm, k_norm, q_rot, k_rot.
+void TestAttentionSteps::qwen3QkNormSteps() {
+    QTemporaryDir dir;
+    const LlamaCheckpoint ck = randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 21);
+    writeHfLlamaFolder(ck, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    const auto model = loadModel(dir.path());
+    const ActivationCache c = runForward(*model, std::vector<int>{1, 40, 300, 12, 77, 500});
+    const int head = 3, layer = 1, L = 16, kv = 1;
+    const std::vector<AttentionStep> steps = attentionSteps(*model, c, layer, head);
+    QStringList names;
+    for (const AttentionStep& s : steps) names << s.name;
+    QCOMPARE(names, attentionStepNames(4, true, true));
+    QCOMPARE(names.mid(4, 7), QStringList({"q", "k", "v", "q_norm", "k_norm", "q_rot", "k_rot"}));
+    const LlamaLayerTensors& t = ck.layers[size_t(layer)];
+    for (const auto& [raw, normed, weight] : {std::tuple{"q", "q_norm", &t.q_norm}, std::tuple{"k", "k_norm", &t.k_norm}}) {
+        const Matrix& x = step(steps, raw).values;
+        const Matrix& y = step(steps, normed).values;
+        QCOMPARE(y.cols(), Eigen::Index(L));
+        double worst = 0;
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            const double rms = std::sqrt(x.row(i).cast<double>().squaredNorm() / L + 1e-6);
+            for (int e = 0; e < L; ++e) worst = std::max(worst, std::abs(double(x(i, e)) / rms * (*weight)[size_t(e)] - y(i, e)));
+        }
+        QVERIFY2(worst < 1e-5, qPrintable(QString("%1: %2").arg(normed).arg(worst)));
+    }
+    // the cache's q is the normed one, and k_norm is the K/V head's
+    QCOMPARE(maxAbsDiff(step(steps, "q_norm").values, Matrix(c.layers[size_t(layer)].q.middleCols(head * L, L))), 0.0);
+    QCOMPARE(maxAbsDiff(step(steps, "k").values, Matrix(c.layers[size_t(layer)].k_pre_norm.middleCols(kv * L, L))), 0.0);
+    QVERIFY(step(steps, "q_norm").meaning.contains("root mean square"));
+    QCOMPARE(step(steps, "scores").maxAbsDiff, 0.0);
 }
 
 void TestAttentionSteps::demoModel() {

@@ -2,7 +2,7 @@
 // same substitution made outright by a hook (forward_hooks.h), which recomputes every layer and every
 // position: for every hook point, single and several positions, whole and per-head, in batches of many
 // runs, at the last position and an earlier one, on tiny-gpt2 (GPT-2, Conv1D weights) and stories260K
-// (Llama: RMSNorm, rotary, SwiGLU, grouped-query attention, weights stored [out, in]). Bitwise: a patch
+// (Llama: RMSNorm, rotary, SwiGLU, grouped-query attention, weights stored [out, in]), and a random Qwen 3 (q/k norms). Bitwise: a patch
 // equal to the base changes nothing and computes nothing; resid_pre at layer 0 patched everywhere gives the
 // other prompt's logits (also when the prompts share a prefix, so only later positions are rerun, and at
 // S ≥ 64 with a rerun of fewer than 64 rows, where the Llama weights need the GEMM's row class).
@@ -12,8 +12,11 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "support/bitwise_equal.h"
+#include "support/hf_llama_folder.h"
+#include "support/llama_checkpoint.h"
 #include "support/test_paths.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 #include <random>
 
@@ -29,6 +32,15 @@ std::shared_ptr<const Model> stories() {
 /// Llama with F16 matrices stored [out, in] (GGUF): with packed copies they switch to the GEMM's row class at
 /// transposedKernelMinRows(W) = 2 rows on AVX-512 and AVX2, not at 64 as stories260K's float32 ones.
 std::shared_ptr<const Model> tinyRandomF16() { return loadModel(testdata("llama/llama-2-tiny-random.gguf")); }
+/// A random Qwen 3 (per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ 32 / 4) written as an HF folder.
+std::shared_ptr<const Model> qwen3() {
+    static QTemporaryDir dir;
+    const QString path = dir.filePath("qwen3");
+    if (!QFileInfo::exists(path + "/config.json"))
+        writeHfLlamaFolder(randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 5), path, Storage::F32,
+                           testdata("stories260K/tok512.bin"), "tokenizer.bin");
+    return loadModel(path);
+}
 
 std::vector<int> randomTokens(int S, int vocab, unsigned seed) {
     std::mt19937 gen(seed);
@@ -82,6 +94,21 @@ double relativeError(const RowVector& a, const RowVector& b) {
 }
 
 /// Every hook point at a few layers, heads and positions, as one batch, against the hooked forward.
+/// Two patches: head 2's z in layer 0 from `clean`, and layer 1's attention frozen at `base` (attn_out replaced at
+/// every position). Both caches must be full caches that outlive the patches.
+std::vector<ActivationPatch> head2AndFrozenLayer1(const ActivationCache& clean, const ActivationCache& base) {
+    ActivationPatch p;
+    p.hook = PatchHook::Z;
+    p.layer = 0;
+    p.head = 2;
+    p.values = &clean.stored(0).z;
+    ActivationPatch freeze;
+    freeze.hook = PatchHook::AttnOut;
+    freeze.layer = 1;
+    freeze.values = &base.stored(1).attn_out;
+    return {p, freeze};
+}
+
 void checkAgainstHooked(const Model& model, int S, int position, double tolerance) {
     const ModelConfig& cfg = model.config();
     const std::vector<int> clean = randomTokens(S, cfg.d_vocab, 1), corrupt = randomTokens(S, cfg.d_vocab, 2);
@@ -160,7 +187,7 @@ private slots:
     }
 
     void patchingNothingIsTheBaseRunBitwise() {
-        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16()}) {
+        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3()}) {
             const ModelConfig& cfg = model->config();
             const std::vector<int> tokens = randomTokens(10, cfg.d_vocab, 4);
             const ActivationCache base = fullRun(*model, tokens);
@@ -185,7 +212,7 @@ private slots:
     }
 
     void patchingEverythingIsTheSourceRunBitwise() {
-        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16()}) {
+        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3()}) {
             const int V = model->config().d_vocab;
             std::vector<int> a = randomTokens(14, V, 5), b = randomTokens(14, V, 6);
             b[0] = a[0];
@@ -210,22 +237,14 @@ private slots:
     void equalsTheHookedForwardLlama() { checkAgainstHooked(*stories(), 12, -1, 1e-5); }
     void equalsTheHookedForwardLlamaLong() { checkAgainstHooked(*stories(), 70, 66, 1e-5); }
     void equalsTheHookedForwardLlamaF16() { checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardQwen3() { checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
 
     void capturesTheReceiversInputs() {
         const auto model = stories();
         const ModelConfig& cfg = model->config();
         const std::vector<int> clean = randomTokens(11, cfg.d_vocab, 8), corrupt = randomTokens(11, cfg.d_vocab, 9);
         const ActivationCache cleanCache = fullRun(*model, clean), base = fullRun(*model, corrupt);
-        ActivationPatch p;
-        p.hook = PatchHook::Z;
-        p.layer = 0;
-        p.head = 2;
-        p.values = &cleanCache.layer(0)->z;
-        ActivationPatch freeze; // attention of layer 1 frozen at the base (attn_out replaced at every position)
-        freeze.hook = PatchHook::AttnOut;
-        freeze.layer = 1;
-        freeze.values = &base.layer(1)->attn_out;
-        const PatchedRun run{{p, freeze}, {{PatchHook::Q, 2, 3}, {PatchHook::K, 1, 5}, {PatchHook::V, 0, 1}}};
+        const PatchedRun run{head2AndFrozenLayer1(cleanCache, base), {{PatchHook::Q, 2, 3}, {PatchHook::K, 1, 5}, {PatchHook::V, 0, 1}}};
         const auto got = runPatched(*model, base, std::span(&run, 1));
         // reference: the same substitutions by hooks, reading q/k/v where they are computed
         auto hooks = std::make_shared<ForwardHooks>();
@@ -253,6 +272,38 @@ private slots:
         QVERIFY((got[0].captured[1] - k1).cwiseAbs().maxCoeff() < 1e-5f);
         QVERIFY(same(got[0].captured[2], v0)); // before the patched head's layer: the base's
         QVERIFY(!same(got[0].captured[0], base.layer(2)->q.middleCols(3 * L, L)));
+    }
+
+    /// Qwen 3's q/k norms on the capture path that skips a layer's attention: layer 1's attn_out is frozen, and
+    /// its q (head 3) and k (head 1, K/V head 0) are captured from the run's own resid_pre, through q_norm/k_norm.
+    void capturesThroughQkNorms() {
+        const auto model = qwen3();
+        const ModelConfig& cfg = model->config();
+        const std::vector<int> clean = randomTokens(9, cfg.d_vocab, 8), corrupt = randomTokens(9, cfg.d_vocab, 9);
+        const ActivationCache cleanCache = fullRun(*model, clean), base = fullRun(*model, corrupt);
+        const PatchedRun run{head2AndFrozenLayer1(cleanCache, base), {{PatchHook::Q, 1, 3}, {PatchHook::K, 1, 1}}};
+        const auto got = runPatched(*model, base, std::span(&run, 1));
+        auto hooks = std::make_shared<ForwardHooks>();
+        const int L = cfg.d_head;
+        Matrix q, k;
+        hooks->z = [&](int l, Matrix& z) {
+            if (l == 0) z.middleCols(2 * L, L) = cleanCache.layer(0)->z.middleCols(2 * L, L);
+        };
+        hooks->q = [&](int l, Matrix& m) {
+            if (l == 1) q = m.middleCols(3 * L, L);
+        };
+        hooks->k = [&](int l, Matrix& m) {
+            if (l == 1) k = m.middleCols(1 * L, L);
+        };
+        hooks->attn_out = [&](int l, Matrix& a) {
+            if (l == 1) a = base.layer(1)->attn_out;
+        };
+        const RowVector want = positionLogits(*model, fullRun(*model, corrupt, hooks), 8);
+        QVERIFY(relativeError(got[0].logits, want) < 1e-5);
+        QCOMPARE(int(got[0].captured.size()), 2);
+        QVERIFY((got[0].captured[0] - q).cwiseAbs().maxCoeff() < 1e-5f);
+        QVERIFY((got[0].captured[1] - k).cwiseAbs().maxCoeff() < 1e-5f);
+        QVERIFY(!same(got[0].captured[0], base.layer(1)->q.middleCols(3 * L, L)));
     }
 
     void rejectsBadPatches() {

@@ -126,6 +126,33 @@ private slots:
         checkRefused(dir.path(), dir.path(), expected);
     }
 
+    /// Qwen 3: a folder without blocks.1's q_norm is refused naming the tensor; qwen3_moe is refused as such;
+    /// head_dim × num_attention_heads that does not fit q_proj names both shapes.
+    void qwen3Errors() {
+        QTemporaryDir dir;
+        const LlamaCheckpoint c = randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 8, 48), 9);
+        writeHfLlamaFolder(c, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+        QVERIFY(loadModel(dir.path())->config().qkNorm);
+        std::vector<FixtureTensor> tensors = hfLlamaTensors(c, Storage::F32);
+        std::erase_if(tensors, [](const FixtureTensor& t) { return t.name == "model.layers.1.self_attn.q_norm.weight"; });
+        writeFile(dir.filePath("model.safetensors"), buildSafetensors(tensors));
+        checkRefused(dir.path(), dir.path(),
+                     "model.safetensors: missing tensor layers.1.self_attn.q_norm.weight (also looked for "
+                     "model.layers.1.self_attn.q_norm.weight)");
+        writeFile(dir.filePath("model.safetensors"), buildSafetensors(hfLlamaTensors(c, Storage::F32)));
+        QJsonObject config = hfLlamaConfig(c.spec);
+        config.insert("head_dim", 16);
+        writeFile(dir.filePath("config.json"), QJsonDocument(config).toJson());
+        checkRefused(dir.path(), dir.path(),
+                     "model.safetensors: tensor model.layers.0.self_attn.q_proj.weight has shape [32, 32] but config.json "
+                     "implies [64, 32]");
+        config.insert("model_type", "qwen3_moe");
+        writeFile(dir.filePath("config.json"), QJsonDocument(config).toJson());
+        checkRefused(dir.path(), dir.path(),
+                     "config.json: model_type 'qwen3_moe': Qwen 3 mixture-of-experts models are not supported (their MLPs are "
+                     "routed experts); the dense Qwen 3 models (model_type 'qwen3') are");
+    }
+
     /// stories260K.gguf with general.architecture "llama" patched to "bloom" (same length, in place).
     void ggufUnsupportedArchitecture() {
         QTemporaryDir dir;
@@ -137,7 +164,7 @@ private slots:
         bytes.replace(v->offset + 8, 5, "bloom");
         const QString path = dir.filePath("bloom.gguf");
         writeFile(path, bytes);
-        checkRefused(path, dir.path(), "bloom.gguf: general.architecture 'bloom' is not supported; supported: llama, mistral, qwen2");
+        checkRefused(path, dir.path(), "bloom.gguf: general.architecture 'bloom' is not supported; supported: llama, mistral, qwen2, qwen3");
     }
 
     /// A Q8_0 copy of stories260K whose blk.2.attn_v.weight block 7 has scale d = NaN: it opens and layers 0

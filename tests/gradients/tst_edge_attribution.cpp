@@ -157,7 +157,7 @@ private slots:
     void scoresMatchFiniteDifferences_data() {
         QTest::addColumn<QString>("model");
         QTest::addColumn<bool>("ig");
-        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "stories260K-q8"}) {
+        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "qwen3", "stories260K-q8"}) {
             QTest::addRow("%s eap", m) << QString(m) << false;
             QTest::addRow("%s eap-ig", m) << QString(m) << true;
         }
@@ -210,7 +210,7 @@ private slots:
 
     void faithfulnessEnds_data() {
         QTest::addColumn<QString>("model");
-        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "stories260K-q8"}) QTest::addRow("%s", m) << QString(m);
+        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "qwen3", "stories260K-q8"}) QTest::addRow("%s", m) << QString(m);
     }
 
     /// Every edge: the clean metric; no edge: the corrupted metric; all of one sender's edges left out: that

@@ -39,6 +39,14 @@ std::map<QString, GradientCase> gradientCases(const QString& tmpDir) {
     mistral.token = 5;
     mistral.counter = 100;
     cases["mistral"] = mistral;
+
+    // Qwen 3: per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ 32 / 4, tied
+    const LlamaSpec qwenSpec = smallLlamaSpec("qwen3", 32, 4, 2, 16, 48);
+    const QString qwenDir = QDir(tmpDir).filePath("qwen3");
+    writeHfLlamaFolder(randomLlama(qwenSpec, 11), qwenDir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    GradientCase qwen3 = mistral;
+    qwen3.model = loadModel(qwenDir);
+    cases["qwen3"] = qwen3;
     return cases;
 }
 

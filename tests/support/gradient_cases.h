@@ -1,9 +1,10 @@
 #pragma once
-// The three models the gradient suites check (tst_backward, tst_edge_attribution), one per family of blocks:
+// The four models the gradient suites check (tst_backward, tst_edge_attribution), one per family of blocks:
 //  - "tiny-gpt2": LayerNorm, gelu_new, learned positions, tied unembedding;
 //  - "stories260K": RMSNorm, SwiGLU, interleaved RoPE, grouped-query heads;
 //  - "mistral": a random Mistral written as an HF folder (rotate_half RoPE, 4 heads on 2 K/V heads, sliding window 3,
-//    q/k/v biases, untied head).
+//    q/k/v biases, untied head);
+//  - "qwen3": a random Qwen 3 written as an HF folder (per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ d_model / n_heads).
 // Each with an 8-token prompt and a metric logit[token] − logit[counter] at the last position.
 
 #include "model/transformer/model.h"
@@ -21,7 +22,7 @@ struct GradientCase {
     int token = 0, counter = 0;
 };
 
-/// The three cases by name; the Mistral folder is written under `tmpDir`. Throws as loadModel.
+/// The four cases by name; the Mistral and Qwen 3 folders are written under `tmpDir`. Throws as loadModel.
 std::map<QString, GradientCase> gradientCases(const QString& tmpDir);
 
 } // namespace attnscope::test

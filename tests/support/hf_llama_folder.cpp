@@ -37,6 +37,7 @@ FixtureTensor tensor(const QString& name, const std::vector<float>& values, std:
 QJsonObject hfLlamaConfig(const LlamaSpec& s) {
     const QString arch = s.modelType == QLatin1String("mistral") ? QStringLiteral("MistralForCausalLM")
                          : s.modelType == QLatin1String("qwen2") ? QStringLiteral("Qwen2ForCausalLM")
+                         : s.modelType == QLatin1String("qwen3") ? QStringLiteral("Qwen3ForCausalLM")
                                                                  : QStringLiteral("LlamaForCausalLM");
     QJsonObject o{{"architectures", QJsonArray{arch}},
                   {"model_type", s.modelType},
@@ -66,7 +67,7 @@ QJsonObject hfLlamaConfig(const LlamaSpec& s) {
         o.insert("rope_scaling", QJsonValue::Null);
     if (s.modelType == QLatin1String("mistral"))
         o.insert("sliding_window", s.sliding_window > 0 ? QJsonValue(s.sliding_window) : QJsonValue::Null);
-    if (s.modelType == QLatin1String("qwen2")) {
+    if (s.modelType == QLatin1String("qwen2") || s.modelType == QLatin1String("qwen3")) {
         o.insert("use_sliding_window", s.sliding_window > 0);
         o.insert("sliding_window", s.sliding_window > 0 ? s.sliding_window : 4096);
         o.insert("max_window_layers", 0);
@@ -92,6 +93,8 @@ std::vector<FixtureTensor> hfLlamaTensors(const LlamaCheckpoint& c, Storage stor
         if (!l.v_bias.empty()) out.push_back(tensor(p + "self_attn.v_proj.bias", l.v_bias, {KD}, storage));
         out.push_back(tensor(p + "self_attn.o_proj.weight", l.o_proj, {D, QD}, storage));
         if (!l.o_bias.empty()) out.push_back(tensor(p + "self_attn.o_proj.bias", l.o_bias, {D}, storage));
+        if (!l.q_norm.empty()) out.push_back(tensor(p + "self_attn.q_norm.weight", l.q_norm, {s.d_head}, storage));
+        if (!l.k_norm.empty()) out.push_back(tensor(p + "self_attn.k_norm.weight", l.k_norm, {s.d_head}, storage));
         out.push_back(tensor(p + "post_attention_layernorm.weight", l.post_attention_layernorm, {D}, storage));
         out.push_back(tensor(p + "mlp.gate_proj.weight", l.gate_proj, {M, D}, storage));
         out.push_back(tensor(p + "mlp.up_proj.weight", l.up_proj, {M, D}, storage));
@@ -107,7 +110,8 @@ void writeHfLlamaFolder(const LlamaCheckpoint& c, const QString& dir, Storage st
     if (!QDir().mkpath(dir)) qFatal("cannot create %s", qPrintable(dir));
     const QDir d(dir);
     QJsonObject config = hfLlamaConfig(c.spec);
-    if (c.spec.modelType == QLatin1String("llama")) // LlamaConfig.attention_bias: q, k, v and o all biased, or none
+    // LlamaConfig / Qwen3Config attention_bias: q, k, v and o all biased, or none
+    if (c.spec.modelType == QLatin1String("llama") || c.spec.modelType == QLatin1String("qwen3"))
         config.insert("attention_bias", !c.layers.empty() && !c.layers[0].o_bias.empty());
     config.insert("torch_dtype", storage == Storage::F32 ? "float32" : storage == Storage::F16 ? "float16" : "bfloat16");
     writeFile(d.filePath(QStringLiteral("config.json")), QJsonDocument(config).toJson());

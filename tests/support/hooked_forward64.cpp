@@ -64,6 +64,24 @@ struct Run {
         return y;
     }
 
+    /// The per-head RMSNorm of q or k (ModelConfig::qkNorm: transformers Qwen3RMSNorm over head_dim) of x [pos, n·d_head];
+    /// its divisors are recorded and frozen under `name` like the other norms'.
+    Matrix64 headNorm(const QString& name, const Matrix64& x, const Weight& w) const {
+        const int L = c.d_head;
+        const Eigen::Index n = x.cols() / L;
+        Eigen::VectorXd divisors(x.rows() * n);
+        for (Eigen::Index i = 0; i < x.rows(); ++i)
+            for (Eigen::Index h = 0; h < n; ++h)
+                divisors(i * n + h) = std::sqrt(x.row(i).segment(h * L, L).squaredNorm() / double(L) + c.norm_eps);
+        if (o.record) o.record->divisors[name] = divisors;
+        if (o.freezeNorm) divisors = o.frozen->divisors.at(name);
+        const Eigen::RowVectorXd g = row64(w);
+        Matrix64 y(x.rows(), x.cols());
+        for (Eigen::Index i = 0; i < x.rows(); ++i)
+            for (Eigen::Index h = 0; h < n; ++h) y.row(i).segment(h * L, L) = x.row(i).segment(h * L, L).cwiseProduct(g) / divisors(i * n + h);
+        return y;
+    }
+
     /// Rotates each head's pairs by position·θ_i, θ_i = base^(−2i/d_head): pairs (i, i + d/2) or (2i, 2i + 1).
     Matrix64 rotate(const Matrix64& x) const {
         if (c.rope_scaling.kind != RopeScaling::Kind::None) throw std::runtime_error("hooked_forward64: no rope scaling");
@@ -93,15 +111,24 @@ struct Run {
         const QString p = QStringLiteral("blocks.%1.attn.").arg(l);
         const Eigen::Index S = a.rows();
         const int H = c.n_heads, L = c.d_head;
-        Matrix64 q = linear(a, w.W_Q, w.b_Q), k = repeatKv(linear(a, w.W_K, w.b_K)), v = repeatKv(linear(a, w.W_V, w.b_V));
+        // q = q_norm(ln1·W_Q + b_Q) when the model has q/k norms (Qwen 3), else the projection; k likewise
+        auto queries = [&](const Matrix64& in) {
+            const Matrix64 y = linear(in, w.W_Q, w.b_Q);
+            return c.qkNorm ? headNorm(p + "q_norm", y, w.q_norm_w) : y;
+        };
+        auto keys = [&](const Matrix64& in) {
+            const Matrix64 y = linear(in, w.W_K, w.b_K);
+            return c.qkNorm ? headNorm(p + "k_norm", y, w.k_norm_w) : y;
+        };
+        Matrix64 q = queries(a), k = repeatKv(keys(a)), v = repeatKv(linear(a, w.W_V, w.b_V));
         for (int h = 0; h < H; ++h)
             for (const char* name : {"q", "k", "v"}) {
                 const Matrix64* d = deltaAt(QStringLiteral("blocks.%1.hook_%2_input.%3").arg(l).arg(QLatin1String(name)).arg(h));
                 if (!d) continue;
                 const Matrix64 a2 = norm(QStringLiteral("blocks.%1.ln1").arg(l), x + *d, w.ln1_w, w.ln1_b);
-                const int kv = h / (c.n_heads / c.n_kv_heads);
-                if (name[0] == 'q') q.middleCols(h * L, L) = linear(a2, w.W_Q, w.b_Q).middleCols(h * L, L);
-                else if (name[0] == 'k') k.middleCols(h * L, L) = linear(a2, w.W_K, w.b_K).middleCols(kv * L, L);
+                const int kv = c.kvHeadOf(h);
+                if (name[0] == 'q') q.middleCols(h * L, L) = queries(a2).middleCols(h * L, L);
+                else if (name[0] == 'k') k.middleCols(h * L, L) = keys(a2).middleCols(kv * L, L);
                 else v.middleCols(h * L, L) = linear(a2, w.W_V, w.b_V).middleCols(kv * L, L);
             }
         perturb(p + "hook_q", q);

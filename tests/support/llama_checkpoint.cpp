@@ -189,7 +189,8 @@ LlamaCheckpoint roundedTo(const LlamaCheckpoint& c, Storage storage) {
     roundAll(r.lm_head, storage);
     for (LlamaLayerTensors& l : r.layers)
         for (std::vector<float>* v : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias, &l.v_bias,
-                                      &l.o_proj, &l.o_bias, &l.post_attention_layernorm, &l.gate_proj, &l.up_proj, &l.down_proj})
+                                      &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj, &l.up_proj,
+                                      &l.down_proj})
             roundAll(*v, storage);
     return r;
 }
@@ -231,6 +232,12 @@ LlamaCheckpoint randomLlama(const LlamaSpec& spec, std::uint32_t seed, bool qkvB
         }
         l.o_proj = matrix(D, QD);
         if (oBias) l.o_bias = bias(D);
+        if (spec.modelType == QLatin1String("qwen3")) {
+            l.q_norm = gains(spec.d_head);
+            l.k_norm = gains(spec.d_head);
+            for (std::vector<float>* v : {&l.q_norm, &l.k_norm})
+                for (float& x : *v) x = 1.0f + 3.0f * (x - 1.0f); // 1 + N(0, 0.3): gains that matter
+        }
         l.post_attention_layernorm = gains(D);
         l.gate_proj = matrix(M, D);
         l.up_proj = matrix(M, D);

@@ -14,7 +14,7 @@ namespace attnscope::test {
 
 /// The hyper-parameters (transformers LlamaConfig / MistralConfig / Qwen2Config field meanings).
 struct LlamaSpec {
-    QString modelType = QStringLiteral("llama"); ///< config.json model_type: llama, mistral or qwen2
+    QString modelType = QStringLiteral("llama"); ///< config.json model_type: llama, mistral, qwen2 or qwen3 (q/k norms)
     int d_model = 0;       ///< hidden_size
     int n_layers = 0;      ///< num_hidden_layers
     int n_heads = 0;       ///< num_attention_heads
@@ -48,6 +48,7 @@ struct LlamaLayerTensors {
     std::vector<float> q_bias, k_bias, v_bias;   ///< [out] or empty
     std::vector<float> o_proj;                   ///< [d_model, n_heads·d_head]
     std::vector<float> o_bias;                   ///< [d_model] or empty
+    std::vector<float> q_norm, k_norm;           ///< [d_head] (Qwen 3's self_attn.q_norm / k_norm) or empty
     std::vector<float> post_attention_layernorm; ///< [d_model]
     std::vector<float> gate_proj, up_proj;       ///< [d_mlp, d_model]
     std::vector<float> down_proj;                ///< [d_model, d_mlp]
@@ -85,7 +86,8 @@ LlamaCheckpoint roundedTo(const LlamaCheckpoint& c, Storage storage);
 quint16 toBf16Bits(float v);
 
 /// A random checkpoint for `spec`: normal weights (std::mt19937 `seed`), scale 1/√fan_in, norm gains
-/// 1 + N(0, 0.1), biases N(0, 0.1) when `biases` says (q/k/v, and o too with oBias).
+/// 1 + N(0, 0.1), biases N(0, 0.1) when `biases` says (q/k/v, and o too with oBias); Qwen 3 q/k norm gains
+/// 1 + N(0, 0.3).
 LlamaCheckpoint randomLlama(const LlamaSpec& spec, std::uint32_t seed, bool qkvBias = false, bool oBias = false);
 
 } // namespace attnscope::test

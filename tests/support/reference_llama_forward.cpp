@@ -58,6 +58,15 @@ void rope(Mat& x, int dHead, const std::vector<double>& inv, bool interleaved) {
             }
 }
 
+/// Qwen3RMSNorm over each head of x [pos, heads·d_head] with the weight w [d_head] (transformers modeling_qwen3.py:
+/// q_norm(q_proj(x).view(..., head_dim)) before the rotary embedding).
+void headRmsNorm(Mat& x, int dHead, const std::vector<float>& w, double eps) {
+    for (Eigen::Index h = 0; h < x.cols() / dHead; ++h) {
+        const Mat seg = x.middleCols(h * dHead, dHead);
+        x.middleCols(h * dHead, dHead) = rmsNorm(seg, w, eps);
+    }
+}
+
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
 
 } // namespace
@@ -92,6 +101,8 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
         const Mat h = rmsNorm(x, w.input_layernorm, s.rms_eps);
         Mat q = linear(h, w.q_proj, H * L, w.q_bias), k = linear(h, w.k_proj, KV * L, w.k_bias);
         const Mat v = linear(h, w.v_proj, KV * L, w.v_bias);
+        if (!w.q_norm.empty()) headRmsNorm(q, L, w.q_norm, s.rms_eps);
+        if (!w.k_norm.empty()) headRmsNorm(k, L, w.k_norm, s.rms_eps);
         rope(q, L, inv, s.interleavedRope);
         rope(k, L, inv, s.interleavedRope);
         Mat z = Mat::Zero(S, H * L);

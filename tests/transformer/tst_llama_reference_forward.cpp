@@ -4,11 +4,13 @@
 // vocabulary) and random models of our own written as HF folders, which between them use grouped-query
 // attention, head_dim ≠ hidden_size / num_attention_heads, q/k/v(/o) biases (Llama attention_bias, Qwen2),
 // untied lm_head, a Mistral (and Qwen2) sliding window shorter than the prompt and Llama 3 rope_scaling; and
-// Qwen2's max_window_layers, which turns the window off on the layers below it.
+// Qwen2's max_window_layers, which turns the window off on the layers below it; Qwen 3's per-head q/k RMSNorm, as
+// HF folders and as GGUF files in llama.cpp's qwen3 layout.
 
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
+#include "tests/support/gguf_llama_file.h"
 #include "tests/support/hf_llama_folder.h"
 #include "tests/support/reference_json.h"
 #include "tests/support/reference_llama_forward.h"
@@ -59,6 +61,13 @@ std::vector<RandomCase> randomCases() {
     LlamaSpec d = smallLlamaSpec("qwen2", 32, 4, 2, 8, 48); // use_sliding_window with max_window_layers 0: every layer windowed
     d.sliding_window = 4;
     out.push_back({"qwen2 sliding window 4 on every layer", d, true, false});
+    LlamaSpec e = smallLlamaSpec("qwen3", 32, 4, 2, 16, 48); // q/k norms, GQA, head_dim 16 ≠ 32 / 4, tied, θ 1e6
+    e.rope_theta = 1e6;
+    out.push_back({"qwen3 qk-norm GQA head_dim tied", e, false, false});
+    LlamaSpec f = smallLlamaSpec("qwen3", 36, 6, 3, 8, 40); // attention_bias (q, k, v, o), untied, window 4 on every layer
+    f.tied = false;
+    f.sliding_window = 4;
+    out.push_back({"qwen3 attention_bias untied window 4", f, true, true});
     return out;
 }
 
@@ -150,6 +159,8 @@ private slots:
         QCOMPARE(cfg.rope_scaling.kind, rc.spec.llama3.factor > 0 ? RopeScaling::Kind::Llama3 : RopeScaling::Kind::None);
         QCOMPARE(model->layer(1).b_Q.empty(), !rc.qkvBias);
         QCOMPARE(model->layer(1).b_O.empty(), !rc.oBias);
+        QCOMPARE(cfg.qkNorm, rc.spec.modelType == QLatin1String("qwen3"));
+        QCOMPARE(model->layer(1).q_norm_w.empty(), !cfg.qkNorm);
         QCOMPARE(model->globals().W_U_T.ptr == model->globals().W_E.ptr, rc.spec.tied);
         const std::vector<int> ids = prompt20(quint32(index) + 7, rc.spec.d_vocab);
         const Eigen::MatrixXd expected = referenceLlamaLogits(c, ids);
@@ -157,6 +168,39 @@ private slots:
         const double rel = worstRelativeRow(ours, expected);
         qInfo("%s: worst position max |diff| / max |logit| = %.3g (max |logit| %.3g)", rc.name, rel, expected.cwiseAbs().maxCoeff());
         QVERIFY2(rel <= 1e-4, qPrintable(QString::number(rel)));
+    }
+
+    /// The Qwen 3 cases written as GGUF in llama.cpp's layout (architecture qwen3, attn_q_norm / attn_k_norm): the
+    /// same config and logits as the HF folder's reference (≤ 1e-4 of each position's largest logit); and the q/k
+    /// norms matter: without them the reference moves by more than 1e-2.
+    void qwen3Gguf() {
+        const auto cases = randomCases();
+        for (int index = 0; index < int(cases.size()); ++index) {
+            const RandomCase& rc = cases[size_t(index)];
+            if (rc.spec.modelType != QLatin1String("qwen3")) continue;
+            const LlamaCheckpoint c = randomLlama(rc.spec, 1000u + quint32(index), rc.qkvBias, rc.oBias);
+            const QString path = tmp_.filePath(QStringLiteral("qwen3-%1.gguf").arg(index));
+            writeFile(path, ggufQwenBytes(c));
+            const auto model = loadModel(path);
+            const ModelConfig& cfg = model->config();
+            QCOMPARE(cfg.architecture, QStringLiteral("qwen3"));
+            QVERIFY(cfg.qkNorm);
+            QCOMPARE(cfg.rope_layout, RopeLayout::HalfSplit);
+            QCOMPARE(cfg.d_head, rc.spec.d_head);
+            QCOMPARE(cfg.sliding_window, rc.spec.sliding_window);
+            QCOMPARE(cfg.tie_word_embeddings, rc.spec.tied);
+            const std::vector<int> ids = prompt20(quint32(index) + 7, rc.spec.d_vocab);
+            const Eigen::MatrixXd expected = referenceLlamaLogits(c, ids);
+            const double rel = worstRelativeRow(runForward(*model, ids).logits, expected);
+            qInfo("%s as GGUF: worst position max |diff| / max |logit| = %.3g", rc.name, rel);
+            QVERIFY2(rel <= 1e-4, qPrintable(QString::number(rel)));
+            LlamaCheckpoint plain = c;
+            for (LlamaLayerTensors& l : plain.layers) {
+                l.q_norm.clear();
+                l.k_norm.clear();
+            }
+            QVERIFY(worstRelativeRow(referenceLlamaLogits(plain, ids).cast<float>(), expected) > 1e-2);
+        }
     }
 
     /// Qwen2's use_sliding_window windows only the layers i ≥ max_window_layers (transformers Qwen2Config

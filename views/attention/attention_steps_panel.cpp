@@ -33,7 +33,8 @@ bool isSquareStep(const QString& name) {
 QString columnTitle(const AttentionStep& s) {
     if (isSquareStep(s.name)) return QObject::tr("key position");
     if (s.name == QLatin1String("q") || s.name == QLatin1String("k") || s.name == QLatin1String("v") ||
-        s.name == QLatin1String("q_rot") || s.name == QLatin1String("k_rot") || s.name == QLatin1String("z"))
+        s.name == QLatin1String("q_rot") || s.name == QLatin1String("k_rot") || s.name == QLatin1String("q_norm") ||
+        s.name == QLatin1String("k_norm") || s.name == QLatin1String("z"))
         return QObject::tr("d_head");
     if (s.name == QLatin1String("concat")) return QObject::tr("head · d_head");
     return QObject::tr("d_model");

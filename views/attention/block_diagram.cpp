@@ -37,7 +37,9 @@ QStringList BlockDiagram::boxLabels(bool rotary) {
 
 int BlockDiagram::boxForStep(const QString& name, bool rotary) {
     if (name.startsWith(QLatin1String("head_result_")) || name == QLatin1String("attn_out_additive")) return 10;
-    if (name == QLatin1String("q") || name == QLatin1String("k") || name == QLatin1String("v")) return rotary ? 2 : 3;
+    if (name == QLatin1String("q") || name == QLatin1String("k") || name == QLatin1String("v") || name == QLatin1String("q_norm") ||
+        name == QLatin1String("k_norm"))
+        return rotary ? 2 : 3;
     if (rotary) {
         static const QStringList order{"embed", "ln1", "qkv", "rope", "scores", "scaled",
                                        "masked", "pattern", "z", "concat", "attn_out", "resid_mid"};

@@ -64,8 +64,9 @@ void checkArguments(const Model& model, const ActivationCache& cache, int layer,
 
 } // namespace
 
-QStringList attentionStepNames(int n_heads, bool rotary) {
+QStringList attentionStepNames(int n_heads, bool rotary, bool qkNorm) {
     QStringList names{"embed", "pos_embed", "resid_pre", "ln1", "q", "k", "v"};
+    if (qkNorm) names << "q_norm" << "k_norm";
     if (rotary) names << "q_rot" << "k_rot";
     names << QStringList{"scores", "scaled", "masked", "pattern", "z", "concat", "attn_out"};
     for (int h = 0; h < n_heads; ++h) names << QStringLiteral("head_result_%1").arg(h);
@@ -130,17 +131,31 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                                       : QString();
     const bool rotary = cfg.positions == PositionKind::Rotary;
     const QString before = rotary ? tr(", before the rotary embedding") : QString();
+    // q/k norm models (Qwen 3): the projections are the cache's q_pre_norm / k_pre_norm, and q, k their norms
+    const bool qkNorm = cfg.qkNorm && c.q_pre_norm.cols() == c.q.cols();
+    const QString normNext = qkNorm ? tr(", before its RMSNorm (q_norm/k_norm)") : QString();
     steps.push_back(makeStep("q", QStringLiteral("ln1·W_Q^h") + bias(w.b_Q, "b_Q^h"), "S×D · D×L → S×L",
-                             tr("Head %1's query vectors: what each position is looking for%2.").arg(hs, before),
-                             c.q.middleCols(head * L, L)));
+                             tr("Head %1's query vectors: what each position is looking for%2.").arg(hs, qkNorm ? normNext : before),
+                             (qkNorm ? c.q_pre_norm : c.q).middleCols(head * L, L)));
     steps.push_back(makeStep("k", QStringLiteral("ln1·W_K") + kvHead + bias(w.b_K, "b_K" + kvHead),
                              "S×D · D×L → S×L",
-                             tr("Head %1's key vectors: what each position offers to be found by%2.").arg(hs, before) + shared,
-                             c.k.middleCols(head * L, L)));
+                             tr("Head %1's key vectors: what each position offers to be found by%2.").arg(hs, qkNorm ? normNext : before) +
+                                 shared,
+                             (qkNorm ? c.k_pre_norm.middleCols(kv * L, L) : c.k.middleCols(head * L, L))));
     steps.push_back(makeStep("v", QStringLiteral("ln1·W_V") + kvHead + bias(w.b_V, "b_V" + kvHead),
                              "S×D · D×L → S×L",
                              tr("Head %1's value vectors: what each position passes on when attended to.").arg(hs) + shared,
                              c.v.middleCols(head * L, L)));
+    if (qkNorm) {
+        const QString what = tr("Each query and key vector of the head divided by its root mean square over d_head (%1), then "
+                                "scaled by a learned weight of %1 entries shared by all heads (transformers Qwen3RMSNorm)%2. "
+                                "It bounds |q·k| and so the attention logits.")
+                                 .arg(L).arg(before);
+        steps.push_back(makeStep("q_norm", QStringLiteral("q/√(mean(q²) + ε) · w_q"), "S×L → S×L", tr("The queries, normalised. ") + what,
+                                 c.q.middleCols(head * L, L)));
+        steps.push_back(makeStep("k_norm", QStringLiteral("k/√(mean(k²) + ε) · w_k"), "S×L → S×L",
+                                 tr("The keys, normalised. ") + what + shared, c.k.middleCols(head * L, L)));
+    }
     if (rotary) {
         const QString pairs = cfg.rope_layout == RopeLayout::HalfSplit
                                   ? tr("dims (i, i + %1) rotate together (HF layout, rotate_half)").arg(L / 2)

@@ -391,6 +391,10 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
             Matrix ln1;
             applyNorm(cfg, x, w.ln1_w, w.ln1_b, ln1);
             projectRows(ln1, S, {{&w.W_Q, &w.b_Q, &q}, {&w.W_K, &w.b_K, &k}, {&w.W_V, &w.b_V, &v}});
+            if (cfg.qkNorm) {
+                applyHeadNorm(cfg, q, w.q_norm_w);
+                applyHeadNorm(cfg, k, w.k_norm_w);
+            }
             k = repeatKv(cfg, std::move(k));
             v = repeatKv(cfg, std::move(v));
             for (RunState* s : blockRuns) {
@@ -420,6 +424,7 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
                 const Weight& bFull = cap.hook == PatchHook::Q ? w.b_Q : cap.hook == PatchHook::K ? w.b_K : w.b_V;
                 const Weight b = bFull.empty() ? Weight{} : bFull.colBlock(Index(cap.hook == PatchHook::Q ? cap.head : kv) * L, L);
                 projectRows(ln1, S, {{&W, &b, &y}});
+                if (cfg.qkNorm && cap.hook != PatchHook::V) applyHeadNorm(cfg, y, cap.hook == PatchHook::Q ? w.q_norm_w : w.k_norm_w);
                 Matrix full(end, HL); // so that the head's patches apply in their own columns
                 full.middleCols(col, L).middleRows(s.r, end - s.r) = y;
                 forPatches(s, m, cap.hook, [&](const ActivationPatch& p) {

@@ -85,7 +85,8 @@ Weight headColumns(const Weight& W, int col, int L, Matrix& decoded) {
 }
 
 /// ∂metric/∂(each receiver's input) of layer l, [receiver of the layer (3·n_heads + 1), pos·d_model], from one
-/// run's gradients: per head the norm's backward of d_x_h·W_x^hᵀ (x = q, k, v), then the MLP's
+/// run's gradients: per head the norm's backward of d_x_h·W_x^hᵀ (x = q, k, v; d_q_h and d_k_h first through the
+/// q/k norm's backward when the model has one), then the MLP's
 /// ∂/∂resid_mid − ∂/∂resid_post.
 Matrix receiverGradients(const Model& model, int l, const LayerCache& c, const LayerGradients& g) {
     const ModelConfig& cfg = model.config();
@@ -100,6 +101,12 @@ Matrix receiverGradients(const Model& model, int l, const LayerCache& c, const L
         for (int h = 0; h < H; ++h) {
             const int col = (x == 0 ? h : cfg.kvHeadOf(h)) * L;
             dy = d.middleCols(Index(h) * L, L);
+            if (cfg.qkNorm && x < 2) { // through q_norm / k_norm to the projection (forward.h applyHeadNorm)
+                const Matrix pre = (x == 0 ? c.q_pre_norm : c.k_pre_norm).middleCols(col, L);
+                Matrix dPre;
+                headNormBackward(cfg, pre, x == 0 ? w.q_norm_w : w.k_norm_w, dy, false, dPre);
+                dy = std::move(dPre);
+            }
             timesTransposed(dy, headColumns(W, col, L, decoded[x]), dLn);
             dx = Matrix::Zero(S, D);
             normBackward(cfg, c.resid_pre, w.ln1_w, dLn, false, dx);
@@ -322,6 +329,7 @@ CircuitFaithfulness evaluateCircuit(const Model& model, const PatchingRuns& runs
                 Matrix ln, y;
                 applyNorm(cfg, in, w.ln1_w, w.ln1_b, ln);
                 weightGemm(ln, W.colBlock(col, L), b.empty() ? Weight{} : b.colBlock(col, L), y);
+                if (cfg.qkNorm && x < 2) applyHeadNorm(cfg, y, x == 0 ? w.q_norm_w : w.k_norm_w);
                 qkv[x].middleCols(Index(h) * L, L) = y;
             }
         }

@@ -1,0 +1,18 @@
+#pragma once
+// Writes a LlamaCheckpoint in HF layout as a GGUF file the way llama.cpp's convert_hf_to_gguf.py writes the
+// Qwen2 / Qwen3 architectures (general.architecture "qwen2" / "qwen3"): tensors under llama.cpp's names
+// (token_embd, blk.N.attn_q, attn_q_norm, ffn_gate, output_norm, output when untied), matrices as ggml [in, out]
+// (nn.Linear's [out, in] rows as stored, no Q/K permutation: these architectures use NEOX rotary pairs), float32,
+// metadata keys {arch}.block_count, .attention.head_count_kv, .attention.key_length, .rope.freq_base, … and a
+// byte-level vocabulary of d_vocab placeholder tokens (tokenizer.ggml.model "gpt2", pre "qwen2").
+
+#include "tests/support/llama_checkpoint.h"
+
+#include <QByteArray>
+
+namespace attnscope::test {
+
+/// The GGUF bytes of checkpoint `c` (modelType qwen2 or qwen3, HF layout). qFatal on another model type.
+QByteArray ggufQwenBytes(const LlamaCheckpoint& c);
+
+} // namespace attnscope::test
