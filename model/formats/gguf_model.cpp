@@ -120,6 +120,10 @@ public:
                 r.q_norm = require(p + QStringLiteral("attn_q_norm.weight"), {c.d_head});
                 r.k_norm = require(p + QStringLiteral("attn_k_norm.weight"), {c.d_head});
             }
+            if (c.postNorms) { // gemma2: llama.cpp LLM_TENSOR_ATTN_POST_NORM, LLM_TENSOR_FFN_POST_NORM
+                r.ln1_post = require(p + QStringLiteral("post_attention_norm.weight"), {D});
+                r.ln2_post = require(p + QStringLiteral("post_ffw_norm.weight"), {D});
+            }
             r.ln2 = require(p + QStringLiteral("ffn_norm.weight"), {D});
             r.gate = require(p + QStringLiteral("ffn_gate.weight"), {D, M});
             r.up = require(p + QStringLiteral("ffn_up.weight"), {D, M});
@@ -163,6 +167,8 @@ public:
         if (r.q_norm) w.q_norm_w = rowsWeight(*r.q_norm);
         if (r.k_norm) w.k_norm_w = rowsWeight(*r.k_norm);
         w.ln2_w = rowsWeight(*r.ln2);
+        if (r.ln1_post) w.ln1_post_w = rowsWeight(*r.ln1_post); // stored as 1 + w already (convert_hf_to_gguf.py Gemma2Model)
+        if (r.ln2_post) w.ln2_post_w = rowsWeight(*r.ln2_post);
         w.W_gate = linear(*r.gate);
         w.W_in = linear(*r.up);
         w.W_out = linear(*r.down);
@@ -174,7 +180,7 @@ public:
 private:
     struct Refs {
         const GgufTensorInfo *ln1 = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *q_b = nullptr,
-                             *k_b = nullptr, *v_b = nullptr, *o_b = nullptr, *q_norm = nullptr, *k_norm = nullptr, *ln2 = nullptr, *gate = nullptr,
+                             *k_b = nullptr, *v_b = nullptr, *o_b = nullptr, *q_norm = nullptr, *k_norm = nullptr, *ln1_post = nullptr, *ln2 = nullptr, *ln2_post = nullptr, *gate = nullptr,
                              *up = nullptr, *down = nullptr;
     };
 
@@ -297,6 +303,24 @@ ModelConfig ggufModelConfig(const GgufFile& f) {
     c.sliding_window = k.positiveOr("attention.sliding_window", 0);
     c.gatedMlp = true;
     c.activation = ActivationKind::Silu;
+    if (arch == QLatin1String("gemma2")) { // llama.cpp llm_build_gemma2 (norm weights stored as 1 + w by the converter)
+        c.modelType = arch;
+        c.postNorms = true;
+        c.activation = ActivationKind::GeluNew; // gelu_pytorch_tanh
+        c.rope_layout = RopeLayout::HalfSplit;  // LLAMA_ROPE_TYPE_NEOX
+        c.norm_eps = k.numberOr("attention.layer_norm_rms_epsilon", 1e-6);
+        c.embed_scale = double(std::sqrt(float(c.d_model))); // ggml_scale(inpL, sqrtf(n_embd))
+        // llama.cpp scales q by 1/√(n_embd / n_head) for the 27B (46 layers), else 1/√head_dim, and keeps no key for it
+        c.query_pre_attn_scalar = c.n_layers == 46 ? double(c.d_model / c.n_heads) : double(c.d_head);
+        c.attn_logit_softcap = k.numberOr("attn_logit_softcapping", 50.0);
+        c.final_logit_softcap = k.numberOr("final_logit_softcapping", 30.0);
+        c.sliding_window = k.positiveOr("attention.sliding_window", std::min(4096, c.n_ctx)); // n_swa's default
+        c.windowedLayers.assign(size_t(c.n_layers), 0);
+        for (int l = 0; l < c.n_layers; l += 2) c.windowedLayers[size_t(l)] = 1; // il % 2 == 0 uses KQ_mask_swa
+    }
+    if (c.sliding_window > c.n_ctx)
+        k.fail(QStringLiteral("%1 (%2) is larger than %3 (%4)").arg(k.key("attention.sliding_window")).arg(c.sliding_window)
+                   .arg(k.key("context_length")).arg(c.n_ctx));
     c.scale_attn_weights = true;
     c.tie_word_embeddings = !f.findTensor(QStringLiteral("output.weight"));
     const QString bos = QStringLiteral("tokenizer.ggml.bos_token_id"), eos = QStringLiteral("tokenizer.ggml.eos_token_id");

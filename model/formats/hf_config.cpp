@@ -195,13 +195,54 @@ bool qwen2WindowOnEveryLayer(const ConfigReader& r, const QJsonObject& o, int nL
     return windowed == nLayers;
 }
 
+/// A soft-cap field: absent or null = none (0), else a positive number.
+double softcapOr(const ConfigReader& r, const QJsonObject& o, const QString& key, double dflt) {
+    const QJsonValue v = o.value(key);
+    if (v.isNull()) return 0;
+    if (v.isUndefined()) return dflt;
+    const double d = v.toDouble(-1);
+    if (!v.isDouble() || !(d > 0) || !std::isfinite(d))
+        r.fail(QStringLiteral("%1 must be a positive number or null (got %2)").arg(key, v.isDouble() ? QString::number(d) : QStringLiteral("a non-number")));
+    return d;
+}
+
+/// transformers Gemma2Config beyond the Llama fields: (1 + w) RMSNorms (the resolver adds the 1), four norms per layer,
+/// the embedding scaled by √hidden_size, query_pre_attn_scalar (default 256), attn_logit_softcapping (50) and
+/// final_logit_softcapping (30) (null = none), sliding_window (4096) on the layers layer_types marks
+/// "sliding_attention", by default the even ones (modeling_gemma2.py: is_sliding = not bool(layer_idx % 2)).
+void parseGemma2Parts(const ConfigReader& r, const QJsonObject& o, ModelConfig& c) {
+    c.postNorms = true;
+    c.embed_scale = double(float(std::sqrt(double(c.d_model)))); // float32; the loader rounds it to a BF16/F16 file's type
+    c.query_pre_attn_scalar = r.positiveNumberOr(QStringLiteral("query_pre_attn_scalar"), 256.0);
+    c.attn_logit_softcap = softcapOr(r, o, QStringLiteral("attn_logit_softcapping"), 50.0);
+    c.final_logit_softcap = softcapOr(r, o, QStringLiteral("final_logit_softcapping"), 30.0);
+    c.sliding_window = r.positiveIntOr(QStringLiteral("sliding_window"), std::min(4096, c.n_ctx)); // a default never exceeds
+    if (c.sliding_window > c.n_ctx)
+        r.fail(QStringLiteral("sliding_window (%1) is larger than max_position_embeddings (%2)").arg(c.sliding_window).arg(c.n_ctx));
+    c.windowedLayers.assign(size_t(c.n_layers), 0);
+    const QJsonValue types = o.value(QLatin1String("layer_types"));
+    if (types.isArray()) {
+        const QJsonArray a = types.toArray();
+        if (a.size() != c.n_layers)
+            r.fail(QStringLiteral("layer_types has %1 entries but num_hidden_layers is %2").arg(a.size()).arg(c.n_layers));
+        for (int i = 0; i < c.n_layers; ++i) {
+            const QString t = a[i].toString();
+            if (t == QLatin1String("sliding_attention")) c.windowedLayers[size_t(i)] = 1;
+            else if (t != QLatin1String("full_attention"))
+                r.fail(QStringLiteral("layer_types: unsupported entry '%1'; supported: full_attention, sliding_attention").arg(t));
+        }
+    } else {
+        for (int i = 0; i < c.n_layers; i += 2) c.windowedLayers[size_t(i)] = 1;
+    }
+}
+
 /// transformers LlamaConfig / MistralConfig / Qwen2Config: hidden_size, intermediate_size,
 /// num_hidden_layers, num_attention_heads, num_key_value_heads (default num_attention_heads), head_dim
 /// (default hidden_size / num_attention_heads), max_position_embeddings, vocab_size, rms_norm_eps
 /// (default 1e-6), rope_theta (default 10000), rope_scaling, hidden_act (silu), Mistral's sliding_window
 /// (Qwen2's only when use_sliding_window, and on the layers max_window_layers / layer_types say: all or
 /// none). Weights in HF layout: rotary pairs (i, i + d_head/2). Qwen3Config adds the per-head q/k RMSNorm
-/// (qkNorm), head_dim defaulting to 128, and windows as Qwen2's.
+/// (qkNorm), head_dim defaulting to 128, and windows as Qwen2's; Gemma2Config: parseGemma2Parts.
 ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const QString& type) {
     ModelConfig c;
     c.modelType = type;
@@ -217,8 +258,9 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     if (!explicitHeadDim && c.d_model % c.n_heads != 0)
         r.fail(QStringLiteral("hidden_size (%1) is not divisible by num_attention_heads (%2)").arg(c.d_model).arg(c.n_heads));
     // Qwen3Config's head_dim defaults to 128 (not hidden_size / num_attention_heads): Qwen3-0.6B's 16 heads of 128 span 2048 > 1024
-    const bool qwen3 = type == QLatin1String("qwen3");
-    c.d_head = r.positiveIntOr(QStringLiteral("head_dim"), qwen3 ? 128 : c.d_model / c.n_heads);
+    const bool qwen3 = type == QLatin1String("qwen3"), gemma2 = type == QLatin1String("gemma2");
+    // Qwen3Config's and Gemma2Config's head_dim defaults are 128 and 256
+    c.d_head = r.positiveIntOr(QStringLiteral("head_dim"), qwen3 ? 128 : gemma2 ? 256 : c.d_model / c.n_heads);
     c.qkNorm = qwen3;
     if (c.d_head % 2 != 0) r.fail(QStringLiteral("head_dim must be even for rotary embeddings (got %1)").arg(c.d_head));
     if (qint64(c.d_head) * c.n_heads > INT_MAX / 4) r.fail(QStringLiteral("head_dim × num_attention_heads is too large"));
@@ -232,7 +274,10 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     c.rotary_base = r.positiveNumberOr(QStringLiteral("rope_theta"), 10000.0);
     c.rope_scaling = parseRopeScaling(r, o);
     c.gatedMlp = true;
-    const QString act = r.stringOr(QStringLiteral("hidden_act"), QStringLiteral("silu"));
+    // Gemma 2 names it hidden_activation (gelu_pytorch_tanh), older configs hidden_act
+    const QString act = gemma2 && o.contains(QLatin1String("hidden_activation"))
+                            ? r.stringOr(QStringLiteral("hidden_activation"), QStringLiteral("gelu_pytorch_tanh"))
+                            : r.stringOr(QStringLiteral("hidden_act"), gemma2 ? QStringLiteral("gelu_pytorch_tanh") : QStringLiteral("silu"));
     if (act == QLatin1String("silu") || act == QLatin1String("swish")) c.activation = ActivationKind::Silu;
     else if (act == QLatin1String("gelu_pytorch_tanh") || act == QLatin1String("gelu_new")) c.activation = ActivationKind::GeluNew;
     else if (act == QLatin1String("gelu")) c.activation = ActivationKind::GeluExact;
@@ -243,7 +288,8 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     if (window) c.sliding_window = r.positiveIntOr(QStringLiteral("sliding_window"), 0);
     if (window && (type == QLatin1String("qwen2") || qwen3) && c.sliding_window > 0 && !qwen2WindowOnEveryLayer(r, o, c.n_layers))
         c.sliding_window = 0;
-    c.tie_word_embeddings = r.boolOr(QStringLiteral("tie_word_embeddings"), false); // the resolver goes by lm_head.weight
+    if (gemma2) parseGemma2Parts(r, o, c);
+    c.tie_word_embeddings = r.boolOr(QStringLiteral("tie_word_embeddings"), gemma2); // the resolver goes by lm_head.weight
     c.bos_token_id = r.tokenIdOr(QStringLiteral("bos_token_id"));
     c.eos_token_id = r.tokenIdOr(QStringLiteral("eos_token_id"));
     return c;
@@ -253,7 +299,7 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
 
 QStringList supportedModelTypes() {
     return {QStringLiteral("gpt2"), QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2"),
-            QStringLiteral("qwen3")};
+            QStringLiteral("qwen3"), QStringLiteral("gemma2")};
 }
 
 ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
@@ -264,8 +310,13 @@ ModelConfig parseHfConfig(const QByteArray& json, const QString& file) {
     if (!type.isString()) r.fail(QStringLiteral("missing model_type; supported: %1").arg(supported));
     if (type.toString() == QLatin1String("gpt2")) return parseGpt2(r);
     if (type.toString() == QLatin1String("llama") || type.toString() == QLatin1String("mistral") ||
-        type.toString() == QLatin1String("qwen2") || type.toString() == QLatin1String("qwen3"))
+        type.toString() == QLatin1String("qwen2") || type.toString() == QLatin1String("qwen3") ||
+        type.toString() == QLatin1String("gemma2"))
         return parseLlamaFamily(r, o, type.toString());
+    if (type.toString() == QLatin1String("gemma3") || type.toString() == QLatin1String("gemma3_text"))
+        r.fail(QStringLiteral("model_type '%1': Gemma 3 is not supported yet (it adds to Gemma 2's blocks q/k norms, a separate "
+                              "RoPE base for local layers (rope_local_base_freq) and the 5:1 local/global pattern); Gemma 2 "
+                              "(model_type 'gemma2') is").arg(type.toString()));
     if (type.toString() == QLatin1String("qwen3_moe"))
         r.fail(QStringLiteral("model_type 'qwen3_moe': Qwen 3 mixture-of-experts models are not supported (their MLPs are routed "
                               "experts); the dense Qwen 3 models (model_type 'qwen3') are"));

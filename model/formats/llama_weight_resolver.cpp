@@ -3,9 +3,13 @@
 #include "model/core/errors.h"
 #include "model/formats/safetensors_weights.h"
 
+#include <cstring>
+
 namespace attnscope {
 
-int LlamaWeightResolver::tensorCount(const ModelConfig& config) { return 3 + (config.qkNorm ? 11 : 9) * config.n_layers; }
+int LlamaWeightResolver::tensorCount(const ModelConfig& config) {
+    return 3 + (9 + (config.qkNorm ? 2 : 0) + (config.postNorms ? 2 : 0)) * config.n_layers;
+}
 
 LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet tensors, const QString& sourceLabel,
                                          const QString& configLabel, const Progress& progress, qint64 progressDone,
@@ -31,7 +35,13 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
             r.q_norm = check.require(p + QStringLiteral("self_attn.q_norm.weight"), {config.d_head});
             r.k_norm = check.require(p + QStringLiteral("self_attn.k_norm.weight"), {config.d_head});
         }
-        r.ln2 = check.require(p + QStringLiteral("post_attention_layernorm.weight"), {D});
+        if (config.postNorms) { // Gemma 2: post_attention_layernorm is the attention's post-norm, pre_feedforward_layernorm ln_2
+            r.ln1_post = check.require(p + QStringLiteral("post_attention_layernorm.weight"), {D});
+            r.ln2 = check.require(p + QStringLiteral("pre_feedforward_layernorm.weight"), {D});
+            r.ln2_post = check.require(p + QStringLiteral("post_feedforward_layernorm.weight"), {D});
+        } else {
+            r.ln2 = check.require(p + QStringLiteral("post_attention_layernorm.weight"), {D});
+        }
         r.gate = check.require(p + QStringLiteral("mlp.gate_proj.weight"), {M, D});
         r.up = check.require(p + QStringLiteral("mlp.up_proj.weight"), {M, D});
         r.down = check.require(p + QStringLiteral("mlp.down_proj.weight"), {D, M});
@@ -49,11 +59,19 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
     storageDtype_ = check.storageDtype();
 }
 
+Weight LlamaWeightResolver::plusOne(const Weight& w, std::vector<std::vector<unsigned char>>& buffers) {
+    const RowVector v = w.rowVector(0).array() + 1.0f;
+    buffers.emplace_back(size_t(v.size()) * sizeof(float));
+    std::memcpy(buffers.back().data(), v.data(), buffers.back().size());
+    return f32Weight(reinterpret_cast<const float*>(buffers.back().data()), 1, v.size());
+}
+
 GlobalWeights LlamaWeightResolver::globals() {
     const Eigen::Index D = config_.d_model, V = config_.d_vocab;
     GlobalWeights g;
     g.W_E = tensorWeight(embed_, V, D, false, globalBuffers_);
     g.ln_final_w = tensorWeight(norm_, 1, D, false, globalBuffers_);
+    if (config_.postNorms) g.ln_final_w = plusOne(g.ln_final_w, globalBuffers_);
     g.W_U_T = lm_head_.tensor ? tensorWeight(lm_head_, V, D, false, globalBuffers_) : g.W_E;
     return g;
 }
@@ -65,8 +83,10 @@ LayerWeights LlamaWeightResolver::layer(int l) {
     auto& buffers = layerBuffers_[size_t(l)];
     auto linear = [&](const TensorRef& t, Eigen::Index in, Eigen::Index out) { return tensorWeight(t, in, out, true, buffers); };
     auto vec = [&](const TensorRef& t, Eigen::Index n) { return t.tensor ? tensorWeight(t, 1, n, false, buffers) : Weight{}; };
+    // Gemma's RMSNorm multiplies by (1 + w) (Gemma2RMSNorm): the canonical weight is that sum
+    auto norm = [&](const TensorRef& t, Eigen::Index n) { return config_.postNorms ? plusOne(vec(t, n), buffers) : vec(t, n); };
     LayerWeights w;
-    w.ln1_w = vec(r.ln1, D);
+    w.ln1_w = norm(r.ln1, D);
     w.W_Q = linear(r.q, D, QD);
     w.W_K = linear(r.k, D, KD);
     w.W_V = linear(r.v, D, KD);
@@ -77,7 +97,9 @@ LayerWeights LlamaWeightResolver::layer(int l) {
     w.b_O = vec(r.o_b, D);
     w.q_norm_w = vec(r.q_norm, config_.d_head);
     w.k_norm_w = vec(r.k_norm, config_.d_head);
-    w.ln2_w = vec(r.ln2, D);
+    w.ln2_w = norm(r.ln2, D);
+    if (r.ln1_post.tensor) w.ln1_post_w = norm(r.ln1_post, D);
+    if (r.ln2_post.tensor) w.ln2_post_w = norm(r.ln2_post, D);
     w.W_gate = linear(r.gate, D, M);
     w.W_in = linear(r.up, D, M);
     w.W_out = linear(r.down, M, D);

@@ -43,8 +43,10 @@ public:
     const TensorSet& tensors() const { return tensors_; }
 
 private:
+    /// A [1, n] norm weight plus one, as float32 in a new buffer of `buffers` (Gemma's (1 + w) RMSNorm).
+    static Weight plusOne(const Weight& w, std::vector<std::vector<unsigned char>>& buffers);
     struct LayerRefs {
-        TensorRef ln1, q, k, v, o, q_b, k_b, v_b, o_b, q_norm, k_norm, ln2, gate, up, down;
+        TensorRef ln1, q, k, v, o, q_b, k_b, v_b, o_b, q_norm, k_norm, ln1_post, ln2, ln2_post, gate, up, down;
     };
     ModelConfig config_;
     TensorSet tensors_;

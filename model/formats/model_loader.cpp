@@ -13,7 +13,9 @@
 #include "model/tokenizers/tokenizer_loader.h"
 
 #include <QDir>
+#include <QFloat16>
 #include <QFileInfo>
+#include <cstring>
 
 namespace attnscope {
 
@@ -120,6 +122,23 @@ std::unique_ptr<Tokenizer> loadTokenizerOnly(const QString& path, const LoadOpti
     return loadTokenizerFile(path); // tokenizer.json, tokenizer.model, a llama2.c tokenizer.bin
 }
 
+namespace {
+
+/// x rounded to nearest even in the storage dtype "BF16" or "F16" (as torch.tensor(x, dtype=...)); x for others.
+double roundedToStorage(double x, const QString& dtype) {
+    const float f = float(x);
+    if (dtype == QLatin1String("F16")) return double(float(qfloat16(f)));
+    if (dtype != QLatin1String("BF16")) return double(f);
+    quint32 bits;
+    std::memcpy(&bits, &f, 4);
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    float r;
+    std::memcpy(&r, &bits, 4);
+    return double(r);
+}
+
+} // namespace
+
 std::shared_ptr<const Model> loadModel(const QString& path, const Progress& progress, const LoadOptions& options) {
     const QFileInfo fi(path);
     // GGUF by its magic: Ollama's blobs have no extension
@@ -134,7 +153,7 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
     const QDir dir(loc.folder);
 
     progress.checkCancelled();
-    const ModelConfig config = loadHfConfig(dir.filePath(kConfigFile), kConfigFile);
+    ModelConfig config = loadHfConfig(dir.filePath(kConfigFile), kConfigFile);
     const bool gpt2 = config.modelType == QLatin1String("gpt2");
 
     const qint64 nFiles = countShards(loc);
@@ -165,6 +184,8 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
         resolver = std::move(r);
     }
     done += nTensors;
+    // Gemma's √d_model embedding factor is a tensor of the weights' dtype in transformers (Gemma2Model normalizer)
+    if (config.embed_scale != 1.0) config.embed_scale = roundedToStorage(config.embed_scale, info.storageDtype);
 
     progress.step(done, total, QStringLiteral("Reading the tokenizer"));
     requireTokenizerFiles(loc.folder); // a missing tokenizer fails the open; parsing errors fail first use

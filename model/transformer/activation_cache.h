@@ -27,12 +27,16 @@ struct LayerCache {
     std::vector<Matrix> pattern;    ///< [head][query_pos, key_pos] softmax over keys after the causal mask; 0 above the diagonal
     Matrix z;                       ///< [pos, n_heads*d_head]  pattern·V per head (hook_z)
     std::vector<Matrix> result;     ///< [head][pos, d_model] z_h·W_O^h, no bias (hook_result); empty if not requested
-    Matrix attn_out;                ///< [pos, d_model]   Σ_h result_h + b_O
+    Matrix attn_out;                ///< [pos, d_model]   Σ_h result_h + b_O (hook_attn_out); with post-norms (Gemma 2) the
+                                    ///< normed output ln1_post(z·W_O), and result_h = z_h·W_O^h / σ ⊙ w_post with σ the
+                                    ///< post-norm's divisor of the whole output, so that Σ_h result_h = attn_out still
+    Matrix attn_out_pre_norm;       ///< [pos, d_model]   post-norm models only (else empty): z·W_O + b_O before ln1_post
     Matrix resid_mid;               ///< [pos, d_model]   resid_pre + attn_out
     Matrix ln2;                     ///< [pos, d_model]   ln_2 output, the MLP input
     Matrix mlp_pre;                 ///< [pos, d_mlp]     x·W_in + b_in (before the activation)
     Matrix mlp_post;                ///< [pos, d_mlp]     after the activation (× gate for gated MLPs)
-    Matrix mlp_out;                 ///< [pos, d_model]   mlp_post·W_out + b_out
+    Matrix mlp_out;                 ///< [pos, d_model]   mlp_post·W_out + b_out (with post-norms: ln2_post of it)
+    Matrix mlp_out_pre_norm;        ///< [pos, d_model]   post-norm models only (else empty): mlp_post·W_out + b_out
     Matrix resid_post;              ///< [pos, d_model]   resid_mid + mlp_out
 };
 
@@ -50,7 +54,8 @@ struct ActivationCache {
     std::vector<LayerCache> layers; ///< [layer] as stored (see above); prefer layer(l) / stored(l)
     Matrix ln_final;                ///< [pos, d_model]   ln_final output
     Vector ln_final_scale;          ///< [pos]            the divisor of ln_final: sqrt(var + eps) (RMS for RMSNorm)
-    Matrix logits;                  ///< [logit_row, d_vocab] rows for positions logitPositions
+    Matrix logits;                  ///< [logit_row, d_vocab] rows for positions logitPositions (after the final soft-cap,
+                                    ///< ModelConfig::final_logit_softcap)
     std::vector<int> logitPositions;///< positions the rows of logits belong to (all positions by default)
 
     /// Set in residuals-only caches: recomputes dropped layers (shared by copies of the cache; do not

@@ -122,10 +122,20 @@ void activationSlopes(ActivationKind kind, const float* x, float* slope, Eigen::
 /// act(x)/x with its limit act′(0) at 0: the frozen nonlinearity's coefficient (StopGradients::mlpNonlinearity).
 double frozenSlope(ActivationKind kind, float x, float act) { return x != 0.0f ? double(act) / double(x) : activationSlope(kind, 0.0); }
 
+/// ∂/∂(the block output before its post-norm) from ∂/∂(the normed output) for post-norm models (Gemma 2: attn_out =
+/// ln1_post(x), mlp_out = ln2_post(x), x = pre); the gradient itself for the others.
+Matrix postNormBackward(const ModelConfig& cfg, const Matrix& pre, const Weight& w, const Matrix& dOut, const BackwardOptions& options) {
+    if (!cfg.postNorms) return dOut;
+    Matrix d = Matrix::Zero(pre.rows(), pre.cols());
+    normBackward(cfg, pre, w, dOut, options.stops.normScale, d);
+    return d;
+}
+
 /// The MLP's backward: from d mlp_out to d ln2 (returned), filling g.mlp_post and g.mlp_pre.
-Matrix mlpBackward(const ModelConfig& cfg, const LayerWeights& w, const LayerCache& c, LayerGradients& g, bool frozen) {
+Matrix mlpBackward(const ModelConfig& cfg, const LayerWeights& w, const LayerCache& c, LayerGradients& g, const BackwardOptions& options) {
+    const bool frozen = options.stops.mlpNonlinearity;
     const Eigen::Index S = c.ln2.rows(), M = c.mlp_pre.cols();
-    timesTransposed(g.mlp_out, w.W_out, g.mlp_post);
+    timesTransposed(postNormBackward(cfg, c.mlp_out_pre_norm, w.ln2_post_w, g.mlp_out, options), w.W_out, g.mlp_post);
     g.mlp_pre.resize(S, M);
     Matrix dLn2;
     if (cfg.gatedMlp && !w.W_gate.empty()) {
@@ -180,7 +190,7 @@ void headBackward(const ModelConfig& cfg, int layer, const LayerCache& c, int h,
     const auto dz_h = dz.middleCols(col, L);
     dv.middleCols(col, L).noalias() = P.transpose() * dz_h;
     Matrix dP = dz_h * c.v.middleCols(col, L).transpose();
-    const int window = cfg.sliding_window;
+    const int window = cfg.windowOf(layer);
     for (Eigen::Index i = 0; i < S; ++i) { // the cells the mask removed hold no pattern: no gradient there
         const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
         for (Eigen::Index j = 0; j < lo; ++j) dP(i, j) = 0;
@@ -196,6 +206,16 @@ void headBackward(const ModelConfig& cfg, int layer, const LayerCache& c, int h,
             double dot = 0;
             for (Eigen::Index j = 0; j <= i; ++j) dot += double(P(i, j)) * dP(i, j);
             for (Eigen::Index j = 0; j < S; ++j) dS(i, j) = float(double(P(i, j)) * (dP(i, j) - dot)) * scale;
+        }
+        if (cfg.attn_logit_softcap > 0) { // s_capped = c·tanh(s/c): ds = ds_capped·(1 − (s_capped/c)²) on the kept cells
+            const double cap = cfg.attn_logit_softcap;
+            const Matrix& capped = c.attn_scores[size_t(h)];
+            for (Eigen::Index i = 0; i < S; ++i)
+                for (Eigen::Index j = 0; j <= i; ++j)
+                    if (dS(i, j) != 0.0f) {
+                        const double t = double(capped(i, j)) / cap;
+                        dS(i, j) = float(double(dS(i, j)) * (1.0 - t * t));
+                    }
         }
         const bool rotary = cfg.positions == PositionKind::Rotary;
         const Matrix& Q = rotary ? c.q_rot : c.q;
@@ -220,7 +240,7 @@ Matrix attentionBackward(const ModelConfig& cfg, int layer, const LayerWeights& 
                          const BackwardOptions& options) {
     const int H = cfg.n_heads, L = cfg.d_head;
     const Eigen::Index S = c.z.rows();
-    timesTransposed(g.attn_out, w.W_O, g.z);
+    timesTransposed(postNormBackward(cfg, c.attn_out_pre_norm, w.ln1_post_w, g.attn_out, options), w.W_O, g.z);
     g.q.resize(S, Eigen::Index(H) * L);
     g.k.resize(S, Eigen::Index(H) * L);
     g.v.resize(S, Eigen::Index(H) * L);
@@ -280,6 +300,34 @@ Matrix unembedBackward(const ModelConfig& cfg, const GlobalWeights& gw, int S, s
     return d;
 }
 
+/// The seeds as gradients of the logits before the final soft-cap (Gemma 2: z_capped = c·tanh(z/c), dz = dz_capped·
+/// (1 − (z_capped/c)²)), from the cache's logits, or the row recomputed from ln_final when the cache lacks it.
+std::vector<LogitGradient> beforeFinalSoftcap(const Model& model, const ActivationCache& cache, std::span<const LogitGradient> seeds) {
+    std::vector<LogitGradient> out(seeds.begin(), seeds.end());
+    const ModelConfig& cfg = model.config();
+    if (!(cfg.final_logit_softcap > 0)) return out;
+    for (LogitGradient& seed : out) {
+        const int row = cache.logitRow(seed.position);
+        RowVector logits;
+        if (row >= 0) {
+            logits = cache.logits.row(row);
+        } else {
+            Matrix m;
+            weightGemmTransposed(Matrix(cache.ln_final.row(seed.position)), model.globals().W_U_T, m);
+            if (!model.globals().b_U.empty()) m.row(0) += model.globals().b_U.rowVector(0);
+            applyFinalSoftcap(cfg, m);
+            logits = m.row(0);
+        }
+        const double cap = cfg.final_logit_softcap;
+        for (Eigen::Index v = 0; v < seed.d_logits.size(); ++v)
+            if (seed.d_logits(v) != 0.0f) {
+                const double t = double(logits(v)) / cap;
+                seed.d_logits(v) = float(double(seed.d_logits(v)) * (1.0 - t * t));
+            }
+    }
+    return out;
+}
+
 } // namespace
 
 qint64 estimateGradientBytes(const ModelConfig& cfg, int nPositions, const BackwardOptions& options) {
@@ -322,7 +370,7 @@ GradientCache runBackward(const Model& model, const ActivationCache& cache, std:
 
     const GlobalWeights& gw = model.globals();
     const Matrix& last = cache.stored(nLayers - 1).resid_post;
-    const Matrix dLnFinal = unembedBackward(cfg, gw, S, seeds);
+    const Matrix dLnFinal = unembedBackward(cfg, gw, S, beforeFinalSoftcap(model, cache, seeds));
     out.ln_final_in = Matrix::Zero(S, cfg.d_model);
     normBackward(cfg, last, gw.ln_final_w, dLnFinal, options.stops.normScale, out.ln_final_in);
 
@@ -338,7 +386,7 @@ GradientCache runBackward(const Model& model, const ActivationCache& cache, std:
         g.resid_post = std::move(dResid);
         g.mlp_out = g.resid_post;
         checkFinite(out, g.resid_post, prefix + QStringLiteral("hook_resid_post"));
-        const Matrix dLn2 = mlpBackward(cfg, w, c, g, options.stops.mlpNonlinearity);
+        const Matrix dLn2 = mlpBackward(cfg, w, c, g, options);
         checkFinite(out, g.mlp_post, prefix + QStringLiteral("mlp.hook_post"));
         checkFinite(out, g.mlp_pre, prefix + QStringLiteral("mlp.hook_pre"));
         g.resid_mid = g.resid_post;

@@ -39,8 +39,9 @@ CacheEstimate estimateCacheBytes(const ModelConfig& cfg, int nPositions, const F
     CacheEstimate e;
     e.patternBytes = mul(mul(NL, mul(2 * H, mul(S, S))), f);
     e.headResultBytes = options.cacheHeadResults ? mul(mul(NL, mul(H, mul(S, D))), f) : 0;
-    const qint64 qkPreNorm = cfg.qkNorm ? mul(S, (H + cfg.n_kv_heads) * L) : 0; // q_pre_norm, k_pre_norm
-    const qint64 perLayer = add(add(add(mul(7 * S, D), mul(4 * S, H * L)), mul(2 * S, M)), qkPreNorm);
+    const qint64 preNorms = add(cfg.qkNorm ? mul(S, (H + cfg.n_kv_heads) * L) : 0, // q_pre_norm, k_pre_norm
+                                cfg.postNorms ? mul(2 * S, D) : 0);                // attn_out_pre_norm, mlp_out_pre_norm
+    const qint64 perLayer = add(add(add(mul(7 * S, D), mul(4 * S, H * L)), mul(2 * S, M)), preNorms);
     const qint64 globals = add(mul(3 * S, D), S);
     const qint64 logits = mul(options.allLogits ? S : 1, V);
     e.otherBytes = mul(add(add(mul(NL, perLayer), globals), logits), f);

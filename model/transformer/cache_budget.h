@@ -20,7 +20,7 @@ struct ForwardOptions;
 ///   patterns   = 2·H·S²       (attn_scores and pattern; these alone are n_layers·n_heads·S² floats each)
 ///   headResult = H·S·D        (result, only when ForwardOptions::cacheHeadResults)
 ///   other      = 7·S·D + 4·S·H·L + 2·S·M   (residuals, norms, attn/mlp outputs; q, k, v, z; mlp pre/post),
-///                + S·(H + H_kv)·L with q/k norms (q_pre_norm, k_pre_norm)
+///                + S·(H + H_kv)·L with q/k norms (q_pre_norm, k_pre_norm), + 2·S·D with post-norms
 /// plus globals 3·S·D + S (embed, pos_embed, ln_final, its scale) and logits S·V (1·V for last-only).
 /// A residuals-only cache keeps per layer 5·S·D + S·H·L (resid_pre/mid/post, attn_out, mlp_out; z) and
 /// needs room for at least one full layer (the pass's scratch layer, later one recomputed layer).

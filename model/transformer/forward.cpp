@@ -76,7 +76,9 @@ void activateBlock(ActivationKind kind, Matrix& y, const YBlock& b) {
 /// (q·kᵀ)·scale, masked_fill(finfo.min), softmax.
 /// With a sliding window W (Mistral; 0 = none), query i keeps only keys (i − W, i]: the keys before are
 /// set to −∞ (scores) and 0 (pattern) as HF's sliding-window mask does.
-void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, int window, Eigen::Index r0, Eigen::Index r1) {
+/// With a soft-cap c > 0 (Gemma 2's attn_logit_softcapping) the scaled scores s of the kept keys become c·tanh(s/c)
+/// before the softmax (transformers eager_attention_forward: scale, then /c, tanh, ·c, then the mask).
+void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, int window, float softcap, Eigen::Index r0, Eigen::Index r1) {
     const ComputeKernels& K = computeKernels();
     const Eigen::Index S = scores.cols();
     for (Eigen::Index i = r0; i < r1; ++i) {
@@ -87,7 +89,12 @@ void causalSoftmaxRows(Matrix& scores, Matrix& p, float scale, int window, Eigen
             sRow[j] = -std::numeric_limits<float>::infinity();
             pRow[j] = 0.0f;
         }
-        K.causalSoftmaxRow(sRow + lo, pRow + lo, i + 1 - lo, S - lo, scale);
+        if (softcap > 0) {
+            for (Eigen::Index j = lo; j <= i; ++j) sRow[j] = softcap * std::tanh(sRow[j] * scale / softcap);
+            K.causalSoftmaxRow(sRow + lo, pRow + lo, i + 1 - lo, S - lo, 1.0f);
+        } else {
+            K.causalSoftmaxRow(sRow + lo, pRow + lo, i + 1 - lo, S - lo, scale);
+        }
     }
 }
 
@@ -121,7 +128,7 @@ Weight transposedKeys(const Matrix& k, Eigen::Index col, int L, Matrix& buffer) 
 /// kQueryBlock, and only their rows ≥ firstRow are computed, so each row is bitwise what the full pass computes.
 /// q and z point at the row of position firstRow (row strides ldq, ldz).
 void headAttention(const float* q, Eigen::Index ldq, const Matrix& k, const Matrix& v, int h, int L, float scale, int window,
-                   Eigen::Index firstRow, Matrix& scores, Matrix& pattern, float* z, Eigen::Index ldz) {
+                   float softcap, Eigen::Index firstRow, Matrix& scores, Matrix& pattern, float* z, Eigen::Index ldz) {
     constexpr Eigen::Index kQueryBlock = 64;
     const Eigen::Index S = k.rows(), col = Eigen::Index(h) * L;
     thread_local Matrix kT; // K_hᵀ [d_head, pos]: the right-hand operand of Q·Kᵀ, read in place by the kernel
@@ -130,7 +137,7 @@ void headAttention(const float* q, Eigen::Index ldq, const Matrix& k, const Matr
     for (Eigen::Index b0 = firstRow / kQueryBlock * kQueryBlock; b0 < S; b0 += kQueryBlock) {
         const Eigen::Index r0 = std::max(b0, firstRow), r1 = std::min(b0 + kQueryBlock, S), n = r1 - r0;
         weightGemm(q + (r0 - firstRow) * ldq + col, n, L, ldq, K_T.colBlock(0, r1), scores.data() + r0 * S, S, false);
-        causalSoftmaxRows(scores, pattern, scale, window, r0, r1);
+        causalSoftmaxRows(scores, pattern, scale, window, softcap, r0, r1);
         weightGemm(pattern.data() + r0 * S, n, r1, S, V_h.rowBlock(0, r1), z + (r0 - firstRow) * ldz + col, ldz, false);
     }
 }
@@ -205,7 +212,8 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     c.z.resize(S, Eigen::Index(H) * L);
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
     teamFor(H, worthThreads(double(H) * double(S) * double(S) * double(L)), [&](int h) {
-        headAttention(queries.data(), queries.cols(), keys, c.v, h, L, scale, cfg.sliding_window, 0, c.attn_scores[size_t(h)],
+        headAttention(queries.data(), queries.cols(), keys, c.v, h, L, scale, cfg.windowOf(l), float(cfg.attn_logit_softcap), 0,
+                      c.attn_scores[size_t(h)],
                       c.pattern[size_t(h)], c.z.data(), c.z.cols());
     });
     if (hooks && hooks->pattern)
@@ -223,9 +231,17 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     // concat heads then project: attn_out = z·W_O + b_O (what HF computes); resid_mid = resid_pre + attn_out
     // block by block while the block is in cache
     c.resid_mid.resize(S, cfg.d_model);
-    linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out, [&c](const YBlock& b) {
-                block(c.resid_mid, b) = block(c.resid_pre, b) + block(c.attn_out, b);
-            })});
+    Vector postScale; // the post-norm's divisor per position (Gemma 2)
+    if (cfg.postNorms) { // attn_out = ln1_post(z·W_O + b_O)
+        linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out_pre_norm)});
+        applyNorm(cfg, c.attn_out_pre_norm, w.ln1_post_w, Weight{}, c.attn_out, &postScale);
+        c.resid_mid = c.resid_pre + c.attn_out;
+    } else {
+        c.attn_out_pre_norm.resize(0, 0);
+        linears(c.z, {linearTarget(S, w.W_O, w.b_O, c.attn_out, [&c](const YBlock& b) {
+                    block(c.resid_mid, b) = block(c.resid_pre, b) + block(c.attn_out, b);
+                })});
+    }
     if (hooks && hooks->attn_out) {
         hooks->attn_out(l, c.attn_out);
         c.resid_mid = c.resid_pre + c.attn_out;
@@ -238,6 +254,10 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         teamFor(H, worthThreads(double(H) * double(S) * double(L) * double(cfg.d_model)), [&](int h) {
             Matrix& r = c.result[size_t(h)];
             weightGemm(c.z.data() + h * L, S, L, c.z.cols(), w.W_O_head(h, L), r.data(), r.cols(), false);
+            if (cfg.postNorms) { // through the post-norm with the whole output's divisor: Σ_h result_h = attn_out
+                r.array().colwise() /= postScale.array();
+                r.array().rowwise() *= rowOf(w.ln1_post_w).array();
+            }
         });
     }
 }
@@ -261,9 +281,16 @@ void mlpBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& 
                 })});
     }
     c.resid_post.resize(S, cfg.d_model);
-    linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out, [&c](const YBlock& b) {
-                block(c.resid_post, b) = block(c.resid_mid, b) + block(c.mlp_out, b);
-            })});
+    if (cfg.postNorms) { // mlp_out = ln2_post(mlp_post·W_out + b_out)
+        linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out_pre_norm)});
+        applyNorm(cfg, c.mlp_out_pre_norm, w.ln2_post_w, Weight{}, c.mlp_out);
+        c.resid_post = c.resid_mid + c.mlp_out;
+    } else {
+        c.mlp_out_pre_norm.resize(0, 0);
+        linears(c.mlp_post, {linearTarget(S, w.W_out, w.b_out, c.mlp_out, [&c](const YBlock& b) {
+                    block(c.resid_post, b) = block(c.resid_mid, b) + block(c.mlp_out, b);
+                })});
+    }
     if (hooks && hooks->mlp_out) {
         hooks->mlp_out(l, c.mlp_out);
         c.resid_post = c.resid_mid + c.mlp_out;
@@ -285,8 +312,8 @@ void headAttentionRows(const ModelConfig& cfg, int layer, const float* q, Eigen:
     const Eigen::Index S = k.rows();
     if (scores.rows() != S || scores.cols() != S) scores.resize(S, S);
     if (pattern.rows() != S || pattern.cols() != S) pattern.resize(S, S);
-    headAttention(q, ldq, k, v, head, cfg.d_head, float(cfg.attnScale(layer)), cfg.sliding_window, firstRow, scores, pattern,
-                  z, ldz);
+    headAttention(q, ldq, k, v, head, cfg.d_head, float(cfg.attnScale(layer)), cfg.windowOf(layer), float(cfg.attn_logit_softcap),
+                  firstRow, scores, pattern, z, ldz);
 }
 
 void runBlock(const Model& model, int layer, LayerCache& c, const ForwardOptions& options) {
@@ -325,6 +352,12 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     });
     y.array().rowwise() *= rowOf(w).array();
     addBias(y, b);
+}
+
+void applyFinalSoftcap(const ModelConfig& cfg, Matrix& logits) {
+    if (!(cfg.final_logit_softcap > 0)) return;
+    const float cap = float(cfg.final_logit_softcap);
+    logits = (logits.array() / cap).tanh() * cap;
 }
 
 void applyHeadNorm(const ModelConfig& cfg, Matrix& x, const Weight& w) {
@@ -383,6 +416,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     // embed = one-hot(tokens)·W_E: row lookup, never a dense [pos, d_vocab] matrix
     cache.embed.resize(S, cfg.d_model);
     for (int p = 0; p < S; ++p) g.W_E.copyRow(tokens[size_t(p)], cache.embed.data() + Eigen::Index(p) * cfg.d_model);
+    if (cfg.embed_scale != 1.0) cache.embed *= float(cfg.embed_scale); // Gemma: · √d_model
     if (cfg.positions == PositionKind::Learned)
         cache.pos_embed = g.W_pos.rowBlock(0, S).toMatrix();
     else
@@ -420,6 +454,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         weightGemmTransposed(Matrix(cache.ln_final.bottomRows(1)), g.W_U_T, cache.logits);
     }
     addBias(cache.logits, g.b_U);
+    applyFinalSoftcap(cfg, cache.logits);
     progress.step(total, total, QStringLiteral("done"));
     return cache;
 }

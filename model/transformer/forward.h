@@ -91,6 +91,10 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
 /// segment of each row of x [pos, n·d_head] becomes seg/√(mean(seg²) + norm_eps) ⊙ w, in place. w: [1, d_head].
 void applyHeadNorm(const ModelConfig& cfg, Matrix& x, const Weight& w);
 
+/// Gemma 2's final logit soft-cap (ModelConfig::final_logit_softcap; transformers Gemma2ForCausalLM): each logit z
+/// becomes cap·tanh(z/cap), in place; nothing without a cap. logits: [rows, d_vocab].
+void applyFinalSoftcap(const ModelConfig& cfg, Matrix& logits);
+
 /// The MLP activation, elementwise, in place.
 void applyActivation(ActivationKind kind, Matrix& x);
 

@@ -6,7 +6,7 @@ namespace attnscope {
 
 double ModelConfig::attnScale(int layer) const {
     double s = 1.0;
-    if (scale_attn_weights) s /= std::sqrt(double(d_head));
+    if (scale_attn_weights) s /= std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : double(d_head));
     if (scale_attn_by_inverse_layer_idx) s /= double(layer + 1);
     return s;
 }

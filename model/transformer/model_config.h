@@ -59,10 +59,26 @@ struct ModelConfig {
     RopeLayout rope_layout = RopeLayout::HalfSplit;
     RopeScaling rope_scaling;
     int sliding_window = 0;     ///< Mistral: a query attends to at most this many keys (itself included); 0 = all
+    /// Which layers the window applies to ([layer]; empty: every layer). Gemma 2 windows the even layers
+    /// (transformers Gemma2Config.layer_types: "sliding_attention" when (i + 1) % 2, llama.cpp il % 2 == 0).
+    std::vector<char> windowedLayers;
     bool tie_word_embeddings = true; ///< the unembedding is W_Eᵀ (no separate lm_head / output weight)
     /// Qwen 3 (and Gemma 3): RMSNorm over each head's query and key (weights q_norm_w, k_norm_w [d_head], eps norm_eps)
     /// after the projection and before rotary embeddings (transformers modeling_qwen3.py Qwen3Attention).
     bool qkNorm = false;
+    /// Gemma 2: RMSNorm on the attention output and on the MLP output before each is added to the residual stream
+    /// (weights ln1_post_w, ln2_post_w; transformers Gemma2DecoderLayer post_attention_layernorm,
+    /// post_feedforward_layernorm). attn_out and mlp_out are then the normed outputs.
+    bool postNorms = false;
+    /// Gemma 2: the scaled scores s become cap·tanh(s/cap) before the mask and softmax (attn_logit_softcapping); 0 = none.
+    double attn_logit_softcap = 0;
+    /// Gemma 2: the logits z become cap·tanh(z/cap) (final_logit_softcapping); 0 = none.
+    double final_logit_softcap = 0;
+    /// Gemma: the token embeddings are multiplied by this (√d_model, in the weights' dtype as transformers' Gemma2Model
+    /// normalizer; in float32 for GGUF, as llama.cpp); 1 for the other families.
+    double embed_scale = 1.0;
+    /// Gemma 2: the scores are scaled by query_pre_attn_scalar^(−1/2) instead of d_head^(−1/2); 0 = d_head.
+    double query_pre_attn_scalar = 0;
     QString architecture;       ///< what the file calls it, for display ("gpt2", "llama", "qwen2", GGUF general.architecture)
     int bos_token_id = -1;      ///< -1 when unknown
     int eos_token_id = -1;
@@ -70,6 +86,12 @@ struct ModelConfig {
     /// The factor the raw scores Q·Kᵀ of `layer` are multiplied by (HF GPT2Attention._attn; 1/√d_head
     /// for the Llama family).
     double attnScale(int layer) const;
+    /// The sliding window of `layer` (sliding_window where windowedLayers marks the layer or is empty), 0 = none.
+    int windowOf(int layer) const {
+        return windowedLayers.empty() || (layer >= 0 && layer < int(windowedLayers.size()) && windowedLayers[size_t(layer)])
+                   ? sliding_window
+                   : 0;
+    }
     /// Query heads per K/V head (grouped-query attention): n_heads / n_kv_heads.
     int groupSize() const { return n_heads / (n_kv_heads > 0 ? n_kv_heads : n_heads); }
     /// The K/V head query head h reads.

@@ -17,10 +17,12 @@ struct LayerWeights {
     Weight q_norm_w, k_norm_w; ///< [1, d_head]: the per-head RMSNorm of q and k (ModelConfig::qkNorm), else empty
     Weight W_O;            ///< [n_heads*d_head, d_model]; W_O^h = rows h*d_head .. (h+1)*d_head-1
     Weight b_O;            ///< [1, d_model] or empty
+    Weight ln1_post_w;     ///< [1, d_model] the post-attention norm's (1 + w) (ModelConfig::postNorms), else empty
     Weight ln2_w, ln2_b;   ///< [1, d_model]
     Weight W_in, b_in;     ///< [d_model, d_mlp], [1, d_mlp]
     Weight W_gate;         ///< [d_model, d_mlp], gated MLPs only
     Weight W_out, b_out;   ///< [d_mlp, d_model], [1, d_model]
+    Weight ln2_post_w;     ///< [1, d_model] the post-MLP norm's (1 + w) (ModelConfig::postNorms), else empty
 
     Weight W_Q_head(int h, int d_head) const { return W_Q.colBlock(Eigen::Index(h) * d_head, d_head); }
     Weight W_K_head(int h, int d_head) const { return W_K.colBlock(Eigen::Index(h) * d_head, d_head); }

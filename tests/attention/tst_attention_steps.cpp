@@ -221,6 +221,7 @@ private slots:
     void rejectsBadArguments();
     void groupedQueryVariant();
     void qwen3QkNormSteps();
+    void gemma2SoftcapSteps();
     void demoModel();
 
 private:
@@ -388,6 +389,35 @@ void TestAttentionSteps::qwen3QkNormSteps() {
     QCOMPARE(maxAbsDiff(step(steps, "k").values, Matrix(c.layers[size_t(layer)].k_pre_norm.middleCols(kv * L, L))), 0.0);
     QVERIFY(step(steps, "q_norm").meaning.contains("root mean square"));
     QCOMPARE(step(steps, "scores").maxAbsDiff, 0.0);
+}
+
+/// A random Gemma 2: the softcapped step is c·tanh(scaled / c) (recomputed here in double), which the cached scores
+/// match; layer 0 is windowed and layer 1 not; attn_out is the post-normed output, still the sum of the head results.
+void TestAttentionSteps::gemma2SoftcapSteps() {
+    QTemporaryDir dir;
+    writeHfLlamaFolder(randomLlama(smallGemma2Spec(), 22), dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    const auto model = loadModel(dir.path());
+    const ActivationCache c = runForward(*model, std::vector<int>{1, 40, 300, 12, 77, 500});
+    for (int layer : {0, 1}) {
+        const std::vector<AttentionStep> steps = attentionSteps(*model, c, layer, 3);
+        QStringList names;
+        for (const AttentionStep& s : steps) names << s.name;
+        QCOMPARE(names, attentionStepNames(4, true, false, true));
+        const Matrix& scaled = step(steps, "scaled").values;
+        const Matrix& capped = step(steps, "softcapped").values;
+        double worst = 0, bent = 0;
+        for (Eigen::Index i = 0; i < scaled.rows(); ++i)
+            for (Eigen::Index j = 0; j <= i; ++j) {
+                worst = std::max(worst, std::abs(1.5 * std::tanh(double(scaled(i, j)) / 1.5) - capped(i, j)));
+                bent = std::max(bent, std::abs(double(scaled(i, j)) - capped(i, j)));
+            }
+        QVERIFY2(worst < 1e-5, qPrintable(QString::number(worst)));
+        QVERIFY(bent > 0.1); // the cap binds
+        QVERIFY(step(steps, "scores").maxAbsDiff < 1e-5);
+        QCOMPARE(step(steps, "masked").formula.contains("j ≤ i − 3"), layer == 0);
+        QVERIFY(step(steps, "attn_out").formula.startsWith("ln1_post("));
+        QVERIFY(maxAbsDiff(step(steps, "attn_out_additive").values, step(steps, "attn_out").values) < 1e-5);
+    }
 }
 
 void TestAttentionSteps::demoModel() {

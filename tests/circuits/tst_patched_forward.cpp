@@ -2,7 +2,8 @@
 // same substitution made outright by a hook (forward_hooks.h), which recomputes every layer and every
 // position: for every hook point, single and several positions, whole and per-head, in batches of many
 // runs, at the last position and an earlier one, on tiny-gpt2 (GPT-2, Conv1D weights) and stories260K
-// (Llama: RMSNorm, rotary, SwiGLU, grouped-query attention, weights stored [out, in]), and a random Qwen 3 (q/k norms). Bitwise: a patch
+// (Llama: RMSNorm, rotary, SwiGLU, grouped-query attention, weights stored [out, in]), a random Qwen 3 (q/k norms) and
+// a random Gemma 2 (post-norms, soft-caps, a window on even layers). Bitwise: a patch
 // equal to the base changes nothing and computes nothing; resid_pre at layer 0 patched everywhere gives the
 // other prompt's logits (also when the prompts share a prefix, so only later positions are rerun, and at
 // S ≥ 64 with a rerun of fewer than 64 rows, where the Llama weights need the GEMM's row class).
@@ -39,6 +40,14 @@ std::shared_ptr<const Model> qwen3() {
     if (!QFileInfo::exists(path + "/config.json"))
         writeHfLlamaFolder(randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 5), path, Storage::F32,
                            testdata("stories260K/tok512.bin"), "tokenizer.bin");
+    return loadModel(path);
+}
+/// A random Gemma 2 (post-norms, soft-caps that bind, window 3 on layer 0, query_pre_attn_scalar 4) as an HF folder.
+std::shared_ptr<const Model> gemma2() {
+    static QTemporaryDir dir;
+    const QString path = dir.filePath("gemma2");
+    if (!QFileInfo::exists(path + "/config.json"))
+        writeHfLlamaFolder(randomLlama(smallGemma2Spec(), 6), path, Storage::F32, testdata("stories260K/tok512.bin"), "tokenizer.bin");
     return loadModel(path);
 }
 
@@ -187,7 +196,7 @@ private slots:
     }
 
     void patchingNothingIsTheBaseRunBitwise() {
-        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3()}) {
+        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2()}) {
             const ModelConfig& cfg = model->config();
             const std::vector<int> tokens = randomTokens(10, cfg.d_vocab, 4);
             const ActivationCache base = fullRun(*model, tokens);
@@ -212,7 +221,7 @@ private slots:
     }
 
     void patchingEverythingIsTheSourceRunBitwise() {
-        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3()}) {
+        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2()}) {
             const int V = model->config().d_vocab;
             std::vector<int> a = randomTokens(14, V, 5), b = randomTokens(14, V, 6);
             b[0] = a[0];
@@ -238,6 +247,7 @@ private slots:
     void equalsTheHookedForwardLlamaLong() { checkAgainstHooked(*stories(), 70, 66, 1e-5); }
     void equalsTheHookedForwardLlamaF16() { checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
     void equalsTheHookedForwardQwen3() { checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardGemma2() { checkAgainstHooked(*gemma2(), 12, -1, 1e-5); }
 
     void capturesTheReceiversInputs() {
         const auto model = stories();

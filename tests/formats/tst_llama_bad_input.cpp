@@ -12,6 +12,7 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "tests/support/error_capture.h"
+#include "tests/support/gguf_llama_file.h"
 #include "tests/support/gguf_q8_copy.h"
 #include "tests/support/hf_llama_folder.h"
 #include "tests/support/stories_reference.h"
@@ -153,6 +154,37 @@ private slots:
                      "routed experts); the dense Qwen 3 models (model_type 'qwen3') are");
     }
 
+    /// Gemma 2: a soft-cap ≤ 0, a window larger than the context, Gemma 3, and a GGUF without a post-norm tensor are
+    /// refused naming the file and the field or tensor; null soft-caps mean none.
+    void gemma2Errors() {
+        QTemporaryDir dir;
+        LlamaSpec spec = smallLlamaSpec("gemma2", 32, 4, 2, 8, 48);
+        spec.attn_softcap = 10;
+        const LlamaCheckpoint c = randomLlama(spec, 9);
+        writeHfLlamaFolder(c, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+        QCOMPARE(loadModel(dir.path())->config().attn_logit_softcap, 10.0);
+        QCOMPARE(loadModel(dir.path())->config().final_logit_softcap, 0.0); // null in config.json
+        const QJsonObject good = hfLlamaConfig(c.spec);
+        auto refusedWith = [&](const char* key, const QJsonValue& value, const QString& expected) {
+            QJsonObject config = good;
+            config.insert(key, value);
+            writeFile(dir.filePath("config.json"), QJsonDocument(config).toJson());
+            checkRefused(dir.path(), dir.path(), expected);
+        };
+        refusedWith("attn_logit_softcapping", 0.0, "config.json: attn_logit_softcapping must be a positive number or null (got 0)");
+        refusedWith("final_logit_softcapping", -30.0, "config.json: final_logit_softcapping must be a positive number or null (got -30)");
+        refusedWith("sliding_window", 65, "config.json: sliding_window (65) is larger than max_position_embeddings (64)");
+        refusedWith("model_type", "gemma3_text",
+                    "config.json: model_type 'gemma3_text': Gemma 3 is not supported yet (it adds to Gemma 2's blocks q/k "
+                    "norms, a separate RoPE base for local layers (rope_local_base_freq) and the 5:1 local/global pattern); "
+                    "Gemma 2 (model_type 'gemma2') is");
+        const QString gguf = dir.filePath("gemma2.gguf");
+        writeFile(gguf, ggufHfLayoutBytes(c));
+        QVERIFY(loadModel(gguf)->config().postNorms);
+        writeFile(gguf, ggufHfLayoutBytes(c, "blk.1.post_ffw_norm.weight"));
+        checkRefused(gguf, dir.path(), "gemma2.gguf: missing tensor blk.1.post_ffw_norm.weight");
+    }
+
     /// stories260K.gguf with general.architecture "llama" patched to "bloom" (same length, in place).
     void ggufUnsupportedArchitecture() {
         QTemporaryDir dir;
@@ -164,7 +196,7 @@ private slots:
         bytes.replace(v->offset + 8, 5, "bloom");
         const QString path = dir.filePath("bloom.gguf");
         writeFile(path, bytes);
-        checkRefused(path, dir.path(), "bloom.gguf: general.architecture 'bloom' is not supported; supported: llama, mistral, qwen2, qwen3");
+        checkRefused(path, dir.path(), "bloom.gguf: general.architecture 'bloom' is not supported; supported: llama, mistral, qwen2, qwen3, gemma2");
     }
 
     /// A Q8_0 copy of stories260K whose blk.2.attn_v.weight block 7 has scale d = NaN: it opens and layers 0

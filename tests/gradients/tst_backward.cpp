@@ -88,7 +88,7 @@ private slots:
         QTest::addColumn<bool>("norm");
         QTest::addColumn<bool>("pattern");
         QTest::addColumn<bool>("mlp");
-        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "qwen3"}) {
+        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "qwen3", "gemma2"}) {
             QTest::addRow("%s exact", m) << QString(m) << false << false << false;
             QTest::addRow("%s frozen norm", m) << QString(m) << true << false << false;
             QTest::addRow("%s frozen pattern", m) << QString(m) << false << true << false;
@@ -138,7 +138,7 @@ private slots:
             if (hook.contains("pattern")) // only the kept cells are perturbed: compare on those
                 for (Eigen::Index i = 0; i < u.rows(); ++i)
                     for (Eigen::Index j = 0; j < u.cols(); ++j) {
-                        const int w = c.model->config().sliding_window;
+                        const int w = c.model->config().windowOf(hook.section('.', 1, 1).toInt()); // "blocks.l.attn…"
                         if (j > i || (w > 0 && j <= i - w)) {
                             QCOMPARE(gradMasked(i, j), 0.0);
                             u(i, j) = 0;

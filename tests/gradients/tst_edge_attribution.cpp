@@ -315,6 +315,17 @@ private slots:
         }
         o.metric.token = c.model->config().d_vocab;
         QVERIFY_THROWS_EXCEPTION(InputError, runEdgeAttribution(*c.model, runs, o));
+        // Gemma 2's post-norms: the heads' edges do not separate; refused, naming what does work
+        const Case& gemma = cases_.at("gemma2");
+        EdgeAttributionOptions go;
+        go.metric = logitDiff(gemma);
+        try {
+            runEdgeAttribution(*gemma.model, runsOf(gemma), go);
+            QFAIL("edge attribution on a post-norm model ran");
+        } catch (const InputError& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).startsWith("Edge attribution is not available for models with post-norms (Gemma 2) "
+                                                            "yet"), e.what());
+        }
 
         o.metric = logitDiff(c);
         // over the memory budget: refused before the backward passes, with the sizes

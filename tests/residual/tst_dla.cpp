@@ -5,11 +5,17 @@
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
+#include "model/analysis/residual/residual_decomposition.h"
 #include "support/handmade_model.h"
+#include "support/hf_llama_folder.h"
+#include "support/llama_checkpoint.h"
+#include "support/reference_llama_forward.h"
+#include "support/stories_reference.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
 
 #include <QJsonArray>
+#include <QTemporaryDir>
 #include <QtTest>
 
 using namespace attnscope;
@@ -68,6 +74,7 @@ private slots:
     void json();
     void rejectsBadTokens();
     void tinyGpt2MatchesPicoGptLogits();
+    void gemma2ThroughPostNorms();
 };
 
 void TestDla::sumEqualsLogitMinusBias() {
@@ -199,6 +206,51 @@ void TestDla::tinyGpt2MatchesPicoGptLogits() {
         const double byHand = dlaOfHeadByHand(*model, cache, 1, 3, p, t);
         QVERIFY(std::abs(named(dla, "L1H3").value - byHand) <= 1e-5 + 1e-5 * std::abs(byHand));
     }
+}
+
+
+/// Gemma 2 (a random HF folder with soft-caps that bind): the residual stream at every boundary is the sum of its
+/// components through the post-norms (each head's z_h·W_O^h with its position's post-norm divisor, computed here by
+/// loops from the checkpoint's (1 + w)); DLA sums to the logit before the final soft-cap, which equals the float64
+/// reference's with the cap removed, and c·tanh(that / c) is the model's logit.
+void TestDla::gemma2ThroughPostNorms() {
+    QTemporaryDir dir;
+    const LlamaCheckpoint ck = randomLlama(smallGemma2Spec(), 31);
+    writeHfLlamaFolder(ck, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    const auto model = loadModel(dir.path());
+    const std::vector<int> tokens{1, 40, 300, 12, 77, 500, 9, 260};
+    const ActivationCache cache = runForward(*model, tokens);
+    const int p = 7, t = int(std::max_element(cache.logits.row(p).data(), cache.logits.row(p).data() + 512) - cache.logits.row(p).data());
+    for (int b = 0; b < 2; ++b)
+        for (ResidualBoundary::Point point : {ResidualBoundary::Point::Mid, ResidualBoundary::Point::Post})
+            QVERIFY(decomposeResidual(*model, cache, {b, point}, p).maxAbsError < 1e-5);
+    // head 2 of layer 1 by hand: z_h·W_O^h / σ ⊙ (1 + w_post), σ the RMS of Σ_h z_h·W_O^h
+    const int D = 32, L = 8, l = 1, h = 2;
+    const auto W_O = model->layer(l).W_O.toMatrix();
+    std::vector<double> all(size_t(D), 0.0), head(size_t(D), 0.0);
+    for (int d = 0; d < D; ++d)
+        for (int k = 0; k < 4 * L; ++k) {
+            const double term = double(cache.layers[size_t(l)].z(p, k)) * W_O(k, d);
+            all[size_t(d)] += term;
+            if (k / L == h) head[size_t(d)] += term;
+        }
+    double ss = 0;
+    for (double v : all) ss += v * v / D;
+    const double sigma = std::sqrt(ss + 1e-6);
+    const ResidualDecomposition dec = decomposeResidual(*model, cache, {l, ResidualBoundary::Point::Mid}, p);
+    for (const ResidualComponent& c : dec.components)
+        if (c.name == "L1H2")
+            for (int d = 0; d < D; ++d) {
+                const double want = head[size_t(d)] / sigma * (1.0 + ck.layers[size_t(l)].post_attention_layernorm[size_t(d)]);
+                QVERIFY2(std::abs(c.vec(d) - want) < 1e-5, qPrintable(QString("%1 vs %2").arg(c.vec(d)).arg(want)));
+            }
+    LlamaCheckpoint uncapped = ck;
+    uncapped.spec.final_softcap = 0;
+    const double preCap = referenceLlamaLogits(uncapped, tokens)(p, t);
+    const DirectLogitAttribution dla = directLogitAttribution(*model, cache, {p, t, -1});
+    checkSum(dla, preCap);
+    QVERIFY(std::abs(6.0 * std::tanh(dla.logit / 6.0) - cache.logits(p, t)) < 1e-4);
+    QVERIFY(std::abs(dla.logit - cache.logits(p, t)) > 1e-2); // the cap binds
 }
 
 QTEST_GUILESS_MAIN(TestDla)

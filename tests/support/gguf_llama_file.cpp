@@ -16,11 +16,12 @@ QByteArray f32Bytes(const std::vector<float>& v) {
 
 } // namespace
 
-QByteArray ggufQwenBytes(const LlamaCheckpoint& c) {
+QByteArray ggufHfLayoutBytes(const LlamaCheckpoint& c, const QByteArray& skip) {
     const LlamaSpec& s = c.spec;
-    if (s.modelType != QLatin1String("qwen2") && s.modelType != QLatin1String("qwen3"))
-        qFatal("ggufQwenBytes: model type %s", qPrintable(s.modelType));
-    if (s.interleavedRope) qFatal("ggufQwenBytes: the checkpoint must be in HF layout");
+    const bool gemma = s.modelType == QLatin1String("gemma2");
+    if (s.modelType != QLatin1String("qwen2") && s.modelType != QLatin1String("qwen3") && !gemma)
+        qFatal("ggufHfLayoutBytes: model type %s", qPrintable(s.modelType));
+    if (s.interleavedRope) qFatal("ggufHfLayoutBytes: the checkpoint must be in HF layout");
     const QByteArray arch = s.modelType.toLatin1();
     GgufWriter w;
     w.addString("general.architecture", arch);
@@ -35,6 +36,8 @@ QByteArray ggufQwenBytes(const LlamaCheckpoint& c) {
     w.addF32(arch + ".attention.layer_norm_rms_epsilon", float(s.rms_eps));
     w.addF32(arch + ".rope.freq_base", float(s.rope_theta));
     if (s.sliding_window > 0) w.addU32(arch + ".attention.sliding_window", quint32(s.sliding_window));
+    if (gemma && s.attn_softcap > 0) w.addF32(arch + ".attn_logit_softcapping", float(s.attn_softcap));
+    if (gemma && s.final_softcap > 0) w.addF32(arch + ".final_logit_softcapping", float(s.final_softcap));
     w.addString("tokenizer.ggml.model", "gpt2");
     w.addString("tokenizer.ggml.pre", "qwen2");
     std::vector<QByteArray> tokens;
@@ -48,14 +51,19 @@ QByteArray ggufQwenBytes(const LlamaCheckpoint& c) {
     auto tensor = [&](const QByteArray& name, const std::vector<float>& v, std::vector<quint64> ne) {
         quint64 n = 1;
         for (quint64 e : ne) n *= e;
-        if (v.size() != n) qFatal("ggufQwenBytes: %s has %zu values, expected %llu", name.constData(), v.size(), n);
-        w.addTensor(name, ne, kTF32, f32Bytes(v));
+        if (v.size() != n) qFatal("ggufHfLayoutBytes: %s has %zu values, expected %llu", name.constData(), v.size(), n);
+        if (name != skip) w.addTensor(name, ne, kTF32, f32Bytes(v));
+    };
+    auto norm = [&](const QByteArray& name, std::vector<float> v) { // Gemma: stored as 1 + w
+        if (gemma)
+            for (float& x : v) x += 1.0f;
+        tensor(name, v, {quint64(s.d_model)});
     };
     tensor("token_embd.weight", c.embed_tokens, {D, V});
     for (int l = 0; l < s.n_layers; ++l) {
         const LlamaLayerTensors& t = c.layers[size_t(l)];
         const QByteArray p = "blk." + QByteArray::number(l) + ".";
-        tensor(p + "attn_norm.weight", t.input_layernorm, {D});
+        norm(p + "attn_norm.weight", t.input_layernorm);
         tensor(p + "attn_q.weight", t.q_proj, {D, QD});
         tensor(p + "attn_k.weight", t.k_proj, {D, KD});
         tensor(p + "attn_v.weight", t.v_proj, {D, KD});
@@ -66,12 +74,18 @@ QByteArray ggufQwenBytes(const LlamaCheckpoint& c) {
         if (!t.k_norm.empty()) tensor(p + "attn_k_norm.weight", t.k_norm, {L});
         tensor(p + "attn_output.weight", t.o_proj, {QD, D});
         if (!t.o_bias.empty()) tensor(p + "attn_output.bias", t.o_bias, {D});
-        tensor(p + "ffn_norm.weight", t.post_attention_layernorm, {D});
+        if (gemma) {
+            norm(p + "post_attention_norm.weight", t.post_attention_layernorm);
+            norm(p + "ffn_norm.weight", t.pre_feedforward_layernorm);
+            norm(p + "post_ffw_norm.weight", t.post_feedforward_layernorm);
+        } else {
+            norm(p + "ffn_norm.weight", t.post_attention_layernorm);
+        }
         tensor(p + "ffn_gate.weight", t.gate_proj, {D, M});
         tensor(p + "ffn_up.weight", t.up_proj, {D, M});
         tensor(p + "ffn_down.weight", t.down_proj, {M, D});
     }
-    tensor("output_norm.weight", c.norm, {D});
+    norm("output_norm.weight", c.norm);
     if (!s.tied) tensor("output.weight", c.lm_head, {D, V});
     return w.build();
 }

@@ -47,6 +47,14 @@ std::map<QString, GradientCase> gradientCases(const QString& tmpDir) {
     GradientCase qwen3 = mistral;
     qwen3.model = loadModel(qwenDir);
     cases["qwen3"] = qwen3;
+
+    // Gemma 2: post-norms, (1 + w) norms, soft-caps that bind, the window on layer 0 only, query_pre_attn_scalar 4
+    const LlamaSpec gemmaSpec = smallGemma2Spec();
+    const QString gemmaDir = QDir(tmpDir).filePath("gemma2");
+    writeHfLlamaFolder(randomLlama(gemmaSpec, 13), gemmaDir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    GradientCase gemma2 = mistral;
+    gemma2.model = loadModel(gemmaDir);
+    cases["gemma2"] = gemma2;
     return cases;
 }
 

@@ -1,10 +1,12 @@
 #pragma once
-// The four models the gradient suites check (tst_backward, tst_edge_attribution), one per family of blocks:
+// The five models the gradient suites check (tst_backward, tst_edge_attribution), one per family of blocks:
 //  - "tiny-gpt2": LayerNorm, gelu_new, learned positions, tied unembedding;
 //  - "stories260K": RMSNorm, SwiGLU, interleaved RoPE, grouped-query heads;
 //  - "mistral": a random Mistral written as an HF folder (rotate_half RoPE, 4 heads on 2 K/V heads, sliding window 3,
 //    q/k/v biases, untied head);
-//  - "qwen3": a random Qwen 3 written as an HF folder (per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ d_model / n_heads).
+//  - "qwen3": a random Qwen 3 written as an HF folder (per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ d_model / n_heads);
+//  - "gemma2": a random Gemma 2 written as an HF folder (post-norms, (1 + w) norms, attention and final soft-caps that
+//    bind, a window of 3 on layer 0 only, query_pre_attn_scalar 4, GeGLU, the √d_model embedding).
 // Each with an 8-token prompt and a metric logit[token] − logit[counter] at the last position.
 
 #include "model/transformer/model.h"
@@ -22,7 +24,7 @@ struct GradientCase {
     int token = 0, counter = 0;
 };
 
-/// The four cases by name; the Mistral and Qwen 3 folders are written under `tmpDir`. Throws as loadModel.
+/// The five cases by name; the Mistral, Qwen 3 and Gemma 2 folders are written under `tmpDir`. Throws as loadModel.
 std::map<QString, GradientCase> gradientCases(const QString& tmpDir);
 
 } // namespace attnscope::test

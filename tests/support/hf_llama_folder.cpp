@@ -38,6 +38,7 @@ QJsonObject hfLlamaConfig(const LlamaSpec& s) {
     const QString arch = s.modelType == QLatin1String("mistral") ? QStringLiteral("MistralForCausalLM")
                          : s.modelType == QLatin1String("qwen2") ? QStringLiteral("Qwen2ForCausalLM")
                          : s.modelType == QLatin1String("qwen3") ? QStringLiteral("Qwen3ForCausalLM")
+                         : s.modelType == QLatin1String("gemma2") ? QStringLiteral("Gemma2ForCausalLM")
                                                                  : QStringLiteral("LlamaForCausalLM");
     QJsonObject o{{"architectures", QJsonArray{arch}},
                   {"model_type", s.modelType},
@@ -67,6 +68,15 @@ QJsonObject hfLlamaConfig(const LlamaSpec& s) {
         o.insert("rope_scaling", QJsonValue::Null);
     if (s.modelType == QLatin1String("mistral"))
         o.insert("sliding_window", s.sliding_window > 0 ? QJsonValue(s.sliding_window) : QJsonValue::Null);
+    if (s.modelType == QLatin1String("gemma2")) { // Gemma2Config
+        o.insert("hidden_activation", "gelu_pytorch_tanh");
+        o.insert("hidden_act", "gelu_pytorch_tanh");
+        o.insert("query_pre_attn_scalar", s.query_pre_attn_scalar > 0 ? s.query_pre_attn_scalar : double(s.d_head));
+        o.insert("attn_logit_softcapping", s.attn_softcap > 0 ? QJsonValue(s.attn_softcap) : QJsonValue::Null);
+        o.insert("final_logit_softcapping", s.final_softcap > 0 ? QJsonValue(s.final_softcap) : QJsonValue::Null);
+        o.insert("sliding_window", s.sliding_window > 0 ? s.sliding_window : s.n_ctx);
+        o.insert("attention_bias", false);
+    }
     if (s.modelType == QLatin1String("qwen2") || s.modelType == QLatin1String("qwen3")) {
         o.insert("use_sliding_window", s.sliding_window > 0);
         o.insert("sliding_window", s.sliding_window > 0 ? s.sliding_window : 4096);
@@ -96,6 +106,10 @@ std::vector<FixtureTensor> hfLlamaTensors(const LlamaCheckpoint& c, Storage stor
         if (!l.q_norm.empty()) out.push_back(tensor(p + "self_attn.q_norm.weight", l.q_norm, {s.d_head}, storage));
         if (!l.k_norm.empty()) out.push_back(tensor(p + "self_attn.k_norm.weight", l.k_norm, {s.d_head}, storage));
         out.push_back(tensor(p + "post_attention_layernorm.weight", l.post_attention_layernorm, {D}, storage));
+        if (!l.pre_feedforward_layernorm.empty())
+            out.push_back(tensor(p + "pre_feedforward_layernorm.weight", l.pre_feedforward_layernorm, {D}, storage));
+        if (!l.post_feedforward_layernorm.empty())
+            out.push_back(tensor(p + "post_feedforward_layernorm.weight", l.post_feedforward_layernorm, {D}, storage));
         out.push_back(tensor(p + "mlp.gate_proj.weight", l.gate_proj, {M, D}, storage));
         out.push_back(tensor(p + "mlp.up_proj.weight", l.up_proj, {M, D}, storage));
         out.push_back(tensor(p + "mlp.down_proj.weight", l.down_proj, {D, M}, storage));

@@ -139,15 +139,17 @@ struct Run {
             k = rotate(k);
         }
         const double scale = c.attnScale(l);
+        const int window = c.windowOf(l);
         Matrix64 z = Matrix64::Zero(S, Eigen::Index(H) * L);
         std::vector<Matrix64> patterns;
         for (int h = 0; h < H; ++h) {
             Matrix64 P = Matrix64::Zero(S, S);
             for (Eigen::Index i = 0; i < S; ++i) {
-                const Eigen::Index lo = c.sliding_window > 0 ? std::max<Eigen::Index>(0, i - c.sliding_window + 1) : 0;
+                const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
                 double m = -INFINITY;
                 for (Eigen::Index j = lo; j <= i; ++j) {
                     P(i, j) = q.row(i).segment(h * L, L).dot(k.row(j).segment(h * L, L)) * scale;
+                    if (c.attn_logit_softcap > 0) P(i, j) = c.attn_logit_softcap * std::tanh(P(i, j) / c.attn_logit_softcap);
                     m = std::max(m, P(i, j));
                 }
                 double sum = 0;
@@ -159,7 +161,7 @@ struct Run {
             Matrix64 d = Matrix64::Zero(S, S);
             if (o.hook == p + QStringLiteral("hook_pattern.%1").arg(h)) d = o.delta;
             for (Eigen::Index i = 0; i < S; ++i) // masked cells stay 0
-                for (Eigen::Index j = c.sliding_window > 0 ? std::max<Eigen::Index>(0, i - c.sliding_window + 1) : 0; j <= i; ++j)
+                for (Eigen::Index j = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0; j <= i; ++j)
                     P(i, j) += d(i, j);
             z.middleCols(h * L, L) = P * v.middleCols(h * L, L);
         }
@@ -201,7 +203,7 @@ Matrix64 hookedLogits64(const Model& model, const std::vector<int>& tokens, cons
     const GlobalWeights& g = model.globals();
     const Eigen::Index S = Eigen::Index(tokens.size());
     Matrix64 x(S, c.d_model);
-    for (Eigen::Index p = 0; p < S; ++p) x.row(p) = g.W_E.rowVector(tokens[size_t(p)]).cast<double>();
+    for (Eigen::Index p = 0; p < S; ++p) x.row(p) = g.W_E.rowVector(tokens[size_t(p)]).cast<double>() * c.embed_scale;
     run.perturb(QStringLiteral("hook_embed"), x);
     if (c.positions == PositionKind::Learned)
         for (Eigen::Index p = 0; p < S; ++p) x.row(p) += g.W_pos.rowVector(p).cast<double>();
@@ -210,18 +212,21 @@ Matrix64 hookedLogits64(const Model& model, const std::vector<int>& tokens, cons
         const QString p = QStringLiteral("blocks.%1.").arg(l);
         run.perturb(p + "hook_resid_pre", x);
         Matrix64 attnOut = run.attention(l, w, x, run.norm(p + "ln1", x, w.ln1_w, w.ln1_b));
+        if (c.postNorms) attnOut = run.norm(p + "ln1_post", attnOut, w.ln1_post_w, Weight{}); // Gemma 2
         run.perturb(p + "hook_attn_out", attnOut);
         x += attnOut;
         run.perturb(p + "hook_resid_mid", x);
         Matrix64 mlpIn = x;
         run.perturb(p + "hook_mlp_in", mlpIn);
         Matrix64 mlpOut = run.mlp(l, w, run.norm(p + "ln2", mlpIn, w.ln2_w, w.ln2_b));
+        if (c.postNorms) mlpOut = run.norm(p + "ln2_post", mlpOut, w.ln2_post_w, Weight{});
         run.perturb(p + "hook_mlp_out", mlpOut);
         x += mlpOut;
         run.perturb(p + "hook_resid_post", x);
     }
     Matrix64 logits = run.norm(QStringLiteral("ln_final"), x, g.ln_final_w, g.ln_final_b) * dbl(g.W_U_T).transpose();
     if (!g.b_U.empty()) logits.rowwise() += row64(g.b_U);
+    if (c.final_logit_softcap > 0) logits = (logits.array() / c.final_logit_softcap).tanh() * c.final_logit_softcap;
     return logits;
 }
 

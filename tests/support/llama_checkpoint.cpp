@@ -182,6 +182,15 @@ LlamaCheckpoint toHfLayout(const LlamaCheckpoint& meta) {
     return hf;
 }
 
+LlamaSpec smallGemma2Spec() {
+    LlamaSpec spec = smallLlamaSpec("gemma2", 32, 4, 2, 8, 48);
+    spec.sliding_window = 3;
+    spec.query_pre_attn_scalar = 4;
+    spec.attn_softcap = 1.5;
+    spec.final_softcap = 6;
+    return spec;
+}
+
 LlamaCheckpoint roundedTo(const LlamaCheckpoint& c, Storage storage) {
     LlamaCheckpoint r = c;
     roundAll(r.embed_tokens, storage);
@@ -189,7 +198,8 @@ LlamaCheckpoint roundedTo(const LlamaCheckpoint& c, Storage storage) {
     roundAll(r.lm_head, storage);
     for (LlamaLayerTensors& l : r.layers)
         for (std::vector<float>* v : {&l.input_layernorm, &l.q_proj, &l.k_proj, &l.v_proj, &l.q_bias, &l.k_bias, &l.v_bias,
-                                      &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm, &l.gate_proj, &l.up_proj,
+                                      &l.o_proj, &l.o_bias, &l.q_norm, &l.k_norm, &l.post_attention_layernorm,
+                                      &l.pre_feedforward_layernorm, &l.post_feedforward_layernorm, &l.gate_proj, &l.up_proj,
                                       &l.down_proj})
             roundAll(*v, storage);
     return r;
@@ -239,11 +249,20 @@ LlamaCheckpoint randomLlama(const LlamaSpec& spec, std::uint32_t seed, bool qkvB
                 for (float& x : *v) x = 1.0f + 3.0f * (x - 1.0f); // 1 + N(0, 0.3): gains that matter
         }
         l.post_attention_layernorm = gains(D);
+        if (spec.modelType == QLatin1String("gemma2")) { // (1 + w) norms: w around 0
+            l.pre_feedforward_layernorm = gains(D);
+            l.post_feedforward_layernorm = gains(D);
+            for (std::vector<float>* v : {&l.input_layernorm, &l.post_attention_layernorm, &l.pre_feedforward_layernorm,
+                                          &l.post_feedforward_layernorm})
+                for (float& x : *v) x -= 1.0f;
+        }
         l.gate_proj = matrix(M, D);
         l.up_proj = matrix(M, D);
         l.down_proj = matrix(D, M);
     }
     c.norm = gains(D);
+    if (spec.modelType == QLatin1String("gemma2"))
+        for (float& x : c.norm) x -= 1.0f;
     if (!spec.tied) c.lm_head = matrix(spec.d_vocab, D);
     return c;
 }

@@ -14,7 +14,7 @@ namespace attnscope::test {
 
 /// The hyper-parameters (transformers LlamaConfig / MistralConfig / Qwen2Config field meanings).
 struct LlamaSpec {
-    QString modelType = QStringLiteral("llama"); ///< config.json model_type: llama, mistral, qwen2 or qwen3 (q/k norms)
+    QString modelType = QStringLiteral("llama"); ///< config.json model_type: llama, mistral, qwen2, qwen3 (q/k norms), gemma2
     int d_model = 0;       ///< hidden_size
     int n_layers = 0;      ///< num_hidden_layers
     int n_heads = 0;       ///< num_attention_heads
@@ -34,12 +34,19 @@ struct LlamaSpec {
         int original_max_position_embeddings = 8192;
     } llama3;
     bool tied = true; ///< tie_word_embeddings (no lm_head.weight)
+    /// Gemma 2 (modelType "gemma2"): the window applies to the even layers; scores scaled by query_pre_attn_scalar^-1/2
+    /// (0 = d_head); soft-caps (0 = none). Its norms store w of (1 + w), around 0.
+    double query_pre_attn_scalar = 0, attn_softcap = 0, final_softcap = 0;
     int bos = 1, eos = 2;
 };
 
 /// A spec of `type` with these sizes, 2 layers, a 512-token vocabulary (tok512.bin fits it), 64 positions,
 /// rms_norm_eps 1e-6, θ 10000, tied, no window or scaling.
 LlamaSpec smallLlamaSpec(const char* type, int d_model, int n_heads, int n_kv_heads, int d_head, int d_mlp);
+
+/// The small Gemma 2 the suites share: smallLlamaSpec("gemma2", 32, 4, 2, 8, 48) with a window of 3 (layer 0 only),
+/// query_pre_attn_scalar 4, and soft-caps that bind on random weights: attention 1.5, final 6.
+LlamaSpec smallGemma2Spec();
 
 /// One layer's tensors, nn.Linear weights [out, in] row-major; an empty vector is an absent bias.
 struct LlamaLayerTensors {
@@ -49,7 +56,8 @@ struct LlamaLayerTensors {
     std::vector<float> o_proj;                   ///< [d_model, n_heads·d_head]
     std::vector<float> o_bias;                   ///< [d_model] or empty
     std::vector<float> q_norm, k_norm;           ///< [d_head] (Qwen 3's self_attn.q_norm / k_norm) or empty
-    std::vector<float> post_attention_layernorm; ///< [d_model]
+    std::vector<float> post_attention_layernorm; ///< [d_model] (Gemma 2: the attention's post-norm, not ln_2)
+    std::vector<float> pre_feedforward_layernorm, post_feedforward_layernorm; ///< [d_model] Gemma 2's ln_2 and MLP post-norm
     std::vector<float> gate_proj, up_proj;       ///< [d_mlp, d_model]
     std::vector<float> down_proj;                ///< [d_model, d_mlp]
 };

@@ -68,6 +68,20 @@ void headRmsNorm(Mat& x, int dHead, const std::vector<float>& w, double eps) {
 }
 
 double silu(double v) { return v / (1.0 + std::exp(-v)); }
+/// gelu_pytorch_tanh (Gemma 2's hidden_activation): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+double geluTanh(double v) { return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))); }
+
+/// Gemma2RMSNorm: x · (mean(x²) + eps)^(-1/2) · (1 + w).
+Mat gemmaNorm(const Mat& x, const std::vector<float>& w, double eps) {
+    std::vector<float> onePlus(w);
+    for (float& v : onePlus) v += 1.0f; // in float32, as the module's (1.0 + self.weight.float())
+    return rmsNorm(x, onePlus, eps);
+}
+
+/// c·tanh(x/c) elementwise (Gemma 2's soft-caps); x itself without a cap.
+void softcap(Mat& x, double cap) {
+    if (cap > 0) x = (x.array() / cap).tanh() * cap;
+}
 
 } // namespace
 
@@ -94,11 +108,20 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
     const int group = H / KV;
     const std::vector<double> inv = referenceInverseFrequencies(s);
     const Mat E = asMatrix(c.embed_tokens, s.d_vocab, D);
+    // Gemma 2 (transformers modeling_gemma2.py): embeddings · float32(√hidden_size), (1 + w) norms, a post-norm after
+    // attention and after the MLP, GeGLU (gelu_pytorch_tanh), scores · query_pre_attn_scalar^-1/2 soft-capped before the
+    // mask, the window on even layers only, final logits soft-capped
+    const bool gemma = s.modelType == QLatin1String("gemma2");
+    auto norm = [&](const Mat& in, const std::vector<float>& w) { return gemma ? gemmaNorm(in, w, s.rms_eps) : rmsNorm(in, w, s.rms_eps); };
+    const double scoreScale = 1.0 / std::sqrt(gemma && s.query_pre_attn_scalar > 0 ? s.query_pre_attn_scalar : double(L));
     Mat x(S, D);
     for (int p = 0; p < S; ++p) x.row(p) = E.row(tokens[size_t(p)]);
-    for (const LlamaLayerTensors& w : c.layers) {
+    if (gemma) x *= double(float(std::sqrt(double(D))));
+    for (size_t layer = 0; layer < c.layers.size(); ++layer) {
+        const LlamaLayerTensors& w = c.layers[layer];
+        const int window = gemma && layer % 2 == 1 ? 0 : s.sliding_window;
         // attention: q, k, v projections (+ biases), RoPE on q and k, GQA (repeat_kv), softmax(q·kᵀ/√d), o_proj
-        const Mat h = rmsNorm(x, w.input_layernorm, s.rms_eps);
+        const Mat h = norm(x, w.input_layernorm);
         Mat q = linear(h, w.q_proj, H * L, w.q_bias), k = linear(h, w.k_proj, KV * L, w.k_bias);
         const Mat v = linear(h, w.v_proj, KV * L, w.v_bias);
         if (!w.q_norm.empty()) headRmsNorm(q, L, w.q_norm, s.rms_eps);
@@ -112,10 +135,11 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
                 std::vector<double> score(size_t(i) + 1, -INFINITY);
                 double maxScore = -INFINITY;
                 for (int j = 0; j <= i; ++j) {
-                    if (s.sliding_window > 0 && i - j >= s.sliding_window) continue; // outside the window
+                    if (window > 0 && i - j >= window) continue; // outside the window
                     double d = 0;
                     for (int e = 0; e < L; ++e) d += q(i, head * L + e) * k(j, kvHead * L + e);
-                    score[size_t(j)] = d / std::sqrt(double(L));
+                    score[size_t(j)] = d * scoreScale;
+                    if (s.attn_softcap > 0) score[size_t(j)] = s.attn_softcap * std::tanh(score[size_t(j)] / s.attn_softcap);
                     maxScore = std::max(maxScore, score[size_t(j)]);
                 }
                 double sum = 0;
@@ -124,16 +148,20 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
                     for (int e = 0; e < L; ++e) z(i, head * L + e) += score[size_t(j)] / sum * v(j, kvHead * L + e);
             }
         }
-        x += linear(z, w.o_proj, D, w.o_bias);
-        // MLP: down(silu(gate(x)) ⊙ up(x))
-        const Mat h2 = rmsNorm(x, w.post_attention_layernorm, s.rms_eps);
+        const Mat attnOut = linear(z, w.o_proj, D, w.o_bias);
+        x += gemma ? norm(attnOut, w.post_attention_layernorm) : attnOut;
+        // MLP: down(silu(gate(x)) ⊙ up(x)) (Gemma 2: gelu_pytorch_tanh, pre_feedforward_layernorm, then a post-norm)
+        const Mat h2 = norm(x, gemma ? w.pre_feedforward_layernorm : w.post_attention_layernorm);
         Mat g = linear(h2, w.gate_proj, s.d_mlp);
         const Mat u = linear(h2, w.up_proj, s.d_mlp);
         for (Eigen::Index p = 0; p < g.rows(); ++p)
-            for (Eigen::Index i = 0; i < g.cols(); ++i) g(p, i) = silu(g(p, i)) * u(p, i);
-        x += linear(g, w.down_proj, D);
+            for (Eigen::Index i = 0; i < g.cols(); ++i) g(p, i) = (gemma ? geluTanh(g(p, i)) : silu(g(p, i))) * u(p, i);
+        const Mat mlpOut = linear(g, w.down_proj, D);
+        x += gemma ? norm(mlpOut, w.post_feedforward_layernorm) : mlpOut;
     }
-    return linear(rmsNorm(x, c.norm, s.rms_eps), s.tied ? c.embed_tokens : c.lm_head, s.d_vocab);
+    Mat logits = linear(norm(x, c.norm), s.tied ? c.embed_tokens : c.lm_head, s.d_vocab);
+    softcap(logits, s.final_softcap);
+    return logits;
 }
 
 } // namespace attnscope::test

@@ -4,8 +4,9 @@
 // vocabulary) and random models of our own written as HF folders, which between them use grouped-query
 // attention, head_dim ≠ hidden_size / num_attention_heads, q/k/v(/o) biases (Llama attention_bias, Qwen2),
 // untied lm_head, a Mistral (and Qwen2) sliding window shorter than the prompt and Llama 3 rope_scaling; and
-// Qwen2's max_window_layers, which turns the window off on the layers below it; Qwen 3's per-head q/k RMSNorm, as
-// HF folders and as GGUF files in llama.cpp's qwen3 layout.
+// Qwen2's max_window_layers, which turns the window off on the layers below it; Qwen 3's per-head q/k RMSNorm; Gemma 2
+// ((1 + w) norms, post-norms, soft-caps that bind, a window on even layers, query_pre_attn_scalar, GeGLU, the √d_model
+// embedding); as HF folders and as GGUF files in llama.cpp's layout.
 
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
@@ -68,6 +69,18 @@ std::vector<RandomCase> randomCases() {
     f.tied = false;
     f.sliding_window = 4;
     out.push_back({"qwen3 attention_bias untied window 4", f, true, true});
+    LlamaSpec g = smallLlamaSpec("gemma2", 32, 4, 2, 16, 48); // GQA, head_dim 16 ≠ 32 / 4, tied, window 5 on layer 0
+    g.sliding_window = 5;
+    g.query_pre_attn_scalar = 16;
+    g.attn_softcap = 0.8; // binds: scaled scores reach ±3
+    g.final_softcap = 5;  // binds: logits reach ±30
+    out.push_back({"gemma2 softcaps GQA window 5 tied", g, false, false});
+    LlamaSpec h = smallLlamaSpec("gemma2", 36, 6, 3, 8, 40); // query_pre_attn_scalar 4 ≠ head_dim, untied, no final cap
+    h.tied = false;
+    h.sliding_window = 3;
+    h.query_pre_attn_scalar = 4;
+    h.attn_softcap = 2;
+    out.push_back({"gemma2 query_pre_attn_scalar untied window 3", h, false, false});
     return out;
 }
 
@@ -155,11 +168,15 @@ private slots:
         const ModelConfig& cfg = model->config();
         QCOMPARE(cfg.d_head, rc.spec.d_head);
         QCOMPARE(cfg.n_kv_heads, rc.spec.n_kv_heads);
-        QCOMPARE(cfg.sliding_window, rc.spec.sliding_window);
+        QCOMPARE(cfg.windowOf(0), rc.spec.sliding_window);
+        QCOMPARE(cfg.windowOf(1), rc.spec.modelType == QLatin1String("gemma2") ? 0 : rc.spec.sliding_window);
         QCOMPARE(cfg.rope_scaling.kind, rc.spec.llama3.factor > 0 ? RopeScaling::Kind::Llama3 : RopeScaling::Kind::None);
         QCOMPARE(model->layer(1).b_Q.empty(), !rc.qkvBias);
         QCOMPARE(model->layer(1).b_O.empty(), !rc.oBias);
         QCOMPARE(cfg.qkNorm, rc.spec.modelType == QLatin1String("qwen3"));
+        QCOMPARE(cfg.postNorms, rc.spec.modelType == QLatin1String("gemma2"));
+        QCOMPARE(cfg.attn_logit_softcap, rc.spec.attn_softcap);
+        QCOMPARE(cfg.final_logit_softcap, rc.spec.final_softcap);
         QCOMPARE(model->layer(1).q_norm_w.empty(), !cfg.qkNorm);
         QCOMPARE(model->globals().W_U_T.ptr == model->globals().W_E.ptr, rc.spec.tied);
         const std::vector<int> ids = prompt20(quint32(index) + 7, rc.spec.d_vocab);
@@ -180,7 +197,7 @@ private slots:
             if (rc.spec.modelType != QLatin1String("qwen3")) continue;
             const LlamaCheckpoint c = randomLlama(rc.spec, 1000u + quint32(index), rc.qkvBias, rc.oBias);
             const QString path = tmp_.filePath(QStringLiteral("qwen3-%1.gguf").arg(index));
-            writeFile(path, ggufQwenBytes(c));
+            writeFile(path, ggufHfLayoutBytes(c));
             const auto model = loadModel(path);
             const ModelConfig& cfg = model->config();
             QCOMPARE(cfg.architecture, QStringLiteral("qwen3"));
@@ -201,6 +218,41 @@ private slots:
             }
             QVERIFY(worstRelativeRow(referenceLlamaLogits(plain, ids).cast<float>(), expected) > 1e-2);
         }
+    }
+
+    /// Gemma 2's parts each matter on the random models (the reference without one moves the logits by > 1e-2): the
+    /// attention soft-cap, the final soft-cap, the window on layer 0 only (and not on layer 1), the post-norms' (1 + w);
+    /// the tied case as GGUF in llama.cpp's layout (norms stored as 1 + w, softcaps and window as metadata) gives the
+    /// reference's logits too (≤ 1e-4).
+    void gemma2PartsMatterAndGguf() {
+        const auto cases = randomCases();
+        int index = 0;
+        while (cases[size_t(index)].spec.modelType != QLatin1String("gemma2")) ++index;
+        const RandomCase& rc = cases[size_t(index)];
+        const LlamaCheckpoint c = randomLlama(rc.spec, 1000u + quint32(index), rc.qkvBias, rc.oBias);
+        const std::vector<int> ids = prompt20(quint32(index) + 7, rc.spec.d_vocab);
+        const Eigen::MatrixXd expected = referenceLlamaLogits(c, ids);
+        auto moved = [&](auto edit) {
+            LlamaCheckpoint e = c;
+            edit(e);
+            return worstRelativeRow(referenceLlamaLogits(e, ids).cast<float>(), expected);
+        };
+        QVERIFY(moved([](LlamaCheckpoint& e) { e.spec.attn_softcap = 0; }) > 1e-2);
+        QVERIFY(moved([](LlamaCheckpoint& e) { e.spec.final_softcap = 0; }) > 1e-2);
+        QVERIFY(moved([](LlamaCheckpoint& e) { e.spec.sliding_window = 0; }) > 1e-2);
+        QVERIFY(moved([](LlamaCheckpoint& e) { e.spec.modelType = QStringLiteral("llama"); }) > 1e-2);
+        const QString path = tmp_.filePath(QStringLiteral("gemma2.gguf"));
+        writeFile(path, ggufHfLayoutBytes(c));
+        const auto model = loadModel(path);
+        const ModelConfig& cfg = model->config();
+        QCOMPARE(cfg.architecture, QStringLiteral("gemma2"));
+        QVERIFY(cfg.postNorms);
+        QCOMPARE(cfg.attn_logit_softcap, double(float(rc.spec.attn_softcap)));
+        QCOMPARE(cfg.windowOf(0), 5);
+        QCOMPARE(cfg.windowOf(1), 0);
+        const double rel = worstRelativeRow(runForward(*model, ids).logits, expected);
+        qInfo("%s as GGUF: worst position max |diff| / max |logit| = %.3g", rc.name, rel);
+        QVERIFY2(rel <= 1e-4, qPrintable(QString::number(rel)));
     }
 
     /// Qwen2's use_sliding_window windows only the layers i ≥ max_window_layers (transformers Qwen2Config

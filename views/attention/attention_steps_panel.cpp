@@ -25,7 +25,8 @@ namespace attnscope {
 namespace {
 
 bool isSquareStep(const QString& name) {
-    return name == QLatin1String("scores") || name == QLatin1String("scaled") || name == QLatin1String("masked") ||
+    return name == QLatin1String("scores") || name == QLatin1String("scaled") || name == QLatin1String("softcapped") ||
+           name == QLatin1String("masked") ||
            name == QLatin1String("pattern");
 }
 

@@ -36,6 +36,7 @@ QStringList BlockDiagram::boxLabels(bool rotary) {
 }
 
 int BlockDiagram::boxForStep(const QString& name, bool rotary) {
+    if (name == QLatin1String("softcapped")) return boxForStep(QStringLiteral("scaled"), rotary); // Gemma 2: part of scaling
     if (name.startsWith(QLatin1String("head_result_")) || name == QLatin1String("attn_out_additive")) return 10;
     if (name == QLatin1String("q") || name == QLatin1String("k") || name == QLatin1String("v") || name == QLatin1String("q_norm") ||
         name == QLatin1String("k_norm"))

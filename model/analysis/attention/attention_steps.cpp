@@ -38,7 +38,7 @@ QString bias(const Weight& b, const QString& name) { return b.empty() ? QString(
 
 /// The scale factor written out: "1/√16", "1/(√16·2)", or "1" when the model does not scale.
 QString scaleText(const ModelConfig& cfg, int layer) {
-    const QString root = QStringLiteral("√%1").arg(cfg.d_head);
+    const QString root = QStringLiteral("√%1").arg(cfg.query_pre_attn_scalar > 0 ? cfg.query_pre_attn_scalar : double(cfg.d_head));
     if (cfg.scale_attn_weights && cfg.scale_attn_by_inverse_layer_idx)
         return QStringLiteral("1/(%1·%2)").arg(root).arg(layer + 1);
     if (cfg.scale_attn_weights) return QStringLiteral("1/") + root;
@@ -64,11 +64,13 @@ void checkArguments(const Model& model, const ActivationCache& cache, int layer,
 
 } // namespace
 
-QStringList attentionStepNames(int n_heads, bool rotary, bool qkNorm) {
+QStringList attentionStepNames(int n_heads, bool rotary, bool qkNorm, bool softcap) {
     QStringList names{"embed", "pos_embed", "resid_pre", "ln1", "q", "k", "v"};
     if (qkNorm) names << "q_norm" << "k_norm";
     if (rotary) names << "q_rot" << "k_rot";
-    names << QStringList{"scores", "scaled", "masked", "pattern", "z", "concat", "attn_out"};
+    names << QStringList{"scores", "scaled"};
+    if (softcap) names << "softcapped";
+    names << QStringList{"masked", "pattern", "z", "concat", "attn_out"};
     for (int h = 0; h < n_heads; ++h) names << QStringLiteral("head_result_%1").arg(h);
     names << "attn_out_additive" << "resid_mid";
     return names;
@@ -178,19 +180,27 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
     Matrix raw = attentionScores(queries, keys, head, L); // as runForward computes them: bitwise the cached cells
     const double scale = cfg.attnScale(layer);
     Matrix scaledScores = raw * float(scale);
-    // the keys query i sees: (i − window, i] with a sliding window (Mistral), else 0..i
-    auto firstKey = [&](Eigen::Index i) { return cfg.sliding_window > 0 ? std::max<Eigen::Index>(0, i - cfg.sliding_window + 1) : 0; };
+    // Gemma 2's soft-cap: the scaled scores bent by cap·tanh(s/cap), what the cache holds
+    const double cap = cfg.attn_logit_softcap;
+    Matrix cappedScores;
+    if (cap > 0) cappedScores = ((scaledScores.array() / float(cap)).tanh() * float(cap)).matrix();
+    const Matrix& beforeMask = cap > 0 ? cappedScores : scaledScores;
+    // the keys query i sees: (i − window, i] with a sliding window (Mistral; Gemma 2's even layers), else 0..i
+    const int windowSize = cfg.windowOf(layer);
+    auto firstKey = [&](Eigen::Index i) { return windowSize > 0 ? std::max<Eigen::Index>(0, i - windowSize + 1) : 0; };
     double scoreDiff = 0;
     for (Eigen::Index i = 0; i < S; ++i) {
         const Eigen::Index lo = firstKey(i);
-        scoreDiff = std::max(scoreDiff, double((scaledScores.row(i).segment(lo, i + 1 - lo) - maskedScores.row(i).segment(lo, i + 1 - lo))
+        scoreDiff = std::max(scoreDiff, double((beforeMask.row(i).segment(lo, i + 1 - lo) - maskedScores.row(i).segment(lo, i + 1 - lo))
                                                    .cwiseAbs().maxCoeff()));
     }
     AttentionStep scores = makeStep("scores", rotary ? QStringLiteral("Q_rot·K_rotᵀ") : QStringLiteral("Q·Kᵀ"), "S×L · L×S → S×S",
                                     tr("Row i, column j: dot product of query i with key j, before scaling."),
                                     std::move(raw), Kind::Signed, Axis::Tokens);
     scores.maxAbsDiff = scoreDiff;
-    scores.note = tr("max |scores · %1 − cached attn_scores| = %2").arg(scaleText(cfg, layer)).arg(scoreDiff, 0, 'g', 3);
+    scores.note = (cap > 0 ? tr("max |%1·tanh(scores · %2 / %1) − cached attn_scores| = %3").arg(cap).arg(scaleText(cfg, layer))
+                           : tr("max |scores · %1 − cached attn_scores| = %2").arg(scaleText(cfg, layer)))
+                      .arg(scoreDiff, 0, 'g', 3);
     steps.push_back(std::move(scores));
 
     QString scaledMeaning = tr("The scores times %1").arg(scaleText(cfg, layer));
@@ -199,22 +209,31 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
         scaledMeaning += (cfg.scale_attn_weights ? tr("; ") : tr(" (")) +
                          tr("1/(layer+1) because scale_attn_by_inverse_layer_idx is set");
     if (cfg.scale_attn_weights || cfg.scale_attn_by_inverse_layer_idx) scaledMeaning += QStringLiteral(")");
+    if (cfg.query_pre_attn_scalar > 0)
+        scaledMeaning += tr(" (Gemma 2 scales by query_pre_attn_scalar = %1, not d_head)").arg(cfg.query_pre_attn_scalar);
     steps.push_back(makeStep("scaled", QStringLiteral("scores · ") + scaleText(cfg, layer), "S×S → S×S",
                              scaledMeaning + QStringLiteral("."), std::move(scaledScores), Kind::Signed, Axis::Tokens));
+    if (cap > 0)
+        steps.push_back(makeStep("softcapped", QStringLiteral("%1·tanh(scaled / %1)").arg(cap), "S×S → S×S",
+                                 tr("The scaled scores soft-capped (attn_logit_softcapping = %1): nearly unchanged while small, "
+                                    "bent towards ±%1 when large, so no single score can dominate the softmax without bound.")
+                                     .arg(cap),
+                                 std::move(cappedScores), Kind::Signed, Axis::Tokens));
 
     Matrix masked = maskedScores; // −∞ cells shown as masked (NaN)
     for (Eigen::Index i = 0; i < S; ++i) {
         masked.row(i).tail(S - 1 - i).setConstant(std::numeric_limits<float>::quiet_NaN());
         masked.row(i).head(firstKey(i)).setConstant(std::numeric_limits<float>::quiet_NaN());
     }
-    const bool window = cfg.sliding_window > 0 && S > cfg.sliding_window;
+    const bool window = windowSize > 0 && S > windowSize;
+    const QString maskInput = cap > 0 ? QStringLiteral("softcapped") : QStringLiteral("scaled");
     AttentionStep maskedStep = makeStep(
         "masked",
-        window ? QStringLiteral("scaled + M,  M(i,j) = −∞ for j > i or j ≤ i − %1").arg(cfg.sliding_window)
-               : QStringLiteral("scaled + M,  M(i,j) = −∞ for j > i"),
+        window ? QStringLiteral("%1 + M,  M(i,j) = −∞ for j > i or j ≤ i − %2").arg(maskInput).arg(windowSize)
+               : QStringLiteral("%1 + M,  M(i,j) = −∞ for j > i").arg(maskInput),
         "S×S → S×S",
         window ? tr("Causal mask with a sliding window of %1: a query sees itself and the %2 positions before it, so "
-                    "later and older positions become −∞ and get zero attention.").arg(cfg.sliding_window).arg(cfg.sliding_window - 1)
+                    "later and older positions become −∞ and get zero attention.").arg(windowSize).arg(windowSize - 1)
                : tr("Causal mask: a query may not look at later positions, so those cells become −∞ and get zero "
                     "attention."),
         std::move(masked), Kind::Signed, Axis::Tokens);
@@ -234,22 +253,48 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                              tr("All %1 heads' z side by side; head %2 is columns %3 to %4.")
                                  .arg(H).arg(hs).arg(head * L).arg((head + 1) * L - 1),
                              c.z));
-    steps.push_back(makeStep("attn_out", QStringLiteral("concat·W_O") + bias(w.b_O, "b_O"),
-                             "S×(H·L) · (H·L)×D → S×D",
-                             tr("What the attention layer adds to the residual stream."), c.attn_out));
+    if (cfg.postNorms)
+        steps.push_back(makeStep("attn_out", QStringLiteral("ln1_post(concat·W_O") + bias(w.b_O, "b_O") + QStringLiteral(")"),
+                                 "S×(H·L) · (H·L)×D → S×D",
+                                 tr("What the attention layer adds to the residual stream: the heads' sum, then RMSNorm "
+                                    "(post_attention_layernorm) before the addition."),
+                                 c.attn_out));
+    else
+        steps.push_back(makeStep("attn_out", QStringLiteral("concat·W_O") + bias(w.b_O, "b_O"),
+                                 "S×(H·L) · (H·L)×D → S×D",
+                                 tr("What the attention layer adds to the residual stream."), c.attn_out));
     Matrix additive = Matrix::Zero(S, cfg.d_model);
+    // post-norm models (Gemma 2): each part through the post-norm with its position's divisor σ of the whole output
+    Matrix postFactor;
+    if (cfg.postNorms) {
+        Vector sigma;
+        applyNorm(cfg, c.attn_out_pre_norm, w.ln1_post_w, Weight{}, &sigma);
+        postFactor = (w.ln1_post_w.rowVector(0).replicate(S, 1).array().colwise() / sigma.array()).matrix();
+    }
     for (int h = 0; h < H; ++h) {
         // hook_result when the pass cached it, else the same product now (the app's pass leaves it out)
-        const Matrix r = int(c.result.size()) == H ? c.result[size_t(h)]
-                                                   : Matrix(c.z.middleCols(h * L, L) * w.W_O_head(h, L).toMatrix());
+        Matrix r;
+        if (int(c.result.size()) == H) {
+            r = c.result[size_t(h)];
+        } else {
+            r = c.z.middleCols(h * L, L) * w.W_O_head(h, L).toMatrix();
+            if (cfg.postNorms) r.array() *= postFactor.array();
+        }
         additive += r;
-        steps.push_back(makeStep(QStringLiteral("head_result_%1").arg(h), QStringLiteral("z^%1·W_O^%1").arg(h),
+        steps.push_back(makeStep(QStringLiteral("head_result_%1").arg(h),
+                                 cfg.postNorms ? QStringLiteral("z^%1·W_O^%1 / σ ⊙ w_post").arg(h) : QStringLiteral("z^%1·W_O^%1").arg(h),
                                  "S×L · L×D → S×D",
                                  tr("Head %1's own contribution; W_O^%1 is rows %2 to %3 of W_O.")
-                                     .arg(h).arg(h * L).arg((h + 1) * L - 1),
+                                         .arg(h).arg(h * L).arg((h + 1) * L - 1) +
+                                     (cfg.postNorms ? tr(" Through the post-attention norm with the divisor σ of the whole "
+                                                         "output at each position, so that the heads still add up to attn_out.")
+                                                    : QString()),
                                  r));
     }
-    if (!w.b_O.empty()) additive.rowwise() += w.b_O.rowVector(0);
+    if (!w.b_O.empty()) {
+        if (cfg.postNorms) additive.array() += postFactor.array().rowwise() * w.b_O.rowVector(0).array();
+        else additive.rowwise() += w.b_O.rowVector(0);
+    }
     const double addDiff = maxAbs(additive, c.attn_out);
     AttentionStep add = makeStep("attn_out_additive", QStringLiteral("Σ_h head_result_h") + bias(w.b_O, "b_O"),
                                  "H × (S×D) → S×D",

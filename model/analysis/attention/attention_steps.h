@@ -53,7 +53,7 @@ struct AttentionStep {
 
 /// The steps of head `head` in layer `layer`, in this order:
 /// embed, pos_embed, resid_pre, ln1, q, k, v, (q_norm, k_norm: models with q/k norms, where q and k are the
-/// projections before them), (q_rot, k_rot: rotary models), scores, scaled, masked, pattern,
+/// projections before them), (q_rot, k_rot: rotary models), scores, scaled, (softcapped: Gemma 2), masked, pattern,
 /// z, concat, attn_out, head_result_0 … head_result_{H−1}, attn_out_additive, resid_mid.
 /// ln1 is LayerNorm or RMSNorm as the config says; for grouped-query attention k, v (and k_rot) are the K/V head
 /// query head `head` reads, with the query heads sharing it named; a sliding window (Mistral) is part of the mask.
@@ -67,7 +67,7 @@ struct AttentionStep {
 std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCache& cache, int layer, int head);
 
 /// The step names attentionSteps returns for a model with n_heads heads, in order (q/k norm models: q_norm and
-/// k_norm after v; rotary models: q_rot and k_rot after those).
-QStringList attentionStepNames(int n_heads, bool rotary = false, bool qkNorm = false);
+/// k_norm after v; rotary models: q_rot and k_rot after those; soft-capped models: softcapped after scaled).
+QStringList attentionStepNames(int n_heads, bool rotary = false, bool qkNorm = false, bool softcap = false);
 
 } // namespace attnscope

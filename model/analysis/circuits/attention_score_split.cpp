@@ -7,6 +7,7 @@
 #include "model/transformer/rotary_embedding.h"
 
 #include <QCoreApplication>
+#include <cmath>
 
 namespace attnscope {
 
@@ -17,7 +18,7 @@ QString tr(const char* text) { return QCoreApplication::translate("analysis", te
 /// One side of the score: the components of resid_pre[layer] at `position` through ln_1 (cached scale) and
 /// the head's projection, rotated at the position: [component, d_head]; `ids` receives their names.
 Eigen::MatrixXd side(const Model& model, const ActivationCache& cache, int layer, int position, const Weight& W, const Weight& b,
-                     std::vector<ComponentId>& ids) {
+                     const Weight& headNorm, std::vector<ComponentId>& ids) {
     const ModelConfig& cfg = model.config();
     const LayerWeights& w = model.layer(layer);
     const ResidualDecomposition dec = decomposeResidual(model, cache, {layer, ResidualBoundary::Point::Pre}, position);
@@ -42,6 +43,11 @@ Eigen::MatrixXd side(const Model& model, const ActivationCache& cache, int layer
         if (!b.empty()) q.row(q.rows() - 1) += b.rowVector(0);
         ids.push_back({QStringLiteral("bias"), ComponentKind::AttnBias, layer, -1});
     }
+    if (cfg.qkNorm) { // Qwen 3's q/k norm with this position's divisor (that of the whole vector): linear, exact
+        const RowVector whole = q.colwise().sum();
+        const float divisor = std::sqrt(whole.squaredNorm() / float(whole.size()) + float(cfg.norm_eps));
+        q.array().rowwise() *= headNorm.rowVector(0).array() / divisor;
+    }
     if (cfg.positions == PositionKind::Rotary) {
         const std::vector<int> at(size_t(q.rows()), position);
         applyRotary(cfg, *ropeTable(cfg, position + 1), q, at);
@@ -59,9 +65,9 @@ AttentionScoreSplit splitAttentionScore(const Model& model, const ActivationCach
     if (key > query)
         throw InputError(tr("Key position %1 comes after query position %2: the causal mask hides it (no score to split).")
                              .arg(key).arg(query));
-    if (cfg.sliding_window > 0 && query - key >= cfg.sliding_window)
+    if (cfg.windowOf(layer) > 0 && query - key >= cfg.windowOf(layer))
         throw InputError(tr("Key position %1 is outside the sliding window of %2 positions before query %3: masked.")
-                             .arg(key).arg(cfg.sliding_window).arg(query));
+                             .arg(key).arg(cfg.windowOf(layer)).arg(query));
     const LayerWeights& w = model.layer(layer);
     const int L = cfg.d_head, kv = cfg.kvHeadOf(head);
     AttentionScoreSplit out;
@@ -71,14 +77,16 @@ AttentionScoreSplit splitAttentionScore(const Model& model, const ActivationCach
     out.key = key;
     const Weight bQ = w.b_Q.empty() ? Weight{} : w.b_Q.colBlock(Eigen::Index(head) * L, L);
     const Weight bK = w.b_K.empty() ? Weight{} : w.b_K.colBlock(Eigen::Index(kv) * L, L);
-    const Eigen::MatrixXd q = side(model, cache, layer, query, w.W_Q_head(head, L), bQ, out.queryComponents);
-    const Eigen::MatrixXd k = side(model, cache, layer, key, w.W_K_head(kv, L), bK, out.keyComponents);
+    const Eigen::MatrixXd q = side(model, cache, layer, query, w.W_Q_head(head, L), bQ, w.q_norm_w, out.queryComponents);
+    const Eigen::MatrixXd k = side(model, cache, layer, key, w.W_K_head(kv, L), bK, w.k_norm_w, out.keyComponents);
     out.terms = cfg.attnScale(layer) * (q * k.transpose());
     out.sum = out.terms.sum();
     const std::shared_ptr<const LayerCache> lc = cache.layer(layer);
     out.score = double(lc->attn_scores[size_t(head)](query, key));
     out.pattern = double(lc->pattern[size_t(head)](query, key));
-    out.checkError = std::abs(out.sum - out.score);
+    // with Gemma 2's soft-cap the terms split the scaled score before it: compare through the cap
+    const double cap = cfg.attn_logit_softcap;
+    out.checkError = std::abs((cap > 0 ? cap * std::tanh(out.sum / cap) : out.sum) - out.score);
     return out;
 }
 

@@ -12,7 +12,9 @@
 //
 // (the QK circuit of Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits", §"Attention
 // heads", read term by term on one prompt). The terms sum to the cached scaled score (attn_scores) up to
-// float rounding; checkError says by how much.
+// float rounding; checkError says by how much. With Qwen 3's q/k norms each side also passes through the norm with
+// its position's divisor (that of the whole q or k), linear and exact as ln_1; with Gemma 2's attention soft-cap the
+// terms sum to the scaled score before the cap, and checkError compares cap·tanh(sum/cap) with the cached score.
 
 #include "model/analysis/residual/residual_decomposition.h"
 
@@ -23,9 +25,9 @@ struct AttentionScoreSplit {
     std::vector<ComponentId> queryComponents; ///< the decomposition at the query position, then "bias" (when present)
     std::vector<ComponentId> keyComponents;   ///< the same at the key position
     Eigen::MatrixXd terms;  ///< [query component, key component]: scale · (R_i q_c)·(R_j k_c')
-    double score = 0;       ///< the cached scaled pre-softmax score attn_scores[head](query, key)
-    double sum = 0;         ///< Σ terms
-    double checkError = 0;  ///< |sum − score|
+    double score = 0;       ///< the cached scaled pre-softmax score attn_scores[head](query, key) (after a soft-cap)
+    double sum = 0;         ///< Σ terms (before a soft-cap)
+    double checkError = 0;  ///< |sum − score|, or |cap·tanh(sum/cap) − score| with a soft-cap
     double pattern = 0;     ///< the attention weight A[query, key] after the softmax
 };
 

@@ -3,6 +3,7 @@
 #include "model/analysis/common/input_checks.h"
 #include "model/core/errors.h"
 #include "model/core/weight_gemm.h"
+#include "model/transformer/forward.h"
 
 #include <QCoreApplication>
 #include <algorithm>
@@ -93,6 +94,14 @@ FlowContributions flowContributions(const Model& model, const ActivationCache& c
 #pragma omp parallel for schedule(static)
         for (int h = 0; h < H; ++h)
             weightGemm(lc->v.data() + Eigen::Index(h) * L, S, L, lc->v.cols(), w.W_O_head(h, L), U[size_t(h)].data(), D, false);
+        // post-norm models (Gemma 2): a head's part reaches the residual through the post-norm with the query
+        // position's divisor σ_i: ⊙ w_post/σ_i
+        Matrix postFactor;
+        if (cfg.postNorms) {
+            Vector sigma;
+            applyNorm(cfg, lc->attn_out_pre_norm, w.ln1_post_w, Weight{}, &sigma);
+            postFactor = (w.ln1_post_w.rowVector(0).replicate(S, 1).array().colwise() / sigma.array()).matrix();
+        }
         std::vector<float>& c = out.attention[size_t(l)];
         c.assign(size_t(S) * size_t(S + 1) / 2 * size_t(H), 0.0f);
         const Matrix& y = lc->resid_mid;
@@ -104,7 +113,10 @@ FlowContributions flowContributions(const Model& model, const ActivationCache& c
             for (int j = 0; j <= i; ++j)
                 for (int h = 0; h < H; ++h) {
                     const float a = lc->pattern[size_t(h)](i, j);
-                    row[size_t(j) * size_t(H) + size_t(h)] = a == 0.0f ? yNorm : distance(yi - a * U[size_t(h)].row(j).array(), norm);
+                    row[size_t(j) * size_t(H) + size_t(h)] =
+                        a == 0.0f ? yNorm
+                        : postFactor.size() ? distance(yi - a * U[size_t(h)].row(j).array() * postFactor.row(i).array(), norm)
+                                            : distance(yi - a * U[size_t(h)].row(j).array(), norm);
                 }
             std::vector<float> all(row, row + size_t(i + 1) * size_t(H));
             all.push_back(distance(yi - lc->resid_pre.row(i).array(), norm));
@@ -199,13 +211,21 @@ std::vector<NeuronContribution> mlpNeuronContributions(const Model& model, const
     const std::shared_ptr<const LayerCache> lc = cache.layer(layer);
     const Weight& W_out = model.layer(layer).W_out;
     const Eigen::VectorXd y = lc->resid_post.row(position).transpose().cast<double>();
+    // post-norm models (Gemma 2): a neuron's part reaches the residual through the post-MLP norm's divisor at the position
+    Eigen::RowVectorXd postFactor = Eigen::RowVectorXd::Ones(cfg.d_model);
+    if (cfg.postNorms) {
+        Vector sigma;
+        applyNorm(cfg, Matrix(lc->mlp_out_pre_norm.row(position)), model.layer(layer).ln2_post_w, Weight{}, &sigma);
+        postFactor = model.layer(layer).ln2_post_w.rowVector(0).cast<double>() / double(sigma(0));
+    }
     const auto dist = [norm](const Eigen::VectorXd& x) { return norm == FlowNorm::L1 ? x.lpNorm<1>() : x.norm(); };
     const double yNorm = dist(y);
     const int M = int(lc->mlp_post.cols());
     std::vector<double> prox(size_t(M) + 1);
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < M; ++n) {
-        const Eigen::VectorXd part = (double(lc->mlp_post(position, n)) * W_out.rowVector(n).cast<double>()).transpose();
+        const Eigen::VectorXd part =
+            (double(lc->mlp_post(position, n)) * W_out.rowVector(n).cast<double>().cwiseProduct(postFactor)).transpose();
         prox[size_t(n)] = std::max(0.0, yNorm - dist(y - part));
     }
     prox[size_t(M)] = std::max(0.0, yNorm - dist(y - lc->resid_mid.row(position).transpose().cast<double>()));

@@ -279,6 +279,7 @@ RowVector positionLogits(const Model& model, const ActivationCache& cache, int p
     applyNorm(cfg, Matrix(final.row(position)), g.ln_final_w, g.ln_final_b, ln);
     weightGemmTransposed(ln, g.W_U_T, logits);
     if (!g.b_U.empty()) logits.rowwise() += rowOf(g.b_U);
+    applyFinalSoftcap(cfg, logits);
     return logits.row(0);
 }
 
@@ -477,6 +478,7 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
             const Matrix zc = gather(zRuns, HL, end, fromB, [](RunState& s) -> Matrix& { return s.z; });
             Matrix out;
             projectRows(zc, S, {{&w.W_O, &w.b_O, &out}});
+            if (cfg.postNorms) out = applyNorm(cfg, out, w.ln1_post_w, Weight{});
             scatter(zRuns, out, end, fromB, [](RunState& s) -> Matrix& { return s.attnOut; });
         }
         // attn_out stage, resid_mid
@@ -510,6 +512,7 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
                 applyActivation(cfg.activation, post);
             }
             projectRows(post, S, {{&w.W_out, &w.b_out, &out}});
+            if (cfg.postNorms) out = applyNorm(cfg, out, w.ln2_post_w, Weight{});
             scatter(mlpRuns, out, end, fromB, [](RunState& s) -> Matrix& { return s.mlpOut; });
         }
         for (RunState* s : active) {
@@ -538,6 +541,7 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
         logits.middleRows(r0, part.rows()) = part;
     }
     if (!g.b_U.empty()) logits.rowwise() += rowOf(g.b_U);
+    applyFinalSoftcap(cfg, logits);
 
     std::vector<PatchedResult> out(runs.size());
     for (size_t i = 0; i < runs.size(); ++i) {

@@ -50,6 +50,7 @@ void unembed(const Model& b, const Matrix& rows, Matrix& logits) {
     const GlobalWeights& g = b.globals();
     weightGemmTransposed(rows, g.W_U_T, logits);
     if (!g.b_U.empty()) logits.rowwise() += g.b_U.rowVector(0);
+    applyFinalSoftcap(b.config(), logits);
 }
 
 } // namespace

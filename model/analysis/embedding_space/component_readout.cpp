@@ -1,6 +1,7 @@
 #include "model/analysis/embedding_space/component_readout.h"
 
 #include "model/analysis/common/index_checks.h"
+#include "model/analysis/residual/residual_decomposition.h"
 #include "model/core/weight_gemm.h"
 
 #include <QCoreApplication>
@@ -22,7 +23,9 @@ RowVector headOutput(const Model& model, const ActivationCache& cache, int layer
     const LayerCache& lc = layerCache(cache, layer, position);
     // from z in every cache layout (as residual_decomposition.cpp), so full and residuals-only caches agree bitwise
     const int L = cfg.d_head;
-    return lc.z.row(position).segment(Eigen::Index(head) * L, L) * model.layer(layer).W_O_head(head, L).toMatrix();
+    RowVector r = lc.z.row(position).segment(Eigen::Index(head) * L, L) * model.layer(layer).W_O_head(head, L).toMatrix();
+    if (cfg.postNorms) r.array() *= attnPostNormFactor(model, cache, layer, position).array(); // its share of attn_out
+    return r;
 }
 
 RowVector mlpOutput(const Model& model, const ActivationCache& cache, int layer, int position) {

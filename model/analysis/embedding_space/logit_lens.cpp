@@ -22,12 +22,12 @@ void checkBoundary(const ModelConfig& cfg, int boundary) {
                              .arg(boundary).arg(lensBoundaryCount(cfg)));
 }
 
-/// normed [n, d_model] -> logits [n, d_vocab]: the unembedding of runForward.
-Matrix unembed(const GlobalWeights& g, const Matrix& normed) {
+/// normed [n, d_model] -> logits [n, d_vocab]: the unembedding of runForward, final soft-cap included (Gemma 2).
+Matrix unembed(const ModelConfig& cfg, const GlobalWeights& g, const Matrix& normed) {
     Matrix logits;
     weightGemmTransposed(normed, g.W_U_T, logits); // the function runForward unembeds with
-
     if (!g.b_U.empty()) logits.rowwise() += g.b_U.rowVector(0);
+    applyFinalSoftcap(cfg, logits);
     return logits;
 }
 
@@ -68,7 +68,7 @@ const Matrix& lensResidual(const ModelConfig& cfg, const ActivationCache& cache,
 Matrix lensLogits(const Model& model, const ActivationCache& cache, int boundary) {
     const ModelConfig& cfg = model.config();
     const GlobalWeights& g = model.globals();
-    return unembed(g, applyNorm(cfg, lensResidual(cfg, cache, boundary), g.ln_final_w, g.ln_final_b));
+    return unembed(cfg, g, applyNorm(cfg, lensResidual(cfg, cache, boundary), g.ln_final_w, g.ln_final_b));
 }
 
 RowVector lensLogits(const Model& model, const ActivationCache& cache, int boundary, int position) {
@@ -79,7 +79,7 @@ RowVector lensLogits(const Model& model, const ActivationCache& cache, int bound
                              .arg(position).arg(resid.rows()));
     const GlobalWeights& g = model.globals();
     const Matrix row = resid.row(position);
-    return unembed(g, applyNorm(cfg, row, g.ln_final_w, g.ln_final_b));
+    return unembed(cfg, g, applyNorm(cfg, row, g.ln_final_w, g.ln_final_b));
 }
 
 std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cache, const std::vector<int>& boundaries,
@@ -123,6 +123,7 @@ std::vector<LensCell> logitLensAt(const Model& model, const ActivationCache& cac
         if (n < c) x.bottomRows(c - n).setZero();
         weightGemmTransposed(x, g.W_U_T, logits); // the function runForward unembeds with
         if (!g.b_U.empty()) logits.topRows(n).rowwise() += g.b_U.rowVector(0);
+        applyFinalSoftcap(cfg, logits); // Gemma 2: the model's own last step
 #pragma omp parallel for schedule(dynamic, 4)
         for (Eigen::Index j = 0; j < n; ++j) {
             LensCell& cell = out[size_t(r0 + j)];

@@ -29,7 +29,8 @@ Eigen::VectorXd patternRow(const ModelConfig& cfg, int layer, int h, Eigen::Inde
                            const Matrix* K2, Eigen::Index patchedKey) {
     const int L = cfg.d_head;
     const Eigen::Index col = Eigen::Index(h) * L;
-    const Eigen::Index lo = cfg.sliding_window > 0 ? std::max<Eigen::Index>(0, i - cfg.sliding_window + 1) : 0;
+    const int window = cfg.windowOf(layer);
+    const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, i - window + 1) : 0;
     Eigen::VectorXd p = Eigen::VectorXd::Zero(K.rows());
     const double scale = cfg.attnScale(layer);
     double m = -INFINITY;
@@ -39,6 +40,7 @@ Eigen::VectorXd patternRow(const ModelConfig& cfg, int layer, int h, Eigen::Inde
         double s = 0;
         for (int d = 0; d < L; ++d) s += double(q[col + d]) * double(k[d]);
         p(j) = s * scale;
+        if (cfg.attn_logit_softcap > 0) p(j) = cfg.attn_logit_softcap * std::tanh(p(j) / cfg.attn_logit_softcap);
         m = std::max(m, p(j));
     }
     double sum = 0;

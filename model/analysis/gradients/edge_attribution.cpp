@@ -131,7 +131,11 @@ void addLayerScores(const EdgeGraph& graph, const std::vector<size_t>& starts, c
 
 qint64 matrixBytes(qint64 rows, qint64 cols) { return rows * cols * qint64(sizeof(float)); }
 
-void requireEdgeRuns(const PatchingRuns& runs, const char* what) {
+void requireEdgeRuns(const Model& model, const PatchingRuns& runs, const char* what) {
+    if (model.config().postNorms) // a sender's share of a post-normed block output depends on every other sender's
+        throw InputError(tr("%1 is not available for models with post-norms (Gemma 2) yet: a head's output reaches the "
+                            "residual stream through a norm of all heads' sum, so its edges are not separable. Attribution "
+                            "patching and the backward pass do support them.").arg(QString::fromUtf8(what)));
     if (!runs.clean || !runs.corrupt)
         throw InputError(tr("%1 needs a clean and a corrupted prompt.").arg(QString::fromUtf8(what)));
     if (runs.clean->nPositions() != runs.corrupt->nPositions())
@@ -190,7 +194,7 @@ EdgeGraph edgeGraph(const ModelConfig& cfg) {
 EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs, const EdgeAttributionOptions& options,
                                    const Progress& progress) {
     const ModelConfig& cfg = model.config();
-    requireEdgeRuns(runs, "Edge attribution");
+    requireEdgeRuns(model, runs, "Edge attribution");
     if (options.method == EdgeAttributionMethod::EapIg && options.steps < 1)
         throw InputError(tr("EAP-IG needs at least 1 step, got %1.").arg(options.steps));
     checkPatchingMetric(cfg, options.metric);
@@ -273,7 +277,7 @@ std::vector<int> selectCircuitEdges(const EdgeGraph& graph, int top, double thre
 CircuitFaithfulness evaluateCircuit(const Model& model, const PatchingRuns& runs, const PatchingMetric& metricIn,
                                     const EdgeGraph& graph, std::span<const int> circuit, const Progress& progress) {
     const ModelConfig& cfg = model.config();
-    requireEdgeRuns(runs, "A circuit's faithfulness");
+    requireEdgeRuns(model, runs, "A circuit's faithfulness");
     checkPatchingMetric(cfg, metricIn);
     const NodeIndex ix = nodeIndex(cfg);
     if (graph.senders.size() != size_t(ix.senders()) || graph.receivers.size() != size_t(ix.logits() + 1))

@@ -59,7 +59,7 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
     if (options.baselineToken >= 0) {
         RowVector row(cfg.d_model);
         model.globals().W_E.copyRow(options.baselineToken, row.data());
-        baseline.rowwise() = row;
+        baseline.rowwise() = row * float(cfg.embed_scale); // as the forward embeds it (Gemma: · √d_model)
     }
     const Matrix delta = input.embed - baseline;
     const int passes = options.method == SaliencyMethod::IntegratedGradients ? options.steps + 1 : 2;

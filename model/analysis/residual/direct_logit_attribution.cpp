@@ -51,8 +51,9 @@ DirectLogitAttribution directLogitAttribution(const Model& model, const Activati
     out.biasTerm = unembedBias(g, options.token, options.counterToken);
     if (!g.ln_final_b.empty()) out.biasTerm += double(g.ln_final_b.rowVector(0).dot(u.transpose()));
 
-    // Actual logit: from the cached logits row, or ln_final[p]·u + b_U when only the last row was kept.
-    const int row = cache.logitRow(p);
+    // Actual logit: from the cached logits row, or ln_final[p]·u + b_U when only the last row was kept or when the
+    // cached logits are soft-capped (Gemma 2: DLA splits the logit before the final soft-cap, which is not additive)
+    const int row = cfg.final_logit_softcap > 0 ? -1 : cache.logitRow(p);
     if (row >= 0) {
         out.logit = double(cache.logits(row, options.token));
         if (options.counterToken >= 0) out.logit -= double(cache.logits(row, options.counterToken));

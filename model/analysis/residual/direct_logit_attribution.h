@@ -31,7 +31,8 @@ struct DirectLogitAttribution {
     int counterToken = -1;
     std::vector<DlaComponent> components; ///< forward order (as decomposeResidual of the final residual)
     double total = 0;      ///< Σ component values
-    double logit = 0;      ///< the model's actual logit (difference) at position
+    double logit = 0;      ///< the model's actual logit (difference) at position (before Gemma 2's final soft-cap, which
+                           ///< is not additive: the cap, c·tanh(z/c), is applied to the sum)
     double biasTerm = 0;   ///< ln_final.b·u (+ b_U[t] (- b_U[t'])), u = W_U[:, t] (- W_U[:, t']): the part no component owns
     double checkError = 0; ///< |total + biasTerm - logit|: float32 rounding only; large means a cache/model mismatch
     /// cumulative[k] = biasTerm + Σ_{j<=k} components[j].value: the logit (difference) after adding each

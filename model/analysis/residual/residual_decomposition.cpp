@@ -4,6 +4,7 @@
 #include "model/core/errors.h"
 
 #include <QCoreApplication>
+#include <cmath>
 
 namespace attnscope {
 
@@ -22,10 +23,21 @@ Vector headResult(const Model& model, const ActivationCache& cache, int l, int h
     const LayerCache& lc = cache.stored(l);
     const int L = model.config().d_head;
     const RowVector z = lc.z.row(position).segment(Eigen::Index(h) * L, L);
-    return (z * model.layer(l).W_O_head(h, L).toMatrix()).transpose();
+    RowVector r = z * model.layer(l).W_O_head(h, L).toMatrix();
+    if (model.config().postNorms) r.array() *= attnPostNormFactor(model, cache, l, position).array();
+    return r.transpose();
 }
 
 } // namespace
+
+RowVector attnPostNormFactor(const Model& model, const ActivationCache& cache, int layer, int position) {
+    const ModelConfig& cfg = model.config();
+    const LayerWeights& w = model.layer(layer);
+    RowVector pre = cache.stored(layer).z.row(position) * w.W_O.toMatrix();
+    if (!w.b_O.empty()) pre += w.b_O.rowVector(0);
+    const float divisor = std::sqrt(pre.squaredNorm() / float(pre.size()) + float(cfg.norm_eps));
+    return w.ln1_post_w.rowVector(0) / divisor;
+}
 
 const Matrix& residualAt(const ActivationCache& cache, ResidualBoundary b) {
     checkBoundary(cache, b);
@@ -75,6 +87,7 @@ ResidualDecomposition decomposeResidual(const Model& model, const ActivationCach
             const Weight& b_O = model.layer(id.layer).b_O;
             if (b_O.empty()) continue; // e.g. Llama: no attention output bias, no component
             v = b_O.rowVector(0).transpose();
+            if (cfg.postNorms) v.array() *= attnPostNormFactor(model, cache, id.layer, position).transpose().array();
             break;
         }
         case ComponentKind::Mlp: v = cache.stored(id.layer).mlp_out.row(position).transpose(); break;

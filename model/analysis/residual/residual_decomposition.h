@@ -17,7 +17,8 @@ namespace attnscope {
 enum class ComponentKind {
     Embed,    ///< "embed": W_E[token]
     PosEmbed, ///< "pos_embed": W_pos[position] (absent for rotary models)
-    Head,     ///< "L{l}H{h}": result of head h of layer l, z_h·W_O^h (no bias)
+    Head,     ///< "L{l}H{h}": result of head h of layer l, z_h·W_O^h (no bias); for post-norm models (Gemma 2) through
+              ///< the post-attention norm with the position's divisor σ of the whole output: z_h·W_O^h / σ ⊙ w_post
     AttnBias, ///< "L{l}b_O": the attention output bias of layer l (shared by its heads)
     Mlp       ///< "L{l}MLP": mlp_out of layer l, including b_out
 };
@@ -69,6 +70,13 @@ std::vector<ComponentId> residualComponents(const ModelConfig& cfg, ResidualBoun
 /// Decomposes the residual at `boundary` and `position` into its components (see ComponentKind).
 /// Head results are z_h[p]·W_O^h from the cached z (every cache layout keeps z and mlp_out, so nothing is
 /// recomputed and full and residuals-only caches give the same bits). Throws InputError for a boundary or position outside the cache.
+/// Post-norm models (Gemma 2): w_post/σ [d_model], the factor that takes a part of layer `layer`'s attention output
+/// before its post-norm (a head's z_h·W_O^h, b_O) to its share of attn_out at `position`, σ being the post-norm's
+/// divisor of the whole output there (recomputed from the cached z, in every cache layout). With every part so
+/// scaled the parts sum to attn_out exactly: the norm is linear once its divisor is fixed (the convention of DLA
+/// through ln_final). Only meaningful when ModelConfig::postNorms.
+RowVector attnPostNormFactor(const Model& model, const ActivationCache& cache, int layer, int position);
+
 ResidualDecomposition decomposeResidual(const Model& model, const ActivationCache& cache,
                                         ResidualBoundary boundary, int position);
 
