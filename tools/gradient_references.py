@@ -11,6 +11,12 @@ Writes, into tests/data/gradients/ (read by tests/gradients/tst_gradient_referen
   llama-gqa-swa/        that model as a Hugging Face folder: config.json, model.safetensors (float32),
                         tokenizer.json (a minimal 64-token SentencePiece-style BPE, only so that the folder
                         opens)
+  qwen3-qknorm.json     a random Qwen 3 (per-head q/k RMSNorm after the projections, before RoPE; GQA 4/2,
+                        head_dim 16, tied head), metric logit_diff; folder qwen3-qknorm/ as above
+  gemma2-softcap.json   a random Gemma 2 ((1 + w) RMSNorms, post-attention/post-feedforward norms, embedding
+                        times float32(sqrt(d_model)), GeGLU with gelu tanh, query_pre_attn_scalar, attention
+                        and final logit soft-caps that both bind, sliding window on the even layers, tied
+                        head), metric logit_diff; folder gemma2-softcap/ as above
 
 Run by hand from the repository root (the app and CI never run it; its outputs are committed):
 
@@ -29,43 +35,48 @@ Metric (at position S-1, from raw logits; none of these models has an unembeddin
                stored "reference_logits" (the last logits of the stored "clean_tokens"), held constant.
 
 Gradient variants ("freeze" lists; [] = plain autograd):
-  norm       every LayerNorm/RMSNorm divisor is detached (ln_1, ln_2 and ln_final alike):
+  norm       every LayerNorm/RMSNorm divisor is detached (ln_1, ln_2 and ln_final alike, and Qwen 3's
+             q_norm/k_norm and Gemma 2's post-attention/post-feedforward norms; Gemma's weight is 1 + w):
                LayerNorm y = (x - mean(x)) / sigma.detach() * w + b,  sigma = sqrt(var_biased(x) + eps)
                RMSNorm   y = x / rms.detach() * w,                    rms   = sqrt(mean(x^2) + eps)
              (the mean is not detached).
-  attention  pattern = softmax(masked scaled scores).detach(); z = pattern @ V still passes gradient to
-             V, and the gradient with respect to the pattern is still reported, but none reaches q or k
-             through the scores.
+  attention  pattern = softmax(masked scaled scores).detach() (Gemma 2: scores soft-capped before the mask);
+             z = pattern @ V still passes gradient to V, and the gradient with respect to the pattern is
+             still reported, but none reaches q or k through the scores.
   mlp        non-gated MLP: post = pre * (act(pre) / pre).detach(), the ratio taken as 0.5 where
-             pre == 0; gated (SwiGLU): post = act(gate).detach() * up (the gate projection gets no
+             pre == 0; gated (SwiGLU, GeGLU): post = act(gate).detach() * up (the gate projection gets no
              gradient).
   Each variant freezes exactly the listed parts: [], [norm], [attention], [mlp], [norm, attention, mlp].
 
 Hook points (TransformerLens names; gradient of the metric with respect to the hook's tensor, taken
 with retain_grad() on the tensor the forward actually continues from):
-  hook_embed                 [pos, d_model] the token-embedding rows (GPT-2: before adding positions)
+  hook_embed                 [pos, d_model] the token-embedding rows (GPT-2: before adding positions; Gemma 2:
+                             after the scaling by float32(sqrt(d_model)))
   blocks.l.hook_resid_pre    [pos, d_model]
-  blocks.l.hook_attn_out     [pos, d_model] (attention output incl. its bias)
+  blocks.l.hook_attn_out     [pos, d_model] (attention output incl. its bias; Gemma 2: after its post-norm)
   blocks.l.hook_resid_mid    [pos, d_model] = resid_pre + attn_out
-  blocks.l.hook_mlp_out      [pos, d_model]
+  blocks.l.hook_mlp_out      [pos, d_model] (Gemma 2: after its post-norm)
   blocks.l.hook_resid_post   [pos, d_model] = resid_mid + mlp_out (= the next layer's resid_pre)
   blocks.l.mlp.hook_post     [pos, d_mlp]   act(pre), or act(gate) * up for gated MLPs
-  blocks.l.attn.hook_q/_k/_v [pos, n_heads * d_head] after the bias, BEFORE rotary embeddings; for
-                             grouped-query attention k and v AFTER repeating each kv head for its query
-                             heads (query head h uses kv head h // (n_heads / n_kv_heads)), so the
+  blocks.l.attn.hook_q/_k/_v [pos, n_heads * d_head] after the bias (Qwen 3: after q_norm / k_norm), BEFORE
+                             rotary embeddings; for grouped-query attention k and v AFTER repeating
+                             each kv head for its query heads (query head h uses kv head
+                             h // (n_heads / n_kv_heads)), so the
                              gradient is per copy; rotary is computed from that repeated tensor. Columns
                              are head-major (h * d_head + i), in the checkpoint's own row order (the
                              llama2.c file: Meta's interleaved-pair layout; the HF folder: HF layout).
   blocks.l.attn.hook_z       [pos, n_heads * d_head] pattern @ V, heads concatenated
   blocks.l.attn.hook_pattern [n_heads, query, key]; entries outside the causal mask (and the sliding
-                             window: query i sees key j iff i - window < j <= i) are reported as 0.
+                             window: query i sees key j iff i - window < j <= i; Gemma 2: even layers
+                             only) are reported as 0.
 Every {"shape", "data"} is row-major, numbers with 9 significant digits.
 
 The script also checks itself: tiny-gpt2 logits against the picoGPT reference, stories260K logits
 against run.c's (reference.json), and each model's gradients at a few hooks against float64 central
 differences and torch.autograd.gradcheck (for the frozen variants, of the forward with the frozen
-quantities replayed as constants). If build/app/attnscope exists it also compares AttnScope's logits on
-the llama-gqa-swa folder with this forward's (all prefixes of the prompt; output goes to a temp folder).
+quantities replayed as constants). If build/app/attnscope exists (the build folder: $ATTNSCOPE_BUILD_DIR,
+default build/) it also compares AttnScope's logits on the three random folders with this forward's (all
+prefixes of the prompt; output goes to a temp folder). For gemma2-softcap it checks that both soft-caps bind.
 It exits non-zero if any check fails.
 """
 
@@ -255,26 +266,19 @@ def load_llama2c(path):
                     vocab_size=vocab, seq_len=seq_len, shared=shared))
 
 
-MISTRAL_CONFIG = {
-    "architectures": ["MistralForCausalLM"],
-    "model_type": "mistral",
-    "hidden_size": 32,
-    "intermediate_size": 48,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 8,
-    "vocab_size": 64,
-    "max_position_embeddings": 64,
-    "rms_norm_eps": 1e-05,
-    "rope_theta": 10000.0,
-    "sliding_window": 3,
-    "tie_word_embeddings": False,
-    "hidden_act": "silu",
-    "bos_token_id": 1,
-    "eos_token_id": 2,
-    "torch_dtype": "float32",
-}
+def small_config(arch, model_type, head_dim, **fields):
+    """config.json of the random test models: 2 layers, d_model 32, d_mlp 48, 4 query / 2 kv heads, the
+    64-token vocabulary; fields come after max_position_embeddings, before the token ids."""
+    c = {"architectures": [arch], "model_type": model_type, "hidden_size": 32, "intermediate_size": 48,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": head_dim,
+         "vocab_size": 64, "max_position_embeddings": 64}
+    c.update(fields)
+    c.update({"bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32"})
+    return c
+
+
+MISTRAL_CONFIG = small_config("MistralForCausalLM", "mistral", 8, rms_norm_eps=1e-05, rope_theta=10000.0,
+                              sliding_window=3, tie_word_embeddings=False, hidden_act="silu")
 
 
 def minimal_tokenizer_json(V):
@@ -302,57 +306,132 @@ def minimal_tokenizer_json(V):
                   "vocab": {p: i for i, p in enumerate(pieces)}, "merges": merges}}
 
 
-def make_mistral_folder(folder):
-    """Creates the random Mistral-style model (fixed seed) and writes it as an HF folder; returns the
-    float32 tensors by HF name."""
-    c = MISTRAL_CONFIG
-    D, M, V, L = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_hidden_layers"]
-    QD, KD = c["num_attention_heads"] * c["head_dim"], c["num_key_value_heads"] * c["head_dim"]
-    rng = np.random.default_rng(20250601)
+def write_hf_folder(folder, config, tensors):
+    write_safetensors(os.path.join(folder, "model.safetensors"), tensors)
+    write_text(os.path.join(folder, "config.json"), json.dumps(config, indent=2) + "\n")
+    write_text(os.path.join(folder, "tokenizer.json"),
+               json.dumps(minimal_tokenizer_json(config["vocab_size"]), ensure_ascii=False, indent=1) + "\n")
 
-    def mat(*shape):
-        return (rng.standard_normal(shape) * 0.2).astype(np.float32)
+
+LLAMA_LAYER = ["input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+               "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
+
+
+def random_hf_folder(folder, c, seed, layer, embed_std=0.2, qk_std=0.2, norm_center=1.0):
+    """Writes a random model (fixed seed) as an HF folder: per layer the tensors named in `layer`, in that
+    order (projections N(0, 0.2²), q/k projections N(0, qk_std²), norm weights norm_center + N(0, 0.1²)),
+    then model.norm and, unless tie_word_embeddings, lm_head. Returns the float32 tensors by HF name."""
+    D, M, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    dh = c["head_dim"]
+    QD, KD = c["num_attention_heads"] * dh, c["num_key_value_heads"] * dh
+    shapes = {"self_attn.q_proj": (QD, D), "self_attn.k_proj": (KD, D), "self_attn.v_proj": (KD, D),
+              "self_attn.o_proj": (D, QD), "mlp.gate_proj": (M, D), "mlp.up_proj": (M, D), "mlp.down_proj": (D, M),
+              "self_attn.q_norm": (dh,), "self_attn.k_norm": (dh,)}
+    rng = np.random.default_rng(seed)
+
+    def mat(shape, std=0.2):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
 
     def normw(n):
-        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+        return (norm_center + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
-    t = [("model.embed_tokens.weight", mat(V, D))]
-    for l in range(L):
+    t = [("model.embed_tokens.weight", mat((V, D), embed_std))]
+    for l in range(c["num_hidden_layers"]):
         p = "model.layers.%d." % l
-        t += [(p + "input_layernorm.weight", normw(D)),
-              (p + "self_attn.q_proj.weight", mat(QD, D)),
-              (p + "self_attn.k_proj.weight", mat(KD, D)),
-              (p + "self_attn.v_proj.weight", mat(KD, D)),
-              (p + "self_attn.o_proj.weight", mat(D, QD)),
-              (p + "post_attention_layernorm.weight", normw(D)),
-              (p + "mlp.gate_proj.weight", mat(M, D)),
-              (p + "mlp.up_proj.weight", mat(M, D)),
-              (p + "mlp.down_proj.weight", mat(D, M))]
-    t += [("model.norm.weight", normw(D)), ("lm_head.weight", mat(V, D))]
-    write_safetensors(os.path.join(folder, "model.safetensors"), t)
-    write_text(os.path.join(folder, "config.json"), json.dumps(c, indent=2) + "\n")
-    write_text(os.path.join(folder, "tokenizer.json"), json.dumps(minimal_tokenizer_json(V), ensure_ascii=False, indent=1) + "\n")
+        for part in layer:
+            shape = shapes.get(part, (D,))
+            if part.endswith("norm"):
+                w = normw(shape)
+            else:
+                w = mat(shape, qk_std if part in ("self_attn.q_proj", "self_attn.k_proj") else 0.2)
+            t.append((p + part + ".weight", w))
+    t.append(("model.norm.weight", normw(D)))
+    if not c["tie_word_embeddings"]:
+        t.append(("lm_head.weight", mat((V, D))))
+    write_hf_folder(folder, c, t)
     return dict(t)
 
 
+def make_mistral_folder(folder):
+    """The random Mistral-style model (GQA, sliding window, untied head)."""
+    return random_hf_folder(folder, MISTRAL_CONFIG, 20250601, LLAMA_LAYER)
+
+
 def load_mistral(folder):
+    return load_hf_llama(folder, "llama-gqa-swa")
+
+
+def load_hf_llama(folder, name):
+    """A Llama-style HF folder as written by random_hf_folder (Mistral; Qwen 3 with its q_norm/k_norm;
+    Gemma 2 with its (1 + w) norms and post-norms); the head is lm_head.weight or, when absent
+    (tie_word_embeddings), the embedding."""
     c = json.load(open(os.path.join(folder, "config.json")))
     w = read_safetensors(os.path.join(folder, "model.safetensors"))
+    gemma = c["model_type"] == "gemma2"
+    nw = (lambda a: T(1.0 + a)) if gemma else T   # Gemma's RMSNorm: x / rms * (1 + w), 1 + w in float64
     layers = []
     for l in range(c["num_hidden_layers"]):
         p = "model.layers.%d." % l
-        layers.append(dict(
-            ln1_w=T(w[p + "input_layernorm.weight"]),
+        L = dict(
+            ln1_w=nw(w[p + "input_layernorm.weight"]),
             Wq=T(w[p + "self_attn.q_proj.weight"].T), Wk=T(w[p + "self_attn.k_proj.weight"].T),
             Wv=T(w[p + "self_attn.v_proj.weight"].T), Wo=T(w[p + "self_attn.o_proj.weight"].T),
-            ln2_w=T(w[p + "post_attention_layernorm.weight"]),
             Wgate=T(w[p + "mlp.gate_proj.weight"].T), Wup=T(w[p + "mlp.up_proj.weight"].T),
-            Wout=T(w[p + "mlp.down_proj.weight"].T)))
+            Wout=T(w[p + "mlp.down_proj.weight"].T))
+        if gemma:  # post_attention_layernorm norms the attention output; pre_feedforward_layernorm is ln2
+            L.update(post_attn_w=nw(w[p + "post_attention_layernorm.weight"]),
+                     ln2_w=nw(w[p + "pre_feedforward_layernorm.weight"]),
+                     post_mlp_w=nw(w[p + "post_feedforward_layernorm.weight"]))
+        else:
+            L["ln2_w"] = nw(w[p + "post_attention_layernorm.weight"])
+        if p + "self_attn.q_norm.weight" in w:  # Qwen 3
+            L.update(qnorm_w=T(w[p + "self_attn.q_norm.weight"]), knorm_w=T(w[p + "self_attn.k_norm.weight"]))
+        layers.append(L)
+    head = w["lm_head.weight"] if "lm_head.weight" in w else w["model.embed_tokens.weight"]
     return dict(
-        name="llama-gqa-swa", norm="rmsnorm", eps=c["rms_norm_eps"], mlp="swiglu", rope="half",
+        name=name, norm="rmsnorm", eps=c["rms_norm_eps"], mlp="swiglu", rope="half",
         rope_theta=float(c["rope_theta"]), n_heads=c["num_attention_heads"], n_kv_heads=c["num_key_value_heads"],
-        d_head=c["head_dim"], window=c["sliding_window"], W_E=T(w["model.embed_tokens.weight"]), W_pos=None,
-        layers=layers, lnf_w=T(w["model.norm.weight"]), W_U=T(w["lm_head.weight"]).T.contiguous())
+        d_head=c["head_dim"], window=c.get("sliding_window") if c.get("use_sliding_window", True) else None,
+        qk_norm="qnorm_w" in layers[0], W_E=T(w["model.embed_tokens.weight"]), W_pos=None,
+        layers=layers, lnf_w=nw(w["model.norm.weight"]), W_U=T(head).T.contiguous())
+
+
+QWEN3_CONFIG = small_config("Qwen3ForCausalLM", "qwen3", 16, rms_norm_eps=1e-06, rope_theta=1000000.0,
+                            attention_bias=False, use_sliding_window=False, max_window_layers=2,
+                            tie_word_embeddings=True, hidden_act="silu")
+
+GEMMA2_CONFIG = small_config("Gemma2ForCausalLM", "gemma2", 8, rms_norm_eps=1e-06, rope_theta=10000.0,
+                             attention_bias=False, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=4,
+                             attn_logit_softcapping=1.5, final_logit_softcapping=6.0, sliding_window=3,
+                             tie_word_embeddings=True, pad_token_id=0)
+
+
+def make_qwen3_folder(folder):
+    """The random Qwen 3 model: Llama blocks plus per-head q/k RMSNorm weights [head_dim], no biases, tied
+    head (no lm_head.weight)."""
+    layer = LLAMA_LAYER[:5] + ["self_attn.q_norm", "self_attn.k_norm"] + LLAMA_LAYER[5:]
+    return random_hf_folder(folder, QWEN3_CONFIG, 20250602, layer, embed_std=0.5)
+
+
+def load_qwen3(folder):
+    return load_hf_llama(folder, "qwen3-qknorm")
+
+
+def make_gemma2_folder(folder):
+    """The random Gemma 2 model: four norms per layer (stored weight w near 0, used as 1 + w), GeGLU (gelu
+    tanh), tied head; larger q/k projections so that the attention soft-cap binds."""
+    layer = LLAMA_LAYER[:6] + ["pre_feedforward_layernorm"] + LLAMA_LAYER[6:] + ["post_feedforward_layernorm"]
+    return random_hf_folder(folder, GEMMA2_CONFIG, 20250603, layer, embed_std=0.3, qk_std=0.3, norm_center=0.0)
+
+
+def load_gemma2(folder):
+    c = json.load(open(os.path.join(folder, "config.json")))
+    m = load_hf_llama(folder, "gemma2-softcap")
+    m.update(mlp="geglu_tanh", window_layers=list(range(0, c["num_hidden_layers"], 2)),
+             embed_scale=float(np.float32(math.sqrt(c["hidden_size"]))),   # float32(sqrt(d_model))
+             attn_scale=float(c["query_pre_attn_scalar"]) ** -0.5,
+             attn_softcap=c["attn_logit_softcapping"], final_softcap=c["final_logit_softcapping"])
+    return m
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -428,6 +507,18 @@ def rotary(m, x, S):
     return out.reshape(S, H * dh)
 
 
+def layer_window(m, l):
+    """Layer l's sliding window, or None (Gemma 2: only the layers in window_layers)."""
+    if m["window"] is None or ("window_layers" in m and l not in m["window_layers"]):
+        return None
+    return m["window"]
+
+
+def softcap(x, c):
+    """c * tanh(x / c) (Gemma 2's attention-score and final-logit soft-caps); identity when c is None."""
+    return x if c is None else c * torch.tanh(x / c)
+
+
 def attention_mask(S, window):
     i = torch.arange(S)[:, None]
     j = torch.arange(S)[None, :]
@@ -442,11 +533,14 @@ def forward(m, tokens, r):
     S = len(tokens)
     H, KVH, dh = m["n_heads"], m["n_kv_heads"], m["d_head"]
     rep = H // KVH
-    keep = attention_mask(S, m["window"])
-    embed = r.hook("hook_embed", m["W_E"][torch.tensor(tokens)].clone())
+    scale = m.get("attn_scale", 1.0 / math.sqrt(dh))
+    # Gemma: the embedding times float32(sqrt(d_model)); hook_embed is the scaled row
+    embed = m["W_E"][torch.tensor(tokens)] * m.get("embed_scale", 1.0)
+    embed = r.hook("hook_embed", embed.clone())
     x = embed + m["W_pos"][:S] if m["W_pos"] is not None else embed
     for l, L in enumerate(m["layers"]):
         p = "blocks.%d." % l
+        keep = attention_mask(S, layer_window(m, l))
         resid_pre = r.hook(p + "hook_resid_pre", x)
         h = norm(m, r, (l, "ln1"), resid_pre, L["ln1_w"], L.get("ln1_b"))
         q = h @ L["Wq"]
@@ -454,6 +548,9 @@ def forward(m, tokens, r):
         v = h @ L["Wv"]
         if "bq" in L:
             q, k, v = q + L["bq"], k + L["bk"], v + L["bv"]
+        if m.get("qk_norm"):  # Qwen 3: RMSNorm over each head's q and k, before RoPE
+            q = norm(m, r, (l, "q_norm"), q.reshape(S, H, dh), L["qnorm_w"], None).reshape(S, H * dh)
+            k = norm(m, r, (l, "k_norm"), k.reshape(S, KVH, dh), L["knorm_w"], None).reshape(S, KVH * dh)
         if rep > 1:  # kv head j serves query heads j*rep .. j*rep+rep-1
             k = k.reshape(S, KVH, 1, dh).expand(S, KVH, rep, dh).reshape(S, H * dh)
             v = v.reshape(S, KVH, 1, dh).expand(S, KVH, rep, dh).reshape(S, H * dh)
@@ -465,7 +562,7 @@ def forward(m, tokens, r):
         vh = v.reshape(S, H, dh).transpose(0, 1)
 
         def pattern_fn():
-            scores = qr @ kr.transpose(1, 2) / math.sqrt(dh)
+            scores = softcap(qr @ kr.transpose(1, 2) * scale, m.get("attn_softcap"))
             scores = scores.masked_fill(~keep, float("-inf"))
             return torch.softmax(scores, dim=-1)
 
@@ -475,6 +572,8 @@ def forward(m, tokens, r):
         attn_out = z @ L["Wo"]
         if "bo" in L:
             attn_out = attn_out + L["bo"]
+        if "post_attn_w" in L:  # Gemma 2: the block's output is normed before it is added
+            attn_out = norm(m, r, (l, "post_attn"), attn_out, L["post_attn_w"], None)
         attn_out = r.hook(p + "hook_attn_out", attn_out)
         resid_mid = r.hook(p + "hook_resid_mid", resid_pre + attn_out)
         h2 = norm(m, r, (l, "ln2"), resid_mid, L["ln2_w"], L.get("ln2_b"))
@@ -490,17 +589,19 @@ def forward(m, tokens, r):
         else:
             gate = h2 @ L["Wgate"]
             up = h2 @ L["Wup"]
-            act = r.const((l, "mlp"), lambda: torch.nn.functional.silu(gate)) if "mlp" in r.freeze \
-                else torch.nn.functional.silu(gate)
+            act_fn = gelu_new if m["mlp"] == "geglu_tanh" else torch.nn.functional.silu  # gelu_pytorch_tanh = gelu_new
+            act = r.const((l, "mlp"), lambda: act_fn(gate)) if "mlp" in r.freeze else act_fn(gate)
             post = act * up
         post = r.hook(p + "mlp.hook_post", post)
         mlp_out = post @ L["Wout"]
         if "bout" in L:
             mlp_out = mlp_out + L["bout"]
+        if "post_mlp_w" in L:
+            mlp_out = norm(m, r, (l, "post_mlp"), mlp_out, L["post_mlp_w"], None)
         mlp_out = r.hook(p + "hook_mlp_out", mlp_out)
         x = r.hook(p + "hook_resid_post", resid_mid + mlp_out)
     xf = norm(m, r, ("final",), x, m["lnf_w"], m.get("lnf_b"))
-    return xf @ m["W_U"]
+    return softcap(xf @ m["W_U"], m.get("final_softcap"))
 
 
 def metric_value(spec, logits):
@@ -530,18 +631,23 @@ def hook_shapes(m, S):
     return shapes
 
 
+def pattern_keep(m, hook_name, S):
+    """The kept (query, key) cells of a blocks.l.attn.hook_pattern hook."""
+    return attention_mask(S, layer_window(m, int(hook_name.split(".")[1])))
+
+
 def gradients(m, tokens, spec, freeze):
     """Metric value, last logits and {hook: gradient} for one variant (float64 tensors)."""
     r = Run(freeze)
     logits = forward(m, tokens, r)
     value = metric_value(spec, logits)
     value.backward()
-    keep = attention_mask(len(tokens), m["window"])
     grads = {}
     for name, shape in hook_shapes(m, len(tokens)).items():
         t = r.hooks[name]
         g = t.grad if t.grad is not None else torch.zeros_like(t)
         if name.endswith("attn.hook_pattern"):
+            keep = pattern_keep(m, name, len(tokens))
             g = torch.where(keep[None, :, :], g, torch.zeros_like(g))
         if list(g.shape) != shape:
             raise RuntimeError("%s: shape %s, expected %s" % (name, list(g.shape), shape))
@@ -554,7 +660,6 @@ def finite_difference_check(m, tokens, spec, freeze, hook_names, eps=1e-6):
     central differences of the metric in float64; frozen quantities are replayed as constants. Also runs
     torch.autograd.gradcheck on one hook's perturbation."""
     value, _, grads, frozen = gradients(m, tokens, spec, freeze)
-    keep = attention_mask(len(tokens), m["window"])
     worst = 0.0
     for name in hook_names:
         shape = grads[name].shape
@@ -570,6 +675,7 @@ def finite_difference_check(m, tokens, spec, freeze, hook_names, eps=1e-6):
                     vals.append(metric_value(spec, forward(m, tokens, r)).item())
             flat[i] = (vals[0] - vals[1]) / (2 * eps)
         if name.endswith("attn.hook_pattern"):
+            keep = pattern_keep(m, name, len(tokens))
             num = torch.where(keep[None, :, :], num, torch.zeros_like(num))
         ana = grads[name]
         err = (num - ana).abs().max().item() / max(ana.abs().max().item(), 1e-300)
@@ -669,11 +775,12 @@ def check_stories(m):
 
 
 def check_with_attnscope(args, tokens, ours):
-    """Optional: if build/app/attnscope exists, compare its last logits for every prefix of tokens with
-    ours (max |diff| / max |logit|). Returns None when the binary is absent or fails."""
-    exe = os.path.join(REPO, "build", "app", "attnscope")
+    """Optional: if build/app/attnscope exists (the build folder: $ATTNSCOPE_BUILD_DIR, default build/), compare
+    its last logits for every prefix of tokens with ours (max |diff| / max |logit|). Returns None when the
+    binary is absent or fails."""
+    exe = os.path.join(os.environ.get("ATTNSCOPE_BUILD_DIR", os.path.join(REPO, "build")), "app", "attnscope")
     if not os.access(exe, os.X_OK):
-        print("    (no build/app/attnscope: AttnScope check skipped)")
+        print("    (no %s: AttnScope check skipped)" % exe)
         return None
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
@@ -688,11 +795,43 @@ def check_with_attnscope(args, tokens, ours):
             want = ours[n - 1].numpy()
             worst = max(worst, np.abs(got - want).max() / np.abs(want).max())
     print("    AttnScope (%s) vs this forward, last logits of all %d prefixes: max |diff| / max |logit| = %.2e"
-          % (os.path.relpath(exe, REPO), len(tokens), worst))
+          % (exe, len(tokens), worst))
     return worst
 
 
 # ----------------------------------------------------------------------------------------------------
+
+def check_softcaps_bind(m, tokens, ours):
+    """Dropping either soft-cap must move the logits by more than 1% of the largest."""
+    for cap in ("attn_softcap", "final_softcap"):
+        uncapped = last_logits(dict(m, **{cap: None}), tokens)
+        change = ((uncapped - ours).abs().max() / ours.abs().max()).item()
+        print("  %s without %s: logits change by %.3g of max |logit|" % (m["name"], cap, change))
+        if not change > 1e-2:
+            raise RuntimeError("%s: %s does not bind" % (m["name"], cap))
+
+
+def random_folder_case(name, make, load, tokens, token, counter_token, fd_checks, check=None):
+    """Writes the random model's folder OUT_REL/name and name.json (metric logit_diff at the last position),
+    compares AttnScope's logits when it is built, and returns the worst finite-difference error of
+    fd_checks: [(freeze, [hook, ...]), ...]."""
+    folder = os.path.join(OUT_DIR, name)
+    make(folder)
+    m = load(folder)
+    S = len(tokens)
+    ours = last_logits(m, tokens)
+    if check is not None:
+        check(m, tokens, ours)
+    specs = [{"kind": "logit_diff", "token": token, "counter_token": counter_token, "position": S - 1}]
+    write_reference(m, OUT_REL + "/" + name, "hf", tokens, specs)
+    rel = check_with_attnscope(["--model", OUT_REL + "/" + name], tokens, ours)
+    if rel is not None and rel > 1e-4:
+        raise RuntimeError("AttnScope's logits differ from this forward's on " + name)
+    worst = max(finite_difference_check(m, tokens, specs[0], freeze, hooks) for freeze, hooks in fd_checks)
+    for f in sorted(os.listdir(folder)):
+        print("  wrote %s/%s (%d bytes)" % (OUT_REL + "/" + name, f, os.path.getsize(os.path.join(folder, f))))
+    return worst
+
 
 def main():
     print("PyTorch", torch.__version__)
@@ -732,23 +871,27 @@ def main():
         finite_difference_check(m, tokens, specs[0], ["norm", "attention", "mlp"], ["blocks.2.attn.hook_v", "blocks.3.mlp.hook_post"]),
         finite_difference_check(m, tokens, specs[0], ["mlp"], ["blocks.4.hook_resid_pre"]))
 
-    # 3. llama-gqa-swa -------------------------------------------------------------------------------
-    folder = os.path.join(OUT_DIR, "llama-gqa-swa")
-    make_mistral_folder(folder)
-    m = load_mistral(folder)
+    # 3.-5. the random HF folders ---------------------------------------------------------------------
     tokens = [1, 17, 42, 5, 33, 60, 8, 25]
-    S = len(tokens)
-    specs = [{"kind": "logit_diff", "token": 34, "counter_token": 42, "position": S - 1}]  # top-1 vs top-2
-    write_reference(m, OUT_REL + "/llama-gqa-swa", "hf", tokens, specs)
-    rel = check_with_attnscope(["--model", OUT_REL + "/llama-gqa-swa"], tokens, last_logits(m, tokens))
-    if rel is not None and rel > 1e-4:
-        raise RuntimeError("AttnScope's logits differ from this forward's on llama-gqa-swa")
-    results["llama-gqa-swa"] = max(
-        finite_difference_check(m, tokens, specs[0], [], ["blocks.0.attn.hook_k", "blocks.0.attn.hook_q", "blocks.1.attn.hook_pattern"]),
-        finite_difference_check(m, tokens, specs[0], ["norm", "attention", "mlp"], ["blocks.0.attn.hook_v", "blocks.0.hook_resid_mid"]),
-        finite_difference_check(m, tokens, specs[0], ["attention"], ["blocks.0.mlp.hook_post"]))
-    for f in sorted(os.listdir(folder)):
-        print("  wrote %s/%s (%d bytes)" % (OUT_REL + "/llama-gqa-swa", f, os.path.getsize(os.path.join(folder, f))))
+    results["llama-gqa-swa"] = random_folder_case(
+        "llama-gqa-swa", make_mistral_folder, load_mistral, tokens, 34, 42,  # top-1 vs top-2
+        [([], ["blocks.0.attn.hook_k", "blocks.0.attn.hook_q", "blocks.1.attn.hook_pattern"]),
+         (["norm", "attention", "mlp"], ["blocks.0.attn.hook_v", "blocks.0.hook_resid_mid"]),
+         (["attention"], ["blocks.0.mlp.hook_post"])])
+    # 6 positions for the next two: qwen3's head_dim 16 doubles the q/k/v/z hooks, and gemma2's global layer 1
+    # leaves no zero gradients; the files stay near llama-gqa-swa.json's size
+    results["qwen3-qknorm"] = random_folder_case(
+        "qwen3-qknorm", make_qwen3_folder, load_qwen3, tokens[:6], 52, 24,  # top-1 vs top-2
+        [([], ["blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.1.attn.hook_pattern"]),
+         (["norm"], ["blocks.1.attn.hook_k", "blocks.0.hook_resid_mid"]),
+         (["norm", "attention", "mlp"], ["blocks.0.attn.hook_v", "blocks.1.mlp.hook_post"])])
+    results["gemma2-softcap"] = random_folder_case(
+        "gemma2-softcap", make_gemma2_folder, load_gemma2, tokens[:6], 60, 59,  # top-1 vs top-2
+        [([], ["blocks.0.attn.hook_pattern", "blocks.0.attn.hook_q", "blocks.1.hook_attn_out"]),
+         (["norm"], ["blocks.0.hook_mlp_out", "blocks.1.attn.hook_k"]),
+         (["attention"], ["blocks.0.attn.hook_v", "hook_embed"]),
+         (["norm", "attention", "mlp"], ["blocks.1.mlp.hook_post", "blocks.0.hook_resid_mid"])],
+        check=check_softcaps_bind)
 
     print("finite-difference max relative errors:", {k: "%.2e" % v for k, v in results.items()})
     if max(results.values()) > 1e-5:

@@ -1,7 +1,8 @@
 // Every hook point's gradient against PyTorch autograd over an independent float64 PyTorch forward
 // (tests/data/gradients/*.json, written by tools/gradient_references.py; its README says how), with and
-// without each stop-gradient switch: tiny-gpt2, stories260K and a random Mistral with grouped-query heads, a
-// sliding window and an untied head; the metrics logit_diff, logprob and kl. Within 1e-4 of each hook's
+// without each stop-gradient switch: tiny-gpt2, stories260K, a random Mistral with grouped-query heads, a
+// sliding window and an untied head, a random Qwen 3 (q/k norms) and a random Gemma 2 (post-norms, soft-caps);
+// the metrics logit_diff, logprob and kl. Within 1e-4 of each hook's
 // largest gradient entry.
 
 #include "model/analysis/gradients/metric_gradients.h"
@@ -60,7 +61,7 @@ class TestGradientReferences : public QObject {
 private slots:
     void matchesPyTorchAutograd_data() {
         QTest::addColumn<QString>("file");
-        for (const char* f : {"tiny-gpt2.json", "stories260K.json", "llama-gqa-swa.json"}) QTest::newRow(f) << QString(f);
+        for (const char* f : {"tiny-gpt2.json", "stories260K.json", "llama-gqa-swa.json", "qwen3-qknorm.json", "gemma2-softcap.json"}) QTest::newRow(f) << QString(f);
     }
 
     void matchesPyTorchAutograd() {
