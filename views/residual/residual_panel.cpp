@@ -15,6 +15,7 @@
 
 #include <qcustomplot.h>
 
+#include <cmath>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QJsonArray>
@@ -420,9 +421,18 @@ QString ResidualPanel::checkText() const {
     if (!dla_) return {};
     const DirectLogitAttribution& d = *dla_;
     const double expected = d.logit - d.biasTerm;
-    return tr("Check: Σ components' DLA = %1  ·  model %2 − bias term = %3 − %4 = %5  ·  difference %6")
-        .arg(num(d.total), targetDescription(), num(d.logit), num(d.biasTerm), num(expected))
-        .arg(d.total - expected, 0, 'g', 3);
+    QString text = tr("Check: Σ components' DLA = %1  ·  model %2 − bias term = %3 − %4 = %5  ·  difference %6")
+                       .arg(num(d.total), targetDescription(), num(d.logit), num(d.biasTerm), num(expected))
+                       .arg(d.total - expected, 0, 'g', 3);
+    const double cap = model_ ? model_->config().final_logit_softcap : 0.0;
+    if (cap > 0 && d.counterToken < 0) // Gemma 2: DLA splits the logit before the final soft-cap
+        text += tr("  ·  before the final soft-cap: the model's logit is %1·tanh(%2 / %1) = %3")
+                    .arg(cap)
+                    .arg(num(d.logit))
+                    .arg(num(cap * std::tanh(d.logit / cap)));
+    else if (cap > 0)
+        text += tr("  ·  logits before the final soft-cap (%1·tanh(z / %1)), which is not additive").arg(cap);
+    return text;
 }
 
 QString ResidualPanel::reconstructionText() const {
