@@ -84,7 +84,13 @@ std::unique_ptr<SpmTokenizer> spmFromTokenizerJson(const QJsonObject& root, cons
             throw ModelError(label, QStringLiteral("unsupported normalizer \"%1\" for a SentencePiece-style BPE").arg(type));
         }
     }
+    const bool normalizerEscapes = spacesEscaped;
     for (const QJsonObject& s : preTokenizerSteps(root)) {
+        // Gemma (transformers GemmaConverter): Split(" ", merged_with_previous) after a Replace(" ", "▁") normalizer,
+        // which has left no space to split at: nothing to do
+        if (typeOf(s) == QStringLiteral("Split") && normalizerEscapes &&
+            s.value(QStringLiteral("pattern")).toObject().value(QStringLiteral("String")).toString() == QStringLiteral(" "))
+            continue;
         if (typeOf(s) != QStringLiteral("Metaspace") || s.value(QStringLiteral("replacement")).toString(kSpace) != kSpace)
             throw ModelError(label, QStringLiteral("unsupported pre_tokenizer \"%1\" for a SentencePiece-style BPE").arg(typeOf(s)));
         spacesEscaped = true;

@@ -390,6 +390,55 @@ private slots:
         QCOMPARE(json_->encode(QStringLiteral("   Hello")), (std::vector<int>{1678, 15043})); // "▁▁▁" + "▁Hello" without split
     }
 
+    /// A Gemma-style tokenizer.json written here from transformers' GemmaConverter: BPE with byte_fallback and merges,
+    /// normalizer Replace(" ", "▁") with no Prepend (no dummy prefix), pre_tokenizer Split(" ", MergedWithPrevious)
+    /// (nothing left to split once spaces are ▁), <start_of_turn> a special added token, BOS (<bos> = 2) added by the
+    /// TemplateProcessing post-processor. Ids as SentencePiece BPE would give them by merge rank. Before, the Split
+    /// pre_tokenizer was refused, so real Gemma folders (which ship this tokenizer.json) did not tokenize.
+    void gemmaTokenizerJson() {
+        QJsonObject vocab;
+        const QStringList named{"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"};
+        for (int i = 0; i < named.size(); ++i) vocab.insert(named[i], i);
+        for (int b = 0; b < 256; ++b) vocab.insert(QStringLiteral("<0x%1>").arg(b, 2, 16, QLatin1Char('0')).toUpper().replace("<0X", "<0x"), 6 + b);
+        const QStringList pieces{"▁", "H", "e", "l", "o", "w", "r", "d", "u", "s", "ll", "He", "Hell", "Hello", "▁w", "or",
+                                 "▁wor", "ld", "▁world", "us", "use", "user"};
+        for (int i = 0; i < pieces.size(); ++i) vocab.insert(pieces[i], 262 + i);
+        const QJsonArray merges{"l l", "H e", "He ll", "Hell o", "▁ w", "o r", "▁w or", "l d", "▁wor ld", "u s", "us e", "use r"};
+        const QJsonObject root{
+            {"model", QJsonObject{{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", true},
+                                  {"fuse_unk", true}, {"unk_token", "<unk>"}}},
+            {"normalizer", QJsonObject{{"type", "Replace"}, {"pattern", QJsonObject{{"String", " "}}}, {"content", "▁"}}},
+            {"pre_tokenizer", QJsonObject{{"type", "Split"}, {"pattern", QJsonObject{{"String", " "}}},
+                                          {"behavior", "MergedWithPrevious"}, {"invert", false}}},
+            {"added_tokens", QJsonArray{QJsonObject{{"id", 2}, {"content", "<bos>"}, {"special", true}},
+                                        QJsonObject{{"id", 4}, {"content", "<start_of_turn>"}, {"special", true}},
+                                        QJsonObject{{"id", 5}, {"content", "<end_of_turn>"}, {"special", true}}}},
+            {"post_processor", QJsonObject{{"type", "TemplateProcessing"},
+                                           {"single", QJsonArray{QJsonObject{{"SpecialToken", QJsonObject{{"id", "<bos>"}, {"type_id", 0}}}},
+                                                                 QJsonObject{{"Sequence", QJsonObject{{"id", "A"}, {"type_id", 0}}}}}},
+                                           {"special_tokens", QJsonObject{{"<bos>", QJsonObject{{"id", "<bos>"}, {"ids", QJsonArray{2}},
+                                                                                                 {"tokens", QJsonArray{"<bos>"}}}}}}}}};
+        QTemporaryDir dir;
+        writeFile(dir.filePath("tokenizer.json"), QJsonDocument(root).toJson());
+        const auto tok = loadTokenizerFromFolder(dir.path());
+        const auto id = [&](const char* piece) { return vocab.value(QString::fromUtf8(piece)).toInt(); };
+        QCOMPARE(tok->encode("Hello world"), (std::vector<int>{id("Hello"), id("▁world")}));
+        QCOMPARE(tok->encode("Hello"), std::vector<int>{id("Hello")}); // no dummy prefix
+        QCOMPARE(tok->encode(" Hello"), (std::vector<int>{id("▁"), id("Hello")}));
+        QCOMPARE(tok->encode("é"), (std::vector<int>{id("<0xC3>"), id("<0xA9>")})); // byte fallback, UTF-8 bytes
+        // control tokens are text unless matching them is on (as for Llama), then whole units
+        QCOMPARE(tok->encode("<eos>").size(), size_t(5));
+        auto* spm = dynamic_cast<SpmTokenizer*>(tok.get());
+        QVERIFY(spm);
+        spm->setMatchSpecialTokens(true);
+        QCOMPARE(tok->encode("<start_of_turn>user\nHello"), (std::vector<int>{4, id("user"), id("<0x0A>"), id("Hello")}));
+        QCOMPARE(tok->bosId(), std::optional<int>(2));
+        QVERIFY(tok->addsBos());
+        QCOMPARE(tokenizePrompt(*tok, "Hello world", tok->addsBos()), (std::vector<int>{2, id("Hello"), id("▁world")}));
+        const std::vector<int> ids{id("Hello"), id("▁world"), id("<0xC3>"), id("<0xA9>")};
+        QCOMPARE(tok->decode(ids), QStringLiteral("Hello worldé"));
+    }
+
     void llama2cFileErrors_data() {
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<QString>("problem");
