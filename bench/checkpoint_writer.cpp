@@ -69,21 +69,31 @@ void fill(const TensorSpec& t, float* out, unsigned seed) {
 
 std::vector<TensorSpec> llamaTensors(const LlamaShape& s) {
     const qint64 D = s.d_model, Q = qint64(s.n_heads) * s.d_head, KV = qint64(s.n_kv_heads) * s.d_head, M = s.d_mlp;
+    const bool gemma = s.family == QLatin1String("gemma2");
+    const TensorSpec::Fill norm = gemma ? TensorSpec::Zeros : TensorSpec::Ones; // Gemma's norms multiply by 1 + w
     std::vector<TensorSpec> t;
     t.push_back({QStringLiteral("model.embed_tokens.weight"), {s.d_vocab, D}});
     for (int l = 0; l < s.n_layers; ++l) {
         const QString h = QStringLiteral("model.layers.%1.").arg(l);
-        t.push_back({h + QStringLiteral("input_layernorm.weight"), {D}, TensorSpec::Ones});
+        t.push_back({h + QStringLiteral("input_layernorm.weight"), {D}, norm});
         t.push_back({h + QStringLiteral("self_attn.q_proj.weight"), {Q, D}}); // nn.Linear: [out, in]
         t.push_back({h + QStringLiteral("self_attn.k_proj.weight"), {KV, D}});
         t.push_back({h + QStringLiteral("self_attn.v_proj.weight"), {KV, D}});
         t.push_back({h + QStringLiteral("self_attn.o_proj.weight"), {D, Q}});
-        t.push_back({h + QStringLiteral("post_attention_layernorm.weight"), {D}, TensorSpec::Ones});
+        if (s.family == QLatin1String("qwen3")) { // per-head q/k RMSNorm weights [d_head]
+            t.push_back({h + QStringLiteral("self_attn.q_norm.weight"), {s.d_head}, TensorSpec::Ones});
+            t.push_back({h + QStringLiteral("self_attn.k_norm.weight"), {s.d_head}, TensorSpec::Ones});
+        }
+        t.push_back({h + QStringLiteral("post_attention_layernorm.weight"), {D}, norm});
+        if (gemma) {
+            t.push_back({h + QStringLiteral("pre_feedforward_layernorm.weight"), {D}, norm});
+            t.push_back({h + QStringLiteral("post_feedforward_layernorm.weight"), {D}, norm});
+        }
         t.push_back({h + QStringLiteral("mlp.gate_proj.weight"), {M, D}});
         t.push_back({h + QStringLiteral("mlp.up_proj.weight"), {M, D}});
         t.push_back({h + QStringLiteral("mlp.down_proj.weight"), {D, M}});
     }
-    t.push_back({QStringLiteral("model.norm.weight"), {D}, TensorSpec::Ones});
+    t.push_back({QStringLiteral("model.norm.weight"), {D}, norm});
     if (!s.tie_word_embeddings) t.push_back({QStringLiteral("lm_head.weight"), {s.d_vocab, D}});
     return t;
 }
@@ -185,42 +195,70 @@ qint64 LlamaShape::weightBytes() const {
 
 bool isLlamaShapeName(const QString& name) {
     return name == QLatin1String("llama-1b") || name == QLatin1String("1b") || name == QLatin1String("llama-3b") ||
-           name == QLatin1String("3b");
+           name == QLatin1String("3b") || name == QLatin1String("qwen3-0.6b") || name == QLatin1String("gemma-2-2b");
 }
 
 LlamaShape llamaShape(const QString& name) {
     if (name == QLatin1String("llama-1b") || name == QLatin1String("1b")) return {QStringLiteral("llama-1b")};
     if (name == QLatin1String("llama-3b") || name == QLatin1String("3b"))
-        return {QStringLiteral("llama-3b"), 28, 3072, 24, 8, 128, 8192};
-    throw InputError(QStringLiteral("unknown Llama size '%1' (llama-1b, llama-3b)").arg(name));
+        return {QStringLiteral("llama-3b"), QStringLiteral("llama"), 28, 3072, 24, 8, 128, 8192};
+    if (name == QLatin1String("qwen3-0.6b")) { // Qwen/Qwen3-0.6B's config.json
+        return {QStringLiteral("qwen3-0.6b"), QStringLiteral("qwen3"), 28, 1024, 16, 8, 128, 3072, 151936, 40960, 1000000.0, true};
+    }
+    if (name == QLatin1String("gemma-2-2b")) { // google/gemma-2-2b's config.json
+        return {QStringLiteral("gemma-2-2b"), QStringLiteral("gemma2"), 26, 2304, 8, 4, 256, 9216, 256000, 8192, 10000.0, true};
+    }
+    throw InputError(QStringLiteral("unknown Llama-family size '%1' (llama-1b, llama-3b, qwen3-0.6b, gemma-2-2b)").arg(name));
 }
 
 void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString& tokenizerDir, unsigned seed) {
     QDir().mkpath(dir);
     const QDir d(dir);
-    // as Llama-3.2-1B/3B's config.json (bos/eos ids of Llama 3; the bench tokenizer does not know them)
-    const QJsonObject config{{"model_type", "llama"},
-                             {"architectures", QJsonArray{"LlamaForCausalLM"}},
-                             {"hidden_act", "silu"},
-                             {"num_hidden_layers", shape.n_layers},
-                             {"hidden_size", shape.d_model},
-                             {"num_attention_heads", shape.n_heads},
-                             {"num_key_value_heads", shape.n_kv_heads},
-                             {"head_dim", shape.d_head},
-                             {"intermediate_size", shape.d_mlp},
-                             {"vocab_size", shape.d_vocab},
-                             {"max_position_embeddings", shape.n_ctx},
-                             {"rms_norm_eps", 1e-5},
-                             {"rope_theta", shape.rope_theta},
-                             {"rope_scaling", QJsonObject{{"rope_type", "llama3"}, {"factor", 32.0},
-                                                          {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                                                          {"original_max_position_embeddings", 8192}}},
-                             {"attention_bias", false},
-                             {"mlp_bias", false},
-                             {"tie_word_embeddings", shape.tie_word_embeddings},
-                             {"bos_token_id", 128000},
-                             {"eos_token_id", 128001},
-                             {"torch_dtype", "bfloat16"}};
+    // as Llama-3.2-1B/3B's config.json (bos/eos ids of Llama 3; the bench tokenizer does not know them), then the
+    // fields Qwen 3 and Gemma 2 add or change, as Qwen3-0.6B's and gemma-2-2b's
+    QJsonObject config{{"model_type", "llama"},
+                       {"architectures", QJsonArray{"LlamaForCausalLM"}},
+                       {"hidden_act", "silu"},
+                       {"num_hidden_layers", shape.n_layers},
+                       {"hidden_size", shape.d_model},
+                       {"num_attention_heads", shape.n_heads},
+                       {"num_key_value_heads", shape.n_kv_heads},
+                       {"head_dim", shape.d_head},
+                       {"intermediate_size", shape.d_mlp},
+                       {"vocab_size", shape.d_vocab},
+                       {"max_position_embeddings", shape.n_ctx},
+                       {"rms_norm_eps", 1e-5},
+                       {"rope_theta", shape.rope_theta},
+                       {"rope_scaling", QJsonObject{{"rope_type", "llama3"}, {"factor", 32.0},
+                                                    {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                                                    {"original_max_position_embeddings", 8192}}},
+                       {"attention_bias", false},
+                       {"mlp_bias", false},
+                       {"tie_word_embeddings", shape.tie_word_embeddings},
+                       {"bos_token_id", 128000},
+                       {"eos_token_id", 128001},
+                       {"torch_dtype", "bfloat16"}};
+    if (shape.family == QLatin1String("qwen3")) { // Qwen3Config
+        config.insert("model_type", "qwen3");
+        config.insert("architectures", QJsonArray{"Qwen3ForCausalLM"});
+        config.insert("rope_scaling", QJsonValue::Null);
+        config.insert("rms_norm_eps", 1e-6);
+        config.insert("bos_token_id", 151643);
+        config.insert("eos_token_id", 151645);
+    } else if (shape.family == QLatin1String("gemma2")) { // Gemma2Config of gemma-2-2b
+        config.insert("model_type", "gemma2");
+        config.insert("architectures", QJsonArray{"Gemma2ForCausalLM"});
+        config.insert("hidden_act", "gelu_pytorch_tanh");
+        config.insert("hidden_activation", "gelu_pytorch_tanh");
+        config.insert("rope_scaling", QJsonValue::Null);
+        config.insert("rms_norm_eps", 1e-6);
+        config.insert("query_pre_attn_scalar", 256);
+        config.insert("attn_logit_softcapping", 50.0);
+        config.insert("final_logit_softcapping", 30.0);
+        config.insert("sliding_window", 4096);
+        config.insert("bos_token_id", 2);
+        config.insert("eos_token_id", 1);
+    }
     writeJson(d.filePath(QStringLiteral("config.json")), config);
     copyFile(QDir(tokenizerDir).filePath(QStringLiteral("encoder.json")), d.filePath(QStringLiteral("vocab.json")));
     copyFile(QDir(tokenizerDir).filePath(QStringLiteral("vocab.bpe")), d.filePath(QStringLiteral("merges.txt")));

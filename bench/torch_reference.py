@@ -153,6 +153,8 @@ class HookedGPT2:
         hook("hook_pos_embed", pos)
         x = embed + pos
         mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
+        if self.window:  # Gemma 2's even layers: query i sees keys i − window < j ≤ i
+            window_mask = mask | torch.tril(torch.ones(S, S, dtype=torch.bool), -self.window)
         for l in range(self.L):
             p = f"h.{l}."
             hook(f"blocks.{l}.hook_resid_pre", x)
@@ -163,8 +165,8 @@ class HookedGPT2:
             hook(f"blocks.{l}.attn.hook_q", q)
             hook(f"blocks.{l}.attn.hook_k", k)
             hook(f"blocks.{l}.attn.hook_v", v)
-            scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(dh)
-            scores = scores.masked_fill(mask, float("-inf"))
+            scores = self.softcap(torch.bmm(q, k.transpose(1, 2)) * self.score_scale, self.attn_cap)
+            scores = scores.masked_fill(window_mask if self.window and l % 2 == 0 else mask, float("-inf"))
             hook(f"blocks.{l}.attn.hook_attn_scores", scores)
             pattern = torch.softmax(scores, dim=-1)
             hook(f"blocks.{l}.attn.hook_pattern", pattern)
@@ -193,7 +195,7 @@ class HookedGPT2:
             hook(f"blocks.{l}.hook_resid_post", x)
         xf = self.ln(x[-1:] if last_only else x, t["ln_f.weight"], t["ln_f.bias"])
         hook("ln_final.hook_normalized", xf)
-        return xf @ self.W_U.T
+        return self.softcap(xf @ self.W_U.T, self.final_cap)
 
     def forward_split(self, tokens, embed):
         """The forward as TransformerLens runs it for EAP-IG (use_split_qkv_input, use_attn_result): each head's
@@ -284,7 +286,10 @@ class HookedGPT2:
 class HookedLlama:
     """Plain Llama forward (RMSNorm, rotary in HF's rotate_half layout with Llama 3 rope_scaling, SwiGLU,
     grouped-query attention); with cache=dict, stores TransformerLens's hook points (rot_q/rot_k too).
-    Weights are [out, in] as nn.Linear stores them, so projections are x @ W.T."""
+    Weights are [out, in] as nn.Linear stores them, so projections are x @ W.T. model_type qwen3 adds the per-head
+    q/k RMSNorm before RoPE (modeling_qwen3.py); gemma2 is modeling_gemma2.py: (1 + w) norms, embedding · √D,
+    post-attention and post-MLP norms, GeGLU tanh, query_pre_attn_scalar, attention and final soft-caps, the
+    sliding window on even layers."""
 
     def __init__(self, cfg, t):
         self.cfg, self.t = cfg, t
@@ -293,6 +298,11 @@ class HookedLlama:
         self.D = cfg["hidden_size"]
         self.dh = cfg.get("head_dim") or self.D // self.H
         self.eps = cfg.get("rms_norm_eps", 1e-6)
+        self.qwen3, self.gemma = cfg["model_type"] == "qwen3", cfg["model_type"] == "gemma2"
+        self.score_scale = 1.0 / math.sqrt(cfg.get("query_pre_attn_scalar", self.dh) if self.gemma else self.dh)
+        self.attn_cap = cfg.get("attn_logit_softcapping") if self.gemma else None
+        self.final_cap = cfg.get("final_logit_softcapping") if self.gemma else None
+        self.window = cfg.get("sliding_window") if self.gemma else None
         self.W_U = t.get("lm_head.weight", t["model.embed_tokens.weight"])  # [V, D]
         inv = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, self.dh, 2, dtype=torch.float64) / self.dh))
         rs = cfg.get("rope_scaling") or {}
@@ -306,7 +316,10 @@ class HookedLlama:
         self.inv_freq = inv.float()
 
     def rms(self, x, w):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * w
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * ((1.0 + w) if self.gemma else w)
+
+    def softcap(self, x, cap):
+        return torch.tanh(x / cap) * cap if cap else x
 
     def rope(self, x, cos, sin):  # x [H, S, dh]
         x1, x2 = x[..., : self.dh // 2], x[..., self.dh // 2:]
@@ -317,6 +330,8 @@ class HookedLlama:
         t, H, KV, dh, S, D = self.t, self.H, self.KV, self.dh, tokens.shape[0], self.D
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         x = t["model.embed_tokens.weight"][tokens]
+        if self.gemma:  # Gemma2Model's normalizer, in the weights' dtype (float32 here)
+            x = x * torch.tensor(math.sqrt(D), dtype=x.dtype)
         if torch.is_grad_enabled():  # autograd to every hook point (the backward row): retain_grad on each
             x = x.detach().requires_grad_(True)
             hook = retaining(hook)
@@ -333,6 +348,9 @@ class HookedLlama:
             q = (ln1 @ t[p + "self_attn.q_proj.weight"].T).reshape(S, H, dh).transpose(0, 1)
             k = (ln1 @ t[p + "self_attn.k_proj.weight"].T).reshape(S, KV, dh).transpose(0, 1)
             v = (ln1 @ t[p + "self_attn.v_proj.weight"].T).reshape(S, KV, dh).transpose(0, 1)
+            if self.qwen3:  # Qwen3RMSNorm over head_dim
+                q = self.rms(q, t[p + "self_attn.q_norm.weight"])
+                k = self.rms(k, t[p + "self_attn.k_norm.weight"])
             hook(f"blocks.{l}.attn.hook_q", q)
             hook(f"blocks.{l}.attn.hook_k", k)
             hook(f"blocks.{l}.attn.hook_v", v)
@@ -354,18 +372,23 @@ class HookedLlama:
             if cache is not None:  # per-head result z_h·W_O^h (hook_result)
                 hook(f"blocks.{l}.attn.hook_result", torch.bmm(z, W_O.T.reshape(H, dh, D)))
             attn_out = z.transpose(0, 1).reshape(S, H * dh) @ W_O.T
+            if self.gemma:
+                attn_out = self.rms(attn_out, t[p + "post_attention_layernorm.weight"])
             hook(f"blocks.{l}.hook_attn_out", attn_out)
             x = x + attn_out
             hook(f"blocks.{l}.hook_resid_mid", x)
-            ln2 = self.rms(x, t[p + "post_attention_layernorm.weight"])
+            ln2 = self.rms(x, t[p + ("pre_feedforward_layernorm.weight" if self.gemma else "post_attention_layernorm.weight")])
             hook(f"blocks.{l}.ln2.hook_normalized", ln2)
             gate = ln2 @ t[p + "mlp.gate_proj.weight"].T
             up = ln2 @ t[p + "mlp.up_proj.weight"].T
             hook(f"blocks.{l}.mlp.hook_pre", gate)
             hook(f"blocks.{l}.mlp.hook_pre_linear", up)
-            post = torch.nn.functional.silu(gate) * up
+            act = torch.nn.functional.gelu(gate, approximate="tanh") if self.gemma else torch.nn.functional.silu(gate)
+            post = act * up
             hook(f"blocks.{l}.mlp.hook_post", post)
             mlp_out = post @ t[p + "mlp.down_proj.weight"].T
+            if self.gemma:
+                mlp_out = self.rms(mlp_out, t[p + "post_feedforward_layernorm.weight"])
             hook(f"blocks.{l}.hook_mlp_out", mlp_out)
             x = x + mlp_out
             hook(f"blocks.{l}.hook_resid_post", x)
@@ -377,7 +400,7 @@ class HookedLlama:
         out = []
         for b in range(self.L + 1):
             r = cache[f"blocks.{b}.hook_resid_pre"] if b < self.L else cache[f"blocks.{self.L - 1}.hook_resid_post"]
-            probs = torch.softmax(self.rms(r, self.t["model.norm.weight"]) @ self.W_U.T, dim=-1)
+            probs = torch.softmax(self.softcap(self.rms(r, self.t["model.norm.weight"]) @ self.W_U.T, self.final_cap), dim=-1)
             out.append(torch.topk(probs, k, dim=-1))
         return out
 
@@ -481,7 +504,7 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False, gradien
     out["rss_after_open_mib"] = current_rss_mib() - rss0
     out["open"] = time_it(runs, lambda: load_model(folder))
     print(f"\n{folder}\n  open {out['open']['median_ms']:.1f} ms", flush=True)
-    llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
+    llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2")
     m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
     n_ctx = cfg["max_position_embeddings"] if llama else cfg["n_positions"]
     V = cfg["vocab_size"]
@@ -576,7 +599,7 @@ def main():
         S0 = seqs[0] if seqs else 20
         t0 = time.perf_counter()
         cfg, t = load_model(a.model[0], mapped=True)
-        llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
+        llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2")
         m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
         tokens = torch.from_numpy(np.random.default_rng(S0).integers(0, cfg["vocab_size"], S0))
         c = {}
