@@ -60,8 +60,8 @@ def main():
                   f"{mem['packed_over_file']:9.2f} {mem['worst_over_file']:7.2f}   (target <= 1.5)")
         stream_ms = o["file_mib"] * 1048576 / (bandwidth * 1e6) if bandwidth else 0.0
 
-        def bound(gflop):  # ms
-            return max(gflop / gemm * 1e3, stream_ms)
+        def bound(gflop):  # ms; none without the machine probes (--forward-only)
+            return max(gflop / gemm * 1e3, stream_ms) if gemm else None
 
         for S in o.get("forward_full_cache", {}):  # absent with --circuits-only
             f = o["forward_full_cache"][S]
@@ -77,7 +77,7 @@ def main():
             # bound is the unembedding's FLOPs: 2 · (L+1)·S · d_model · d_vocab
             lens_gflop = 2e-9 * (c.get("n_layers", 0) + 1) * int(S) * c.get("d_model", 0) * c.get("d_vocab", 0)
             row(f"logit lens (L+1)xS rows top-10, S={S}", o["logit_lens"][S], t["logit_lens"].get(S),
-                lens_gflop / gemm * 1e3 if lens_gflop else None)
+                lens_gflop / gemm * 1e3 if lens_gflop and gemm else None)
         row("W_OV top-100 (one head)", o.get("wov_top100"), t.get("wov_top100"))
         c, tc = o.get("circuits", {}), t.get("circuits", {})
         if "z_patching_16" in c:  # issue 14: ≤ 0.15x the one-forward-per-head loop

@@ -495,14 +495,19 @@ def bench_forward_backward(m, V, runs):
     return {"forward_backward_128": r}
 
 
-def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False, gradients_only=False):
+def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False, gradients_only=False, forward_only=False):
     out = {}
     rss0 = current_rss_mib()
     t0 = time.perf_counter()
     cfg, t = load_model(folder)
     out["first_open_ms"] = (time.perf_counter() - t0) * 1e3
     out["rss_after_open_mib"] = current_rss_mib() - rss0
-    out["open"] = time_it(runs, lambda: load_model(folder))
+    # forward_only: no second copy of the weights (gemma-2-2b upcast to float32 is 10.4 GB): the open is timed once
+    if forward_only:
+        out["open"] = {"median_ms": out["first_open_ms"], "min_ms": out["first_open_ms"], "max_ms": out["first_open_ms"],
+                       "peak_rss_mib": peak_rss_mib()}
+    else:
+        out["open"] = time_it(runs, lambda: load_model(folder))
     print(f"\n{folder}\n  open {out['open']['median_ms']:.1f} ms", flush=True)
     llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2")
     m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
@@ -511,10 +516,11 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False, gradien
     if gradients_only:
         out["circuits"] = bench_forward_backward(m, V, runs)
         return out
-    out["circuits"] = bench_circuits(m, V, runs)
+    if not forward_only:
+        out["circuits"] = bench_circuits(m, V, runs)
     if circuits_only:
         return out
-    if seqs and seqs[0] <= n_ctx:
+    if seqs and seqs[0] <= n_ctx and not forward_only:
         # open + the first forward with the full cache, the shortest prompt: what a notebook user waits for
         S0 = seqs[0]
         tokens0 = torch.from_numpy(np.random.default_rng(S0).integers(0, V, S0))
@@ -580,6 +586,8 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--no-wov", action="store_true")
     ap.add_argument("--circuits-only", action="store_true", help="only the open and circuit rows")
+    ap.add_argument("--forward-only", action="store_true",
+                    help="only the open, the forward rows for --seq and the lens rows for --lens-seq (no circuits, no W_OV)")
     ap.add_argument("--gradients-only", action="store_true", help="only the open and the forward + backward row (S = 128)")
     ap.add_argument("--first-open", action="store_true",
                     help="only open the (first) model and run its first forward with the full cache at the first --seq, once, "
@@ -618,8 +626,9 @@ def main():
           f"{os.environ.get('OPENBLAS_CORETYPE', '(auto)')}", flush=True)
     for folder in a.model:
         root["models"][os.path.basename(os.path.normpath(folder))] = bench_model(folder, seqs, lens_seqs, a.runs,
-                                                                                   not a.no_wov, a.circuits_only,
-                                                                                   a.gradients_only)
+                                                                                   not a.no_wov and not a.forward_only,
+                                                                                   a.circuits_only, a.gradients_only,
+                                                                                   a.forward_only)
     text = json.dumps(root, indent=1)
     if a.json:
         with open(a.json, "w") as f:
