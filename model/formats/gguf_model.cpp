@@ -51,7 +51,6 @@ private:
     QString arch_;
 };
 
-
 /// llama.cpp's pre-tokenizer regexes by tokenizer.ggml.pre (src/llama-vocab.cpp, LLAMA_VOCAB_PRE_TYPE_*).
 QStringList splitPatternsFor(const QString& pre, const GgufFile& f) {
     static const QString llama3 = QStringLiteral(
@@ -180,8 +179,9 @@ public:
 private:
     struct Refs {
         const GgufTensorInfo *ln1 = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr, *q_b = nullptr,
-                             *k_b = nullptr, *v_b = nullptr, *o_b = nullptr, *q_norm = nullptr, *k_norm = nullptr, *ln1_post = nullptr, *ln2 = nullptr, *ln2_post = nullptr, *gate = nullptr,
-                             *up = nullptr, *down = nullptr;
+                             *k_b = nullptr, *v_b = nullptr, *o_b = nullptr, *q_norm = nullptr, *k_norm = nullptr,
+                             *ln1_post = nullptr, *ln2 = nullptr, *ln2_post = nullptr, *gate = nullptr, *up = nullptr,
+                             *down = nullptr;
     };
 
     const GgufTensorInfo* optional(const QString& name, const std::vector<std::int64_t>& ne) {

@@ -7,6 +7,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QStringList>
+#include <algorithm>
 #include <climits>
 #include <cmath>
 
@@ -167,21 +168,30 @@ RopeScaling parseRopeScaling(const ConfigReader& r, const QJsonObject& o) {
     return s;
 }
 
+/// config.json layer_types (transformers' per-layer attention kinds): [layer] 1 for "sliding_attention", 0 for
+/// "full_attention"; empty when the field is absent. Fails on another length or entry.
+std::vector<char> slidingLayerTypes(const ConfigReader& r, const QJsonObject& o, int nLayers) {
+    const QJsonValue types = o.value(QLatin1String("layer_types"));
+    if (!types.isArray()) return {};
+    const QJsonArray a = types.toArray();
+    if (a.size() != nLayers)
+        r.fail(QStringLiteral("layer_types has %1 entries but num_hidden_layers is %2").arg(a.size()).arg(nLayers));
+    std::vector<char> sliding;
+    for (const QJsonValue& t : a) {
+        sliding.push_back(t.toString() == QLatin1String("sliding_attention"));
+        if (!sliding.back() && t.toString() != QLatin1String("full_attention"))
+            r.fail(QStringLiteral("layer_types: unsupported entry '%1'; supported: full_attention, sliding_attention").arg(t.toString()));
+    }
+    return sliding;
+}
+
 /// Qwen2's use_sliding_window windows only some layers (transformers Qwen2Config.layer_types): those marked
 /// "sliding_attention" in layer_types, or by default layers i ≥ max_window_layers (default 28). True when every
 /// layer is windowed, false when none is; a mix cannot be described by one ModelConfig::sliding_window and fails.
 bool qwen2WindowOnEveryLayer(const ConfigReader& r, const QJsonObject& o, int nLayers) {
     int windowed = 0;
-    const QJsonValue types = o.value(QLatin1String("layer_types"));
-    if (types.isArray()) {
-        const QJsonArray a = types.toArray();
-        if (a.size() != nLayers)
-            r.fail(QStringLiteral("layer_types has %1 entries but num_hidden_layers is %2").arg(a.size()).arg(nLayers));
-        for (const QJsonValue& t : a) {
-            if (t.toString() == QLatin1String("sliding_attention")) ++windowed;
-            else if (t.toString() != QLatin1String("full_attention"))
-                r.fail(QStringLiteral("layer_types: unsupported entry '%1'; supported: full_attention, sliding_attention").arg(t.toString()));
-        }
+    if (const std::vector<char> sliding = slidingLayerTypes(r, o, nLayers); !sliding.empty()) {
+        windowed = int(std::count(sliding.begin(), sliding.end(), char(1)));
     } else {
         const QJsonValue m = o.value(QLatin1String("max_window_layers"));
         const double first = m.isUndefined() || m.isNull() ? 28 : m.toDouble(-1);
@@ -219,19 +229,9 @@ void parseGemma2Parts(const ConfigReader& r, const QJsonObject& o, ModelConfig& 
     c.sliding_window = r.positiveIntOr(QStringLiteral("sliding_window"), std::min(4096, c.n_ctx)); // a default never exceeds
     if (c.sliding_window > c.n_ctx)
         r.fail(QStringLiteral("sliding_window (%1) is larger than max_position_embeddings (%2)").arg(c.sliding_window).arg(c.n_ctx));
-    c.windowedLayers.assign(size_t(c.n_layers), 0);
-    const QJsonValue types = o.value(QLatin1String("layer_types"));
-    if (types.isArray()) {
-        const QJsonArray a = types.toArray();
-        if (a.size() != c.n_layers)
-            r.fail(QStringLiteral("layer_types has %1 entries but num_hidden_layers is %2").arg(a.size()).arg(c.n_layers));
-        for (int i = 0; i < c.n_layers; ++i) {
-            const QString t = a[i].toString();
-            if (t == QLatin1String("sliding_attention")) c.windowedLayers[size_t(i)] = 1;
-            else if (t != QLatin1String("full_attention"))
-                r.fail(QStringLiteral("layer_types: unsupported entry '%1'; supported: full_attention, sliding_attention").arg(t));
-        }
-    } else {
+    c.windowedLayers = slidingLayerTypes(r, o, c.n_layers);
+    if (c.windowedLayers.empty()) { // the even layers
+        c.windowedLayers.assign(size_t(c.n_layers), 0);
         for (int i = 0; i < c.n_layers; i += 2) c.windowedLayers[size_t(i)] = 1;
     }
 }
@@ -257,9 +257,9 @@ ModelConfig parseLlamaFamily(const ConfigReader& r, const QJsonObject& o, const 
     const bool explicitHeadDim = !o.value(QLatin1String("head_dim")).isUndefined() && !o.value(QLatin1String("head_dim")).isNull();
     if (!explicitHeadDim && c.d_model % c.n_heads != 0)
         r.fail(QStringLiteral("hidden_size (%1) is not divisible by num_attention_heads (%2)").arg(c.d_model).arg(c.n_heads));
-    // Qwen3Config's head_dim defaults to 128 (not hidden_size / num_attention_heads): Qwen3-0.6B's 16 heads of 128 span 2048 > 1024
+    // Qwen3Config's and Gemma2Config's head_dim defaults are 128 and 256, not hidden_size / num_attention_heads
+    // (Qwen3-0.6B's 16 heads of 128 span 2048 > 1024)
     const bool qwen3 = type == QLatin1String("qwen3"), gemma2 = type == QLatin1String("gemma2");
-    // Qwen3Config's and Gemma2Config's head_dim defaults are 128 and 256
     c.d_head = r.positiveIntOr(QStringLiteral("head_dim"), qwen3 ? 128 : gemma2 ? 256 : c.d_model / c.n_heads);
     c.qkNorm = qwen3;
     if (c.d_head % 2 != 0) r.fail(QStringLiteral("head_dim must be even for rotary embeddings (got %1)").arg(c.d_head));

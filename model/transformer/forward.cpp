@@ -213,8 +213,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     // one head per OpenMP thread; Eigen runs single-threaded inside the parallel region (no oversubscription)
     teamFor(H, worthThreads(double(H) * double(S) * double(S) * double(L)), [&](int h) {
         headAttention(queries.data(), queries.cols(), keys, c.v, h, L, scale, cfg.windowOf(l), float(cfg.attn_logit_softcap), 0,
-                      c.attn_scores[size_t(h)],
-                      c.pattern[size_t(h)], c.z.data(), c.z.cols());
+                      c.attn_scores[size_t(h)], c.pattern[size_t(h)], c.z.data(), c.z.cols());
     });
     if (hooks && hooks->pattern)
         for (int h = 0; h < H; ++h)
@@ -352,6 +351,12 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
     });
     y.array().rowwise() *= rowOf(w).array();
     addBias(y, b);
+}
+
+Matrix postNormFactors(const ModelConfig& cfg, const Matrix& preNorm, const Weight& w) {
+    Vector sigma;
+    applyNorm(cfg, preNorm, w, Weight{}, &sigma);
+    return (rowOf(w).replicate(preNorm.rows(), 1).array().colwise() / sigma.array()).matrix();
 }
 
 void applyFinalSoftcap(const ModelConfig& cfg, Matrix& logits) {

@@ -91,6 +91,12 @@ void applyNorm(const ModelConfig& cfg, const Matrix& x, const Weight& w, const W
 /// segment of each row of x [pos, n·d_head] becomes seg/√(mean(seg²) + norm_eps) ⊙ w, in place. w: [1, d_head].
 void applyHeadNorm(const ModelConfig& cfg, Matrix& x, const Weight& w);
 
+/// Post-norm models (Gemma 2): the factor w/σ_p [pos, d_model] that takes any part of a block output before its
+/// post-norm to its share of the normed output, σ_p being the norm's divisor of the whole output preNorm[p]
+/// ([pos, d_model]): with every part so scaled the parts sum to the normed output exactly (the norm is linear once
+/// its divisor is fixed). w: the post-norm's weight [1, d_model].
+Matrix postNormFactors(const ModelConfig& cfg, const Matrix& preNorm, const Weight& w);
+
 /// Gemma 2's final logit soft-cap (ModelConfig::final_logit_softcap; transformers Gemma2ForCausalLM): each logit z
 /// becomes cap·tanh(z/cap), in place; nothing without a cap. logits: [rows, d_vocab].
 void applyFinalSoftcap(const ModelConfig& cfg, Matrix& logits);

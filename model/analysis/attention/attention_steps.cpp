@@ -265,12 +265,7 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                                  tr("What the attention layer adds to the residual stream."), c.attn_out));
     Matrix additive = Matrix::Zero(S, cfg.d_model);
     // post-norm models (Gemma 2): each part through the post-norm with its position's divisor σ of the whole output
-    Matrix postFactor;
-    if (cfg.postNorms) {
-        Vector sigma;
-        applyNorm(cfg, c.attn_out_pre_norm, w.ln1_post_w, Weight{}, &sigma);
-        postFactor = (w.ln1_post_w.rowVector(0).replicate(S, 1).array().colwise() / sigma.array()).matrix();
-    }
+    const Matrix postFactor = cfg.postNorms ? postNormFactors(cfg, c.attn_out_pre_norm, w.ln1_post_w) : Matrix();
     for (int h = 0; h < H; ++h) {
         // hook_result when the pass cached it, else the same product now (the app's pass leaves it out)
         Matrix r;

@@ -96,12 +96,7 @@ FlowContributions flowContributions(const Model& model, const ActivationCache& c
             weightGemm(lc->v.data() + Eigen::Index(h) * L, S, L, lc->v.cols(), w.W_O_head(h, L), U[size_t(h)].data(), D, false);
         // post-norm models (Gemma 2): a head's part reaches the residual through the post-norm with the query
         // position's divisor σ_i: ⊙ w_post/σ_i
-        Matrix postFactor;
-        if (cfg.postNorms) {
-            Vector sigma;
-            applyNorm(cfg, lc->attn_out_pre_norm, w.ln1_post_w, Weight{}, &sigma);
-            postFactor = (w.ln1_post_w.rowVector(0).replicate(S, 1).array().colwise() / sigma.array()).matrix();
-        }
+        const Matrix postFactor = cfg.postNorms ? postNormFactors(cfg, lc->attn_out_pre_norm, w.ln1_post_w) : Matrix();
         std::vector<float>& c = out.attention[size_t(l)];
         c.assign(size_t(S) * size_t(S + 1) / 2 * size_t(H), 0.0f);
         const Matrix& y = lc->resid_mid;
@@ -212,12 +207,10 @@ std::vector<NeuronContribution> mlpNeuronContributions(const Model& model, const
     const Weight& W_out = model.layer(layer).W_out;
     const Eigen::VectorXd y = lc->resid_post.row(position).transpose().cast<double>();
     // post-norm models (Gemma 2): a neuron's part reaches the residual through the post-MLP norm's divisor at the position
-    Eigen::RowVectorXd postFactor = Eigen::RowVectorXd::Ones(cfg.d_model);
-    if (cfg.postNorms) {
-        Vector sigma;
-        applyNorm(cfg, Matrix(lc->mlp_out_pre_norm.row(position)), model.layer(layer).ln2_post_w, Weight{}, &sigma);
-        postFactor = model.layer(layer).ln2_post_w.rowVector(0).cast<double>() / double(sigma(0));
-    }
+    const Eigen::RowVectorXd postFactor =
+        cfg.postNorms ? Eigen::RowVectorXd(postNormFactors(cfg, Matrix(lc->mlp_out_pre_norm.row(position)), model.layer(layer).ln2_post_w)
+                                               .row(0).cast<double>())
+                      : Eigen::RowVectorXd::Ones(cfg.d_model);
     const auto dist = [norm](const Eigen::VectorXd& x) { return norm == FlowNorm::L1 ? x.lpNorm<1>() : x.norm(); };
     const double yNorm = dist(y);
     const int M = int(lc->mlp_post.cols());

@@ -2,9 +2,9 @@
 
 #include "model/analysis/common/input_checks.h"
 #include "model/core/errors.h"
+#include "model/transformer/forward.h"
 
 #include <QCoreApplication>
-#include <cmath>
 
 namespace attnscope {
 
@@ -35,8 +35,7 @@ RowVector attnPostNormFactor(const Model& model, const ActivationCache& cache, i
     const LayerWeights& w = model.layer(layer);
     RowVector pre = cache.stored(layer).z.row(position) * w.W_O.toMatrix();
     if (!w.b_O.empty()) pre += w.b_O.rowVector(0);
-    const float divisor = std::sqrt(pre.squaredNorm() / float(pre.size()) + float(cfg.norm_eps));
-    return w.ln1_post_w.rowVector(0) / divisor;
+    return postNormFactors(cfg, Matrix(pre), w.ln1_post_w).row(0);
 }
 
 const Matrix& residualAt(const ActivationCache& cache, ResidualBoundary b) {
