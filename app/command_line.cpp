@@ -114,6 +114,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  flow routes      attnscope --model demo --prompt \"In the beginning God\" --flow --threshold 0.04 --dump-json flow.json\n"
         "  attention split  attnscope --model demo --prompt \"In the beginning God\" --attend --layer 1 --head 1 --query 4 --key 2 --dump-json why.json\n"
         "  composition      attnscope --model demo --composition k --dump-json comp.json\n"
+        "  features         attnscope --model demo --prompt \"In the beginning God\" --sae resid-topk --features --top 5 --dump-json f.json\n"
+        "    + one feature  attnscope … --sae resid-topk --feature 17 --project --dump-json f.json\n"
+        "    + steering     attnscope … --sae resid-topk --steer 17=8@3 --generate 10 --dump-json steer.json\n"
         "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
         "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
         "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
@@ -215,16 +218,31 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                               "terms; adds \"attend\".");
     const QCommandLineOption query("query", "Query position for --attend.", "I");
     const QCommandLineOption key("key", "Key position for --attend.", "J");
+    const QCommandLineOption sae("sae", "Features: an SAE or transcoder (SAELens folder, Gemma Scope params.npz, Llama Scope folder) or a "
+                                        "circuit-tracer transcoder set (folder with config.yaml).", "PATH");
+    const QCommandLineOption saeHook("hook", "The --sae dictionary's hook (TransformerLens name, e.g. blocks.3.hook_resid_post) when its "
+                                             "file does not name one; for a transcoder set, the layer whose transcoder to use.", "NAME");
+    const QCommandLineOption featuresOpt("features", "With --sae: add \"features\" (firing features per position, largest first, "
+                                                     "--top N of them; reconstruction error and losses).");
+    const QCommandLineOption featureOpt("feature", "With --sae: add \"feature\" for feature F (decoder and encoder directions read in "
+                                                   "embedding space, activations, DLA to --dla TOKEN or the top prediction at --position).", "F");
+    const QCommandLineOption steerOpt("steer", "With --sae: run with feature F steered by α·W_dec[F] (F=α), ablated (F=ablate) or clamped "
+                                               "(F=clamp:V), at positions @P1,P2 (default all); adds \"intervention\" (top next tokens, and "
+                                               "the --generate continuation, with the edit). Repeatable.", "EDIT");
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
-                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, attributionPatch, atpStar,
+                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt, steerOpt, attributionPatch, atpStar,
                   gradients, stopGradient, saliency, igSteps, baseline, eap});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
-    if (!p.parse(args)) {
+    QStringList argv = args; // "--feature F --project": --project without a value reads the feature in embedding space
+    for (int i = 1; i < argv.size(); ++i)
+        if (argv[i] == QLatin1String("--project") && (i + 1 == argv.size() || argv[i + 1].startsWith(QLatin1String("--"))))
+            argv.insert(i + 1, QStringLiteral("feature"));
+    if (!p.parse(argv)) {
         *error = p.errorText();
         return false;
     }
@@ -480,7 +498,27 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     }
     c.project = p.value(project).toLower();
     c.logitLens = p.isSet(logitLens);
-    if (p.isSet(project)) {
+    c.sae = p.value(sae);
+    c.saeHook = p.value(saeHook);
+    c.features = p.isSet(featuresOpt);
+    c.steer = p.values(steerOpt);
+    if (!parseInt(featureOpt, &c.feature, 0)) return false;
+    if ((c.features || c.feature >= 0 || !c.steer.isEmpty() || p.isSet(saeHook)) && c.sae.isEmpty()) {
+        *error = QStringLiteral("--features, --feature, --steer and --hook go with --sae PATH");
+        return false;
+    }
+    if (!c.sae.isEmpty() && c.dumpJson.isEmpty()) {
+        *error = QStringLiteral("--sae adds to the --dump-json output: give --dump-json FILE too");
+        return false;
+    }
+    if (c.project == QLatin1String("feature")) {
+        if (c.feature < 0) {
+            *error = QStringLiteral("--project (feature) needs --sae PATH and --feature F");
+            return false;
+        }
+        c.project.clear(); // --feature F --project: the feature's readings, which --feature writes anyway
+    }
+    if (!c.project.isEmpty()) {
         const bool pairs = c.project == QLatin1String("ov") || c.project == QLatin1String("qk");
         if (!pairs && c.project != QLatin1String("ffkey") && c.project != QLatin1String("ffvalue")) {
             *error = QStringLiteral("--project must be ov, qk, ffkey or ffvalue, got '%1'").arg(p.value(project));

@@ -30,6 +30,9 @@
 //   attnscope … --flow [--threshold T] [--position P] [--norm l1|l2] [--no-renormalise]
 //   attnscope … --attend --layer L --head H --query I --key J
 //   attnscope --model M --dump-json F --composition q|k|v        (weights only; a prompt is optional)
+// Features (README "Features on the command line"):
+//   attnscope --model M --prompt T --dump-json F --sae PATH [--hook NAME] [--features [--top N]] [--feature F [--project]
+//             [--dla TOKEN] [--position P]] [--steer F=α[@P,…]|F=ablate|F=clamp:V … [--generate N]]
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
 // --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -105,6 +108,12 @@ struct CommandLine {
     bool attend = false;
     int query = -1, key = -1; ///< --query I --key J for --attend
     QString composition;     ///< --composition q|k|v
+    // features (model/features, model/analysis/features)
+    QString sae;             ///< --sae PATH: an SAE, transcoder or transcoder set (dictionary_set.h)
+    QString saeHook;         ///< --hook NAME: the SAE's hook when the file does not say; picks a set's layer
+    bool features = false;   ///< --features: add "features" (activations per position, reconstruction, losses)
+    int feature = -1;        ///< --feature F: add "feature" (embedding-space readings, activations, DLA)
+    QStringList steer;       ///< --steer F=α[@P,…] | F=ablate | F=clamp:V (repeatable): add "intervention"
 
     /// Whether any circuit mode that runs the prompt is asked for.
     bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }

@@ -2,6 +2,10 @@
 
 #include "app/json_dump.h"
 #include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/features/feature_intervention.h"
+#include "model/analysis/features/features_json.h"
+#include "model/analysis/common/top_tokens.h"
+#include "model/features/dictionary_set.h"
 #include "model/analysis/common/input_checks.h"
 #include "model/analysis/gradients/attribution_patching.h"
 #include "model/analysis/gradients/gradients_json.h"
@@ -169,6 +173,79 @@ void addCircuits(const Model& model, const CommandLine& cmd, const std::vector<i
                     compositionToJson(*compositionScores(model, compositionKindFromName(cmd.composition).value_or(CompositionKind::K))));
 }
 
+/// --sae PATH: a path, or the name of a dictionary bundled with the demo model (resources/demo-features).
+QString dictionaryPath(const QString& name) {
+    if (QFileInfo::exists(name)) return name;
+    const QString bundled = QStringLiteral(":/demo-features/") + name;
+    return QFileInfo::exists(bundled) ? bundled : name;
+}
+
+/// "features", "feature" and "intervention" of --sae (README "Features on the command line").
+void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
+    const ModelConfig& cfg = model.config();
+    DictionarySet set = openDictionaries(dictionaryPath(cmd.sae), QString());
+    size_t index = 0;
+    if (set.coders.size() > 1) { // a transcoder set: --hook names the layer
+        requireFitsModel(set, cfg);
+        if (!cmd.saeHook.isEmpty()) {
+            const std::optional<HookPoint> h = parseHookName(cmd.saeHook);
+            if (!h || h->layer < 0 || h->layer >= int(set.coders.size()))
+                throw InputError(QStringLiteral("--hook %1: name a layer of the set, e.g. blocks.0.hook_mlp_out").arg(cmd.saeHook));
+            index = size_t(h->layer);
+        }
+    } else {
+        if (!cmd.saeHook.isEmpty()) set.coders[0].hookIn = set.coders[0].hookOut = cmd.saeHook;
+        requireFitsModel(set, cfg);
+    }
+    const SparseCoder& sae = set.coders[index];
+    const FeatureRun run = runDictionary(model, cache, sae);
+    if (cmd.features)
+        dump.insert(QStringLiteral("features"), featuresToJson(sae, run, reconstructionQuality(model, ids, cache, run), cmd.topGiven ? cmd.top : 0));
+    if (cmd.feature >= 0) {
+        const FeatureReadout r = readFeature(model, sae, cmd.feature, cmd.top);
+        const int p = cmd.position < 0 ? cache.nPositions() - 1 : cmd.position;
+        int token = -1;
+        if (!cmd.dla.isEmpty()) token = parseTokenPair(model.tokenizer(), cmd.dla).first;
+        else if (cache.logitRow(p) >= 0) token = topTokens(cache.logits.row(cache.logitRow(p)), 1).front().id;
+        double dla = 0;
+        int dlaPosition = -1;
+        if (token >= 0 && run.hookOut.site != HookSite::Z && sae.d_out == cfg.d_model) {
+            dla = featureLogitAttribution(model, cache, sae, run, cmd.feature, p, token);
+            dlaPosition = p;
+        }
+        dump.insert(QStringLiteral("feature"), featureToJson(r, run, model.tokenizer(), dlaPosition, token, dla));
+    }
+    if (!cmd.steer.isEmpty()) {
+        std::vector<FeatureEdit> edits;
+        for (const QString& e : cmd.steer) edits.push_back(parseFeatureEdit(e));
+        const std::shared_ptr<const ForwardHooks> hooks = featureEditHooks(model, sae, edits);
+        ForwardOptions o;
+        o.cacheLayers = false;
+        o.cacheHeadResults = false;
+        o.allLogits = false;
+        o.hooks = hooks;
+        const ActivationCache edited = runForward(model, ids, o);
+        QJsonArray top;
+        for (const TokenScore& t : topTokens(edited.logits.row(0), 10))
+            top.append(QJsonObject{{"id", t.id}, {"token", tokenText(model.tokenizer(), t.id)}, {"logit", double(t.logit)}});
+        QJsonObject intervention{{"conventions", QStringLiteral("steer F=α adds α·W_dec[F] at the dictionary's output hook; ablate and clamp "
+                                                                "set the feature's activation and add the change of the reconstruction "
+                                                                "(the error term kept); positions: all unless @P,… is given")},
+                                 {"hook", run.hookOut.name()}, {"edits", QJsonArray::fromStringList(cmd.steer)},
+                                 {"top_next_tokens", top}, {"logits_last", [&] {
+                                      QJsonArray a;
+                                      for (Eigen::Index i = 0; i < edited.logits.cols(); ++i) a.append(double(edited.logits(0, i)));
+                                      return a;
+                                  }()}};
+        if (cmd.generate > 0) {
+            const std::vector<int> generated = greedyContinuation(model, ids, cmd.generate, hooks);
+            intervention.insert(QStringLiteral("generated_ids"), tokenIdsJson(generated));
+            intervention.insert(QStringLiteral("generated_tokens"), tokenTextsJson(model.tokenizer(), generated));
+        }
+        dump.insert(QStringLiteral("intervention"), intervention);
+    }
+}
+
 } // namespace
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
@@ -240,7 +317,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         std::pair<int, int> dlaTokens{-1, -1};
         if (!cmd.dla.isEmpty()) dlaTokens = parseTokenPair(model->tokenizer(), cmd.dla);
         ForwardOptions opt;
-        opt.allLogits = !cmd.dla.isEmpty() || cmd.gradients; // --dla and --gradients read the logits of --position; the dump only the last
+        opt.allLogits = !cmd.dla.isEmpty() || cmd.gradients || !cmd.sae.isEmpty(); // --dla, --gradients and --sae read the logits of
+                                                                                     // --position (and every position's loss); the dump only the last
         opt.cacheHeadResults = !cmd.dumpSteps.isEmpty(); // only the steps read per-head results (DLA recomputes them)
         const ActivationCache cache = runForward(*model, ids, opt);
         if (cmd.position >= cache.nPositions())
@@ -259,6 +337,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
                                       model->tokenizer()));
             if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, model->tokenizer(), logitLens(*model, cache, cmd.top)));
             addCircuits(*model, cmd, ids, cache, dump);
+            if (!cmd.sae.isEmpty()) addFeatures(*model, cmd, ids, cache, dump);
             if (cmd.generate > 0) {
                 const std::vector<int> generated = greedyContinuation(*model, ids, cmd.generate);
                 dump.insert(QStringLiteral("generated_ids"), tokenIdsJson(generated));

@@ -9,8 +9,10 @@
 #   model/formats      core, tokenizers, and of transformer only the model description the loaders fill
 #                      (model.h, model_config.h, weights.h): never the forward pass
 #   model/discovery    core, formats (header probes): names and stores of models; formats never include it
-#   model/analysis     core, tokenizers, transformer
-#   views              core, tokenizers, transformer, analysis (models come from the app, never by name or file)
+#   model/features     core, tokenizers, transformer, formats: sparse dictionaries (SAEs, transcoders), their
+#                      files and where they hook into the forward pass
+#   model/analysis     core, tokenizers, transformer, features
+#   views              core, tokenizers, transformer, features, analysis (models come from the app, never by name or file)
 #   app                everything
 set -euo pipefail
 root=${1:-$(dirname "$0")/..}
@@ -18,22 +20,23 @@ cd "$root"
 
 # allowed LAYER: extended regular expressions of the headers a file in LAYER may include (besides its own folder)
 allowed() {
-  local core='model/core/' tok='model/tokenizers/' tf='model/transformer/' an='model/analysis/'
+  local core='model/core/' tok='model/tokenizers/' tf='model/transformer/' an='model/analysis/' ft='model/features/'
   case $1 in
     model/core) echo "^$core" ;;
     model/tokenizers) echo "^($core|$tok)" ;;
     model/transformer) echo "^($core|$tok|$tf)" ;;
     model/formats) echo "^($core|$tok|model/formats/|${tf}(model|model_config|weights)\\.h$)" ;;
     model/discovery) echo "^($core|model/formats/|model/discovery/)" ;;
-    model/analysis) echo "^($core|$tok|$tf|$an)" ;;
-    views) echo "^($core|$tok|$tf|$an|views/)" ;;
+    model/features) echo "^($core|$tok|$tf|model/formats/|$ft)" ;;
+    model/analysis) echo "^($core|$tok|$tf|$ft|$an)" ;;
+    views) echo "^($core|$tok|$tf|$ft|$an|views/)" ;;
     app) echo "^(model/|views/|app/)" ;;
   esac
 }
 
 status=0
 checked=0
-for layer in model/core model/tokenizers model/transformer model/formats model/discovery model/analysis views app; do
+for layer in model/core model/tokenizers model/transformer model/formats model/discovery model/features model/analysis views app; do
   [ -d "$layer" ] || { echo "check_layers: no folder $layer in $(pwd)" >&2; exit 2; }
   # FILE:LINE:HEADER of every quoted include of the project's own folders (Qt, Eigen, fragments are skipped)
   hits=$(grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"(model|views|app)/' "$layer" --include='*.h' --include='*.cpp' |

@@ -5,8 +5,10 @@
 set -euo pipefail
 # qemu-user: the tests run the binary as older CPUs (no AVX-512, no AVX) would (tests/core/tst_cli_kernels.cpp)
 # libsentencepiece-dev: reading tokenizer.model; sentencepiece: spm_train, which the tests use to make one
+# libminizip-dev: Gemma Scope's params.npz; libyaml-cpp-dev: circuit-tracer's config.yaml
 PKGS=(cmake g++ make pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libeigen3-dev
-      libgl-dev fonts-dejavu-core qemu-user libsentencepiece-dev sentencepiece "$@")
+      libgl-dev fonts-dejavu-core qemu-user libsentencepiece-dev sentencepiece
+      libminizip-dev libyaml-cpp-dev "$@")
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

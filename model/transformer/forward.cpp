@@ -245,6 +245,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
         hooks->attn_out(l, c.attn_out);
         c.resid_mid = c.resid_pre + c.attn_out;
     }
+    if (hooks && hooks->resid_mid) hooks->resid_mid(l, c.resid_mid);
     if (!opt.cacheHeadResults) c.result.clear();
     else {
         // per-head result_h = z_h·W_O^h, W_O^h = rows h*L..(h+1)*L-1 of W_O; Σ_h result_h + b_O = attn_out
@@ -294,6 +295,7 @@ void mlpBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerCache& 
         hooks->mlp_out(l, c.mlp_out);
         c.resid_post = c.resid_mid + c.mlp_out;
     }
+    if (hooks && hooks->resid_post) hooks->resid_post(l, c.resid_post);
 }
 
 } // namespace

@@ -27,9 +27,11 @@ struct ForwardHooks {
     std::function<bool(int layer, int head, Matrix& pattern)> pattern;
     Activation z;        ///< hook_z [pos, n_heads·d_head], after ForwardOptions::ablations
     Activation attn_out; ///< hook_attn_out [pos, d_model]; resid_mid is recomputed from it
+    Activation resid_mid; ///< hook_resid_mid [pos, d_model], after attn_out's hook; ln_2 reads what it leaves
     Activation mlp_out;  ///< hook_mlp_out [pos, d_model]; resid_post is recomputed from it
+    Activation resid_post; ///< hook_resid_post [pos, d_model], after mlp_out's hook; the next layer (or ln_final) reads it
 
-    bool any() const { return resid_pre || q || k || v || pattern || z || attn_out || mlp_out; }
+    bool any() const { return resid_pre || q || k || v || pattern || z || attn_out || resid_mid || mlp_out || resid_post; }
 };
 
 } // namespace attnscope

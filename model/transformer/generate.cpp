@@ -16,8 +16,14 @@ int argmax(const Eigen::Ref<const RowVector>& logits) {
 } // namespace
 
 std::vector<int> greedyContinuation(const Model& model, std::vector<int> tokens, int n, const Progress& progress) {
+    return greedyContinuation(model, std::move(tokens), n, nullptr, progress);
+}
+
+std::vector<int> greedyContinuation(const Model& model, std::vector<int> tokens, int n, std::shared_ptr<const ForwardHooks> hooks,
+                                    const Progress& progress) {
     std::vector<int> out;
     ForwardOptions opt;
+    opt.hooks = std::move(hooks);
     opt.cacheLayers = false;
     opt.cacheHeadResults = false;
     opt.allLogits = false;

@@ -1,0 +1,88 @@
+#include "model/features/dictionary_set.h"
+
+#include "model/core/errors.h"
+#include "model/features/circuit_tracer_set.h"
+#include "model/features/gemma_scope_params.h"
+#include "model/features/hook_point.h"
+#include "model/features/llama_scope_folder.h"
+#include "model/features/saelens_folder.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+namespace attnscope {
+
+namespace {
+
+bool isPickleName(const QString& name) {
+    static const QStringList ext{QStringLiteral(".pt"), QStringLiteral(".pth"), QStringLiteral(".pkl"), QStringLiteral(".pickle"),
+                                 QStringLiteral(".bin")};
+    for (const QString& e : ext)
+        if (name.endsWith(e, Qt::CaseInsensitive)) return true;
+    return false;
+}
+
+[[noreturn]] void refusePickle(const QString& path) {
+    throw ModelError(QDir::toNativeSeparators(path),
+                     QStringLiteral("a Python pickle (OpenAI's GPT-2 SAEs are saved this way); AttnScope never unpickles files, which can "
+                                    "run code. Use their SAELens conversion instead: the releases gpt2-small-resid-post-v5-32k and "
+                                    "gpt2-small-resid-post-v5-128k (cfg.json + sae_weights.safetensors folders)"));
+}
+
+DictionarySet single(SparseCoder sae, const QString& path) {
+    DictionarySet set;
+    set.path = path;
+    set.format = sae.format;
+    set.kind = sae.isTranscoder() ? QStringLiteral("transcoder") : QStringLiteral("sae");
+    set.coders.push_back(std::move(sae));
+    return set;
+}
+
+} // namespace
+
+DictionarySet openDictionaries(const QString& path, const QString& hookOverride) {
+    const QFileInfo info(path);
+    if (!info.exists()) throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no such file or folder"));
+    if (info.isFile()) {
+        const QString name = info.fileName();
+        if (isGemmaScopeFile(path)) return single(readGemmaScopeFile(path, hookOverride), path);
+        if (isPickleName(name)) refusePickle(path);
+        if (name == QLatin1String("cfg.json") || name == QLatin1String("sae_weights.safetensors") || name == QLatin1String("config.yaml") ||
+            name == QLatin1String("hyperparams.json"))
+            return openDictionaries(info.absolutePath(), hookOverride);
+        if (name == QLatin1String("final.safetensors") && info.dir().dirName() == QLatin1String("checkpoints"))
+            return openDictionaries(QFileInfo(info.absolutePath()).absolutePath(), hookOverride);
+        throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("not a dictionary file AttnScope knows (an SAELens folder's cfg.json, "
+                                                                        "Gemma Scope's params.npz, circuit-tracer's config.yaml, Llama Scope's hyperparams.json)"));
+    }
+    const QDir dir(path);
+    auto withHook = [&](SparseCoder sae) {
+        if (!hookOverride.isEmpty()) sae.hookIn = sae.hookOut = hookOverride;
+        return single(std::move(sae), path);
+    };
+    if (isSaeLensFolder(path)) return withHook(readSaeLensFolder(path));
+    if (isCircuitTracerFolder(path)) return readCircuitTracerSet(path);
+    if (isLlamaScopeFolder(path)) return withHook(readLlamaScopeFolder(path));
+    for (const QString& f : {QStringLiteral("params.npz"), QStringLiteral("params.safetensors")})
+        if (dir.exists(f)) return single(readGemmaScopeFile(dir.filePath(f), hookOverride), path);
+    const QStringList pickles = dir.entryList({QStringLiteral("*.pt"), QStringLiteral("*.pth"), QStringLiteral("*.pkl")}, QDir::Files);
+    if (!pickles.isEmpty()) refusePickle(dir.filePath(pickles.first()));
+    throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no dictionary here: looked for cfg.json + sae_weights.safetensors (SAELens), "
+                                                                    "config.yaml (circuit-tracer), hyperparams.json + checkpoints/final.safetensors "
+                                                                    "(Llama Scope), params.npz or params.safetensors (Gemma Scope)"));
+}
+
+void requireFitsModel(const DictionarySet& set, const ModelConfig& cfg) {
+    if (set.kind == QLatin1String("transcoder_set") || set.kind == QLatin1String("cross_layer_transcoder")) {
+        if (int(set.coders.size()) != cfg.n_layers)
+            throw InputError(QStringLiteral("%1: the set has transcoders for %2 layers but the model has %3")
+                                 .arg(QDir::toNativeSeparators(set.path)).arg(set.coders.size()).arg(cfg.n_layers));
+    }
+    for (const SparseCoder& sae : set.coders) {
+        const QString label = QDir::toNativeSeparators(sae.path);
+        requireHook(cfg, sae.hookIn, sae.d_in, label);
+        requireHook(cfg, sae.hookOut, sae.d_out, label);
+    }
+}
+
+} // namespace attnscope

@@ -1,0 +1,39 @@
+#pragma once
+// What a user opens as "features": one SAE or transcoder, or a set of transcoders (one per layer, or a
+// cross-layer transcoder whose features write to every later layer), from any of the formats of
+// model/features/*, found by what a path holds (openDictionaries).
+
+#include "model/features/sparse_coder.h"
+#include "model/transformer/model_config.h"
+
+#include <QString>
+#include <vector>
+
+namespace attnscope {
+
+struct DictionarySet {
+    QString path;
+    QString format;   ///< "SAELens", "Gemma Scope", "Gemma Scope 2", "circuit-tracer", "Llama Scope"
+    QString kind;     ///< "sae", "transcoder", "transcoder_set", "cross_layer_transcoder"
+    std::vector<SparseCoder> coders; ///< one, or one per layer (coders[l] reads layer l) for sets
+    /// Cross-layer transcoders only: crossLayerDecoders[i][j − i] is W_dec_i[:, j − i, :] [d_transcoder, d_model],
+    /// the decoder of source layer i's features into layer j ≥ i (a strided view of the mapped W_dec_i file;
+    /// coders[i].W_dec is the j = i slice). Read lazily: only the rows used are ever paged in.
+    std::vector<std::vector<Weight>> crossLayerDecoders;
+};
+
+/// Opens the dictionaries at `path` (read-only, memory-mapped):
+///  - a folder with cfg.json + sae_weights.safetensors (SAELens; saelens_folder.h),
+///  - params.npz / params.safetensors, or a folder holding one (Gemma Scope; gemma_scope_params.h),
+///  - a folder with config.yaml (circuit-tracer; circuit_tracer_set.h),
+///  - a folder with hyperparams.json + checkpoints/final.safetensors (Llama Scope; llama_scope_folder.h);
+///  a file inside such a folder opens the folder. `hookOverride` replaces the hook of a single SAE.
+/// Python pickles (.pt, .pth, .pkl: OpenAI's GPT-2 SAEs) are refused, never unpickled. Throws ModelError
+/// naming the file and what is wrong.
+DictionarySet openDictionaries(const QString& path, const QString& hookOverride = {});
+
+/// Checks every coder against the model: its hooks exist in it and d_in / d_out equal their widths.
+/// Throws InputError "PATH: …" (hook_point.h requireHook).
+void requireFitsModel(const DictionarySet& set, const ModelConfig& cfg);
+
+} // namespace attnscope

@@ -1,0 +1,83 @@
+#include "model/features/gemma_scope_params.h"
+
+#include "model/core/errors.h"
+#include "model/features/dictionary_tensors.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QRegularExpression>
+
+namespace attnscope {
+
+bool isGemmaScopeFile(const QString& path) {
+    const QString name = QFileInfo(path).fileName();
+    return name == QLatin1String("params.npz") || name == QLatin1String("params.safetensors");
+}
+
+std::pair<QString, QString> gemmaScopeHooksFromPath(const QString& path) {
+    const QString p = QDir::fromNativeSeparators(QFileInfo(path).absoluteFilePath());
+    static const QRegularExpression layerRe(QStringLiteral("(?:^|/)layer_(\\d+)(?:/|_)"));
+    const auto m = layerRe.match(p);
+    if (!m.hasMatch()) return {};
+    const QString L = m.captured(1);
+    const QStringList parts = p.split(QLatin1Char('/'));
+    auto any = [&](const QStringList& keys) {
+        for (const QString& part : parts)
+            for (const QString& k : keys)
+                if (part.contains(k)) return true;
+        return false;
+    };
+    const QString blocks = QStringLiteral("blocks.%1.").arg(L);
+    if (any({QStringLiteral("transcoder")}))
+        return {blocks + QStringLiteral("ln2.hook_normalized"), blocks + QStringLiteral("hook_mlp_out")};
+    if (any({QStringLiteral("-res"), QStringLiteral("resid_post")})) return {blocks + QStringLiteral("hook_resid_post"), blocks + QStringLiteral("hook_resid_post")};
+    if (any({QStringLiteral("-mlp"), QStringLiteral("mlp_out")})) return {blocks + QStringLiteral("hook_mlp_out"), blocks + QStringLiteral("hook_mlp_out")};
+    if (any({QStringLiteral("-att"), QStringLiteral("attn_out")})) return {blocks + QStringLiteral("attn.hook_z"), blocks + QStringLiteral("attn.hook_z")};
+    return {};
+}
+
+SparseCoder readGemmaScopeFile(const QString& path, const QString& hookOverride) {
+    const QString label = QDir::toNativeSeparators(path);
+    const bool npz = path.endsWith(QLatin1String(".npz"));
+    DictionaryTensors t = npz ? DictionaryTensors(NpzArchive::open(path, label)) : DictionaryTensors(SafetensorsFile::open(path, label));
+    SparseCoder sae;
+    sae.path = path;
+    sae.format = npz ? QStringLiteral("Gemma Scope") : QStringLiteral("Gemma Scope 2");
+    sae.owners.push_back(t.owner());
+    const QString wEnc = npz ? QStringLiteral("W_enc") : QStringLiteral("w_enc");
+    const QString wDec = npz ? QStringLiteral("W_dec") : QStringLiteral("w_dec");
+    const auto encShape = t.shape(wEnc);
+    if (!encShape || encShape->size() != 2)
+        throw ModelError(label, encShape ? QStringLiteral("%1 has shape %2, not [d_in, d_sae]").arg(wEnc, shapeString(*encShape))
+                                         : QStringLiteral("missing array %1 (has: %2)").arg(wEnc, t.names().join(QStringLiteral(", "))));
+    const std::int64_t din = (*encShape)[0], dsae = (*encShape)[1];
+    if (din < 1 || dsae < 1) throw ModelError(label, QStringLiteral("%1 has shape %2").arg(wEnc, shapeString(*encShape)));
+    sae.d_in = int(din);
+    sae.d_sae = int(dsae);
+    const auto [hookIn, hookOut] = gemmaScopeHooksFromPath(path);
+    const bool transcoder = !hookOverride.isEmpty() ? false : hookIn != hookOut;
+    sae.hookIn = hookOverride.isEmpty() ? hookIn : hookOverride;
+    sae.hookOut = hookOverride.isEmpty() ? hookOut : hookOverride;
+    if (sae.hookIn.isEmpty())
+        throw ModelError(label, QStringLiteral("the hook is not in the file and the path does not name it (…-res/layer_L/…, …-mlp/…, "
+                                               "…-att/…, …transcoders/…): give it with --hook, e.g. blocks.12.hook_resid_post"));
+    const auto decShape = t.shape(wDec);
+    const std::int64_t dout = decShape && decShape->size() == 2 ? (*decShape)[1] : din;
+    sae.d_out = int(dout);
+    sae.architecture = transcoder || dout != din ? QStringLiteral("jumprelu_transcoder") : QStringLiteral("jumprelu");
+    const QString ctx = QStringLiteral("%1 [%2, %3]").arg(wEnc).arg(din).arg(dsae);
+    sae.W_enc = t.weight(wEnc, {din, dsae}, din, dsae, false, ctx);
+    sae.W_dec = t.weight(wDec, {dsae, dout}, dsae, dout, false, ctx);
+    sae.b_enc = t.weight(QStringLiteral("b_enc"), {dsae}, 1, dsae, false, ctx);
+    sae.b_dec = t.weight(QStringLiteral("b_dec"), {dout}, 1, dout, false, ctx);
+    sae.threshold = t.weight(QStringLiteral("threshold"), {dsae}, 1, dsae, false, ctx);
+    sae.activation = FeatureActivation::JumpReLU;
+    sae.applyBDecToInput = false;
+    if (t.has(QStringLiteral("affine_skip_connection"))) {
+        sae.W_skip = t.weight(QStringLiteral("affine_skip_connection"), {din, dout}, din, dout, false, ctx);
+        sae.architecture = QStringLiteral("skip_transcoder");
+    }
+    return sae;
+}
+
+} // namespace attnscope

@@ -1,0 +1,511 @@
+// Opening sparse dictionaries in every format (SAELens v6 and pre-6.0 folders, Gemma Scope .npz and
+// params.safetensors, circuit-tracer transcoder sets incl. cross-layer, Llama Scope) and encoding/decoding with
+// them, each against an independent float64 implementation of that format's formulas
+// (support/dictionary_fixtures.h); hook names; hostile files rejected with messages naming file and field.
+
+#include "model/core/errors.h"
+#include "model/features/dictionary_set.h"
+#include "model/features/gemma_scope_params.h"
+#include "model/features/hook_point.h"
+#include "model/features/npz_archive.h"
+#include "model/features/sparse_coder.h"
+#include "support/dictionary_fixtures.h"
+#include "support/safetensors_writer.h"
+
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <random>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+
+constexpr int kIn = 16, kSae = 48, kPos = 7;
+
+MatrixD randomInput(int rows, int cols, unsigned seed) {
+    std::mt19937 g(seed);
+    std::normal_distribution<double> n(0.0, 1.0);
+    MatrixD x(rows, cols);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = double(float(n(g) * 1.5 + 0.3));
+    return x;
+}
+
+/// Our encode/decode of x against the reference: "" when they agree, else what differs; *firing = the firing entries.
+QString mismatch(const SparseCoder& sae, const DictionaryParams& p, const ReferenceSpec& spec, const MatrixD& x, int* firing = nullptr,
+                 double tol = 2e-4) {
+    const Matrix xf = x.cast<float>();
+    const Matrix f = encodeFeatures(sae, xf);
+    const Matrix xhat = decodeFeatures(sae, f, xf);
+    const auto [rf, rx] = referenceEncodeDecode(p, spec, x);
+    int n = 0;
+    for (Eigen::Index r = 0; r < rf.rows(); ++r)
+        for (Eigen::Index c = 0; c < rf.cols(); ++c) {
+            if (rf(r, c) != 0) ++n;
+            if ((rf(r, c) != 0) != (f(r, c) != 0.0f) || std::abs(rf(r, c) - f(r, c)) > tol * (1 + std::abs(rf(r, c))))
+                return QStringLiteral("f[%1, %2] = %3, reference %4").arg(r).arg(c).arg(double(f(r, c))).arg(rf(r, c));
+        }
+    if (firing) *firing = n;
+    const double err = (xhat.cast<double>() - rx).cwiseAbs().maxCoeff();
+    if (err > tol * (1 + rx.cwiseAbs().maxCoeff())) return QStringLiteral("x̂ differs from the reference by %1").arg(err);
+    return {};
+}
+
+#define EXPECT_MATCHES(...)                                                                                                            \
+    do {                                                                                                                               \
+        const QString why = mismatch(__VA_ARGS__);                                                                                     \
+        QVERIFY2(why.isEmpty(), qPrintable(why));                                                                                      \
+    } while (0)
+
+QString expectModelError(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const ModelError& e) {
+        return e.message();
+    } catch (const InputError& e) {
+        return e.message();
+    }
+    return QStringLiteral("(no error)");
+}
+
+} // namespace
+
+class TestSparseCoders : public QObject {
+    Q_OBJECT
+private slots:
+    void saeLensArchitectures_data();
+    void saeLensArchitectures();
+    void gemmaScopeNpz();
+    void gemmaScope2Safetensors();
+    void circuitTracerSet();
+    void circuitTracerCrossLayer();
+    void llamaScope();
+    void hookNames();
+    void hostileFiles();
+};
+
+void TestSparseCoders::saeLensArchitectures_data() {
+    QTest::addColumn<QString>("architecture");
+    QTest::addColumn<QString>("generation"); // v6 or pre6
+    QTest::addColumn<QString>("norm");
+    QTest::addColumn<bool>("applyBDec");
+    QTest::addColumn<QString>("dtype");
+    QTest::addColumn<bool>("rescale");
+    QTest::newRow("standard v6") << "standard" << "v6" << "none" << true << "F32" << false;
+    QTest::newRow("standard pre6, no b_dec") << "standard" << "pre6" << "none" << false << "F32" << false;
+    QTest::newRow("standard constant_norm_rescale") << "standard" << "v6" << "constant_norm_rescale" << true << "F32" << false;
+    QTest::newRow("standard layer_norm") << "standard" << "v6" << "layer_norm" << true << "F32" << false;
+    QTest::newRow("standard expected_average folded") << "standard" << "v6" << "expected_average_only_in" << true << "F32" << false;
+    QTest::newRow("standard pre6 bool normalize") << "standard" << "pre6" << "true" << true << "F32" << false;
+    QTest::newRow("jumprelu BF16") << "jumprelu" << "v6" << "none" << false << "BF16" << false;
+    QTest::newRow("jumprelu F16") << "jumprelu" << "v6" << "none" << true << "F16" << false;
+    QTest::newRow("batchtopk saved as jumprelu") << "batchtopk" << "v6" << "none" << true << "F32" << false;
+    QTest::newRow("topk v6") << "topk" << "v6" << "none" << true << "F32" << false;
+    QTest::newRow("topk rescale_acts_by_decoder_norm") << "topk" << "v6" << "none" << true << "F32" << true;
+    QTest::newRow("topk pre6 activation_fn_kwargs") << "topk" << "pre6" << "none" << true << "F32" << false;
+    QTest::newRow("gated") << "gated" << "v6" << "none" << true << "F32" << false;
+    QTest::newRow("transcoder") << "transcoder" << "v6" << "none" << false << "F32" << false;
+    QTest::newRow("skip_transcoder") << "skip_transcoder" << "v6" << "none" << false << "F32" << false;
+    QTest::newRow("jumprelu_transcoder BF16") << "jumprelu_transcoder" << "v6" << "none" << false << "BF16" << false;
+}
+
+void TestSparseCoders::saeLensArchitectures() {
+    QFETCH(QString, architecture);
+    QFETCH(QString, generation);
+    QFETCH(QString, norm);
+    QFETCH(bool, applyBDec);
+    QFETCH(QString, dtype);
+    QFETCH(bool, rescale);
+    const bool transcoder = architecture.endsWith(QLatin1String("transcoder"));
+    const int dout = transcoder ? 12 : kIn;
+    const DictionaryParams p = roundedTo(randomParams(kIn, kSae, dout, 7u + unsigned(qHash(architecture + norm + generation))), dtype);
+    QJsonObject cfg{{"d_in", kIn}, {"d_sae", kSae}, {"dtype", "float32"}, {"apply_b_dec_to_input", applyBDec}};
+    const QString hook = QStringLiteral("blocks.1.hook_resid_post");
+    ReferenceSpec spec;
+    spec.applyBDecToInput = applyBDec;
+    spec.transcoder = transcoder;
+    if (generation == QLatin1String("v6")) {
+        cfg["architecture"] = architecture;
+        QJsonObject meta{{"hook_name", transcoder ? QStringLiteral("blocks.1.ln2.hook_normalized") : hook}, {"sae_lens_version", "6.18.0"}};
+        if (transcoder) meta["hook_name_out"] = QStringLiteral("blocks.1.hook_mlp_out");
+        cfg["metadata"] = meta;
+    } else {
+        cfg["hook_point"] = hook;
+        cfg["sae_lens_version"] = QStringLiteral("3.19.0");
+        cfg["activation_fn_str"] = architecture == QLatin1String("topk") ? QStringLiteral("topk") : QStringLiteral("relu");
+        if (architecture == QLatin1String("topk")) cfg["activation_fn_kwargs"] = QJsonObject{{"k", 5}};
+    }
+    if (transcoder) cfg["d_out"] = dout;
+    if (architecture == QLatin1String("topk")) {
+        if (generation == QLatin1String("v6")) cfg["k"] = 5;
+        cfg["rescale_acts_by_decoder_norm"] = rescale;
+        spec.activation = ReferenceSpec::TopK;
+        spec.k = 5;
+        spec.rescaleByDecoderNorm = rescale;
+    } else if (architecture.contains(QLatin1String("jumprelu")) || architecture == QLatin1String("batchtopk")) {
+        spec.activation = ReferenceSpec::JumpReLU;
+    } else if (architecture == QLatin1String("gated")) {
+        spec.activation = ReferenceSpec::Gated;
+    }
+    spec.skip = architecture == QLatin1String("skip_transcoder");
+    if (norm == QLatin1String("true")) { // pre-6.0 bool: expected_average_only_in, whose factor must be given
+        cfg["normalize_activations"] = true;
+        cfg["norm_scaling_factor"] = 0.75;
+        spec.inputScale = 0.75;
+    } else {
+        cfg["normalize_activations"] = norm;
+        if (norm == QLatin1String("expected_average_only_in")) {
+            cfg["norm_scaling_factor"] = 1.7;
+            spec.inputScale = 1.7;
+        }
+        if (norm == QLatin1String("constant_norm_rescale")) spec.norm = ReferenceSpec::ConstantNormRescale;
+        if (norm == QLatin1String("layer_norm")) spec.norm = ReferenceSpec::LayerNorm;
+    }
+    QTemporaryDir tmp;
+    const QString dir = tmp.filePath(QStringLiteral("sae"));
+    writeSaeLensFolder(dir, p, architecture, cfg, dtype);
+    const DictionarySet set = openDictionaries(dir);
+    QCOMPARE(set.coders.size(), size_t(1));
+    const SparseCoder& sae = set.coders[0];
+    QCOMPARE(sae.format, QStringLiteral("SAELens"));
+    QCOMPARE(set.kind, transcoder ? QStringLiteral("transcoder") : QStringLiteral("sae"));
+    QCOMPARE(sae.d_in, kIn);
+    QCOMPARE(sae.d_sae, kSae);
+    QCOMPARE(sae.d_out, dout);
+    QCOMPARE(sae.hookIn, transcoder ? QStringLiteral("blocks.1.ln2.hook_normalized") : hook);
+    QCOMPARE(sae.hookOut, transcoder ? QStringLiteral("blocks.1.hook_mlp_out") : hook);
+    int firing = 0;
+    EXPECT_MATCHES(sae, p, spec, randomInput(kPos, kIn, 3), &firing);
+    QVERIFY2(firing > kPos && firing < kPos * kSae, qPrintable(QString::number(firing))); // some fire, not all
+    if (architecture == QLatin1String("topk")) QCOMPARE(firing, kPos * 5);
+    // opening cfg.json or the weights file opens the folder
+    QCOMPARE(openDictionaries(QDir(dir).filePath(QStringLiteral("cfg.json"))).coders[0].d_sae, kSae);
+}
+
+void TestSparseCoders::gemmaScopeNpz() {
+#ifndef ATTNSCOPE_HAVE_MINIZIP
+    QSKIP("built without minizip");
+#endif
+    const DictionaryParams p = randomParams(kIn, kSae, kIn, 11);
+    ReferenceSpec spec;
+    spec.activation = ReferenceSpec::JumpReLU;
+    for (const bool deflate : {false, true}) {
+        for (const bool f64 : {false, true}) {
+            QTemporaryDir tmp;
+            const QString dir = tmp.filePath(QStringLiteral("gemma-scope-2b-pt-res/layer_3/width_16k/average_l0_71"));
+            QDir().mkpath(dir);
+            const DictionaryParams r = f64 ? p : roundedTo(p, QStringLiteral("F32"));
+            writeZip(QDir(dir).filePath(QStringLiteral("params.npz")),
+                     {{QStringLiteral("W_enc.npy"), npyOf({kIn, kSae}, valuesOf(r.W_enc), f64)},
+                      {QStringLiteral("W_dec.npy"), npyOf({kSae, kIn}, valuesOf(r.W_dec), f64)},
+                      {QStringLiteral("b_enc.npy"), npyOf({kSae}, valuesOf(r.b_enc), f64)},
+                      {QStringLiteral("b_dec.npy"), npyOf({kIn}, valuesOf(r.b_dec), f64)},
+                      {QStringLiteral("threshold.npy"), npyOf({kSae}, valuesOf(r.threshold), f64)}},
+                     deflate);
+            const DictionarySet set = openDictionaries(dir); // the folder holding params.npz
+            const SparseCoder& sae = set.coders[0];
+            QCOMPARE(sae.format, QStringLiteral("Gemma Scope"));
+            QCOMPARE(sae.hookIn, QStringLiteral("blocks.3.hook_resid_post"));
+            QVERIFY(!sae.applyBDecToInput);
+            EXPECT_MATCHES(sae, roundedTo(r, QStringLiteral("F32")), spec, randomInput(kPos, kIn, 5));
+        }
+    }
+    // the hook from the folder name: mlp, att, transcoders
+    QCOMPARE(gemmaScopeHooksFromPath(QStringLiteral("/x/gemma-scope-9b-pt-mlp/layer_20/width_16k/average_l0_5/params.npz")).first,
+             QStringLiteral("blocks.20.hook_mlp_out"));
+    QCOMPARE(gemmaScopeHooksFromPath(QStringLiteral("/x/gemma-scope-2b-pt-att/layer_4/width_16k/average_l0_5/params.npz")).first,
+             QStringLiteral("blocks.4.attn.hook_z"));
+    const auto tc = gemmaScopeHooksFromPath(QStringLiteral("/c/models--google--gemma-scope-2b-pt-transcoders/snapshots/ab/layer_7/width_16k/average_l0_9/params.npz"));
+    QCOMPARE(tc.first, QStringLiteral("blocks.7.ln2.hook_normalized"));
+    QCOMPARE(tc.second, QStringLiteral("blocks.7.hook_mlp_out"));
+    QCOMPARE(gemmaScopeHooksFromPath(QStringLiteral("/somewhere/params.npz")).first, QString());
+}
+
+void TestSparseCoders::gemmaScope2Safetensors() {
+    const int dout = kIn;
+    const DictionaryParams p = roundedTo(randomParams(kIn, kSae, dout, 13), QStringLiteral("BF16"));
+    QTemporaryDir tmp;
+    const QString dir = tmp.filePath(QStringLiteral("transcoder/layer_2_width_16k_l0_medium"));
+    QDir().mkpath(dir);
+    writeFile(QDir(dir).filePath(QStringLiteral("params.safetensors")),
+              safetensorsOf({{QStringLiteral("w_enc"), {{kIn, kSae}, valuesOf(p.W_enc)}},
+                             {QStringLiteral("w_dec"), {{kSae, dout}, valuesOf(p.W_dec)}},
+                             {QStringLiteral("b_enc"), {{kSae}, valuesOf(p.b_enc)}},
+                             {QStringLiteral("b_dec"), {{dout}, valuesOf(p.b_dec)}},
+                             {QStringLiteral("threshold"), {{kSae}, valuesOf(p.threshold)}},
+                             {QStringLiteral("affine_skip_connection"), {{kIn, dout}, valuesOf(p.W_skip)}}},
+                            QStringLiteral("BF16")));
+    const SparseCoder sae = openDictionaries(QDir(dir).filePath(QStringLiteral("params.safetensors"))).coders[0];
+    QCOMPARE(sae.format, QStringLiteral("Gemma Scope 2"));
+    QCOMPARE(sae.hookIn, QStringLiteral("blocks.2.ln2.hook_normalized"));
+    QCOMPARE(sae.hookOut, QStringLiteral("blocks.2.hook_mlp_out"));
+    ReferenceSpec spec;
+    spec.activation = ReferenceSpec::JumpReLU;
+    spec.skip = true;
+    spec.transcoder = true;
+    EXPECT_MATCHES(sae, p, spec, randomInput(kPos, kIn, 17));
+}
+
+namespace {
+
+/// circuit-tracer's per-layer file: W_enc [d_t, d_model] (transposed relative to SAELens), W_skip [d_model, d_model] applied as x·W_skipᵀ.
+QByteArray circuitTracerLayer(const DictionaryParams& p, bool threshold, bool skip) {
+    const qint64 dm = p.W_enc.rows(), dt = p.W_enc.cols();
+    std::vector<std::pair<QString, std::pair<std::vector<qint64>, std::vector<double>>>> t{
+        {QStringLiteral("W_enc"), {{dt, dm}, transposedValuesOf(p.W_enc)}},
+        {QStringLiteral("W_dec"), {{dt, dm}, valuesOf(p.W_dec)}},
+        {QStringLiteral("b_enc"), {{dt}, valuesOf(p.b_enc)}},
+        {QStringLiteral("b_dec"), {{dm}, valuesOf(p.b_dec)}}};
+    if (threshold) t.push_back({QStringLiteral("activation_function.threshold"), {{dt}, valuesOf(p.threshold)}});
+    if (skip) t.push_back({QStringLiteral("W_skip"), {{dm, dm}, transposedValuesOf(p.W_skip)}});
+    return safetensorsOf(t);
+}
+
+} // namespace
+
+void TestSparseCoders::circuitTracerSet() {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+    QSKIP("built without yaml-cpp");
+#endif
+    const int n = 3;
+    std::vector<DictionaryParams> ps;
+    for (int l = 0; l < n; ++l) ps.push_back(roundedTo(randomParams(kIn, kSae, kIn, 100 + l, true), QStringLiteral("F32")));
+    struct Case { QString yaml; bool threshold; bool skip; ReferenceSpec::Activation act; int k; };
+    const std::vector<Case> cases{
+        {"model_kind: transcoder_set\nfeature_input_hook: ln2.hook_normalized\nfeature_output_hook: hook_mlp_out\n"
+         "transcoders:\n  - hf://org/repo/layer_0.safetensors\n  - layer_1.safetensors\n  - hf://org/repo/sub/layer_2.safetensors?revision=x\n",
+         true, false, ReferenceSpec::JumpReLU, 0},
+        {"model_name: meta-llama/Llama-3.2-1B\nfeature_input_hook: hook_resid_mid\nfeature_output_hook: mlp.hook_out\ntranscoders:\n"
+         "  - id: a\n    layer: 1\n    filepath: layer_1.safetensors\n  - id: b\n    layer: 0\n    filepath: layer_0.safetensors\n"
+         "  - id: c\n    layer: 2\n    filepath: sub/layer_2.safetensors\n",
+         false, true, ReferenceSpec::ReLU, 0},
+        {"model_kind: transcoder_set\nfeature_input_hook: mlp.hook_in\nfeature_output_hook: hook_mlp_out\nactivation: topk\nk: 4\n",
+         false, false, ReferenceSpec::TopK, 4}};
+    for (const Case& c : cases) {
+        QTemporaryDir tmp;
+        const QDir dir(tmp.path());
+        dir.mkpath(QStringLiteral("sub"));
+        for (int l = 0; l < n; ++l)
+            writeFile(dir.filePath(l == 2 && c.yaml.contains(QLatin1String("sub/")) ? QStringLiteral("sub/layer_2.safetensors")
+                                                                                     : QStringLiteral("layer_%1.safetensors").arg(l)),
+                      circuitTracerLayer(ps[size_t(l)], c.threshold, c.skip));
+        writeFile(dir.filePath(QStringLiteral("config.yaml")), c.yaml.toUtf8());
+        const DictionarySet set = openDictionaries(tmp.path());
+        QCOMPARE(set.kind, QStringLiteral("transcoder_set"));
+        QCOMPARE(int(set.coders.size()), n);
+        for (int l = 0; l < n; ++l) {
+            const SparseCoder& sae = set.coders[size_t(l)];
+            QCOMPARE(sae.format, QStringLiteral("circuit-tracer"));
+            QVERIFY(sae.hookIn.startsWith(QStringLiteral("blocks.%1.").arg(l)));
+            QVERIFY(sae.hookOut.startsWith(QStringLiteral("blocks.%1.").arg(l)));
+            ReferenceSpec spec;
+            spec.activation = c.act;
+            spec.k = c.k;
+            spec.relu = c.act == ReferenceSpec::ReLU; // circuit-tracer's JumpReLU and TopK keep negative values
+            spec.skip = c.skip;
+            spec.transcoder = true;
+            EXPECT_MATCHES(sae, ps[size_t(l)], spec, randomInput(kPos, kIn, 40 + l));
+        }
+        // the negative thresholds make the missing ReLU visible: some activations are negative
+        if (c.act == ReferenceSpec::JumpReLU) {
+            const Matrix f = encodeFeatures(set.coders[0], randomInput(kPos, kIn, 40).cast<float>());
+            QVERIFY(f.minCoeff() < 0);
+        }
+    }
+    // a gap in the layers is refused
+    QTemporaryDir gap;
+    writeFile(QDir(gap.path()).filePath(QStringLiteral("layer_0.safetensors")), circuitTracerLayer(ps[0], false, false));
+    writeFile(QDir(gap.path()).filePath(QStringLiteral("layer_2.safetensors")), circuitTracerLayer(ps[2], false, false));
+    writeFile(QDir(gap.path()).filePath(QStringLiteral("config.yaml")),
+              "feature_input_hook: hook_resid_mid\nfeature_output_hook: hook_mlp_out\ntranscoders:\n"
+              "  - {id: a, layer: 0, filepath: layer_0.safetensors}\n  - {id: c, layer: 2, filepath: layer_2.safetensors}\n");
+    QCOMPARE(expectModelError([&] { openDictionaries(gap.path()); }),
+             QDir::toNativeSeparators(QDir(gap.path()).filePath(QStringLiteral("config.yaml"))) +
+                 QStringLiteral(": no transcoder for layer 1 (each layer 0 … 2 needs one)"));
+}
+
+void TestSparseCoders::circuitTracerCrossLayer() {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+    QSKIP("built without yaml-cpp");
+#endif
+    const int n = 3, dt = 20;
+    QTemporaryDir tmp;
+    const QDir dir(tmp.path());
+    std::mt19937 g(5);
+    std::normal_distribution<double> nd(0, 0.3);
+    std::vector<DictionaryParams> ps;
+    std::vector<MatrixD> dec(n); // [dt, (n − i)·d_model]
+    for (int i = 0; i < n; ++i) {
+        ps.push_back(roundedTo(randomParams(kIn, dt, kIn, 200 + i), QStringLiteral("F32")));
+        dec[size_t(i)] = MatrixD(dt, (n - i) * kIn);
+        for (Eigen::Index j = 0; j < dec[size_t(i)].size(); ++j) dec[size_t(i)].data()[j] = double(float(nd(g)));
+        writeFile(dir.filePath(QStringLiteral("W_enc_%1.safetensors").arg(i)),
+                  safetensorsOf({{QStringLiteral("W_enc_%1").arg(i), {{dt, kIn}, transposedValuesOf(ps.back().W_enc)}},
+                                 {QStringLiteral("b_enc_%1").arg(i), {{dt}, valuesOf(ps.back().b_enc)}},
+                                 {QStringLiteral("b_dec_%1").arg(i), {{kIn}, valuesOf(ps.back().b_dec)}},
+                                 {QStringLiteral("threshold_%1").arg(i), {{dt}, valuesOf(ps.back().threshold)}}}));
+        writeFile(dir.filePath(QStringLiteral("W_dec_%1.safetensors").arg(i)),
+                  safetensorsOf({{QStringLiteral("W_dec_%1").arg(i), {{dt, n - i, kIn}, valuesOf(dec[size_t(i)])}}}));
+    }
+    writeFile(dir.filePath(QStringLiteral("config.yaml")),
+              "model_kind: cross_layer_transcoder\nfeature_input_hook: blocks.{layer}.hook_resid_mid\nfeature_output_hook: hook_mlp_out\n");
+    const DictionarySet set = openDictionaries(tmp.path());
+    QCOMPARE(set.kind, QStringLiteral("cross_layer_transcoder"));
+    QCOMPARE(int(set.coders.size()), n);
+    QCOMPARE(set.coders[1].hookIn, QStringLiteral("blocks.1.hook_resid_mid"));
+    for (int i = 0; i < n; ++i) {
+        QCOMPARE(int(set.crossLayerDecoders[size_t(i)].size()), n - i);
+        for (int j = i; j < n; ++j) // W_dec_i[:, j − i, :] element by element
+            for (int f : {0, 7, dt - 1})
+                for (int d : {0, 5, kIn - 1})
+                    QCOMPARE(double(set.crossLayerDecoders[size_t(i)][size_t(j - i)].at(f, d)), dec[size_t(i)](f, (j - i) * kIn + d));
+        DictionaryParams p = ps[size_t(i)];
+        p.W_dec = dec[size_t(i)].leftCols(kIn); // the same-layer slice
+        ReferenceSpec spec;
+        spec.activation = ReferenceSpec::JumpReLU;
+        spec.relu = false;
+        spec.transcoder = true;
+        EXPECT_MATCHES(set.coders[size_t(i)], p, spec, randomInput(kPos, kIn, 60 + i));
+    }
+}
+
+void TestSparseCoders::llamaScope() {
+    const int dm = kIn;
+    const DictionaryParams p = roundedTo(randomParams(dm, kSae, dm, 31), QStringLiteral("BF16"));
+    QTemporaryDir tmp;
+    const QDir dir(tmp.path());
+    dir.mkpath(QStringLiteral("checkpoints"));
+    writeFile(dir.filePath(QStringLiteral("checkpoints/final.safetensors")),
+              safetensorsOf({{QStringLiteral("encoder.weight"), {{kSae, dm}, transposedValuesOf(p.W_enc)}},
+                             {QStringLiteral("encoder.bias"), {{kSae}, valuesOf(p.b_enc)}},
+                             {QStringLiteral("decoder.weight"), {{dm, kSae}, transposedValuesOf(p.W_dec)}},
+                             {QStringLiteral("decoder.bias"), {{dm}, valuesOf(p.b_dec)}}},
+                            QStringLiteral("BF16")));
+    const double normIn = 6.5, theta = 0.12;
+    writeFile(dir.filePath(QStringLiteral("hyperparams.json")),
+              QJsonDocument(QJsonObject{{"d_model", dm}, {"d_sae", kSae}, {"hook_point_in", "blocks.0.hook_resid_post"},
+                                        {"hook_point_out", "blocks.0.hook_resid_post"}, {"act_fn", "jumprelu"},
+                                        {"jump_relu_threshold", theta},
+                                        {"dataset_average_activation_norm", QJsonObject{{"in", normIn}, {"out", normIn}}}})
+                  .toJson());
+    const SparseCoder sae = openDictionaries(tmp.path()).coders[0];
+    QCOMPARE(sae.format, QStringLiteral("Llama Scope"));
+    // SAELens: the input scale s = √d_model / norm_in folded into the weights, the scalar threshold times s
+    DictionaryParams folded = p;
+    folded.threshold = RowD();
+    ReferenceSpec spec;
+    spec.activation = ReferenceSpec::JumpReLU;
+    spec.inputScale = std::sqrt(double(dm)) / normIn;
+    spec.thresholdScalar = double(float(theta * spec.inputScale));
+    EXPECT_MATCHES(sae, folded, spec, randomInput(kPos, dm, 33) * 3.0);
+}
+
+void TestSparseCoders::hookNames() {
+    ModelConfig cfg;
+    cfg.n_layers = 4;
+    cfg.d_model = 32;
+    cfg.n_heads = 4;
+    cfg.d_head = 6;
+    cfg.d_mlp = 64;
+    QCOMPARE(parseHookName(QStringLiteral("blocks.3.hook_resid_post"))->name(), QStringLiteral("blocks.3.hook_resid_post"));
+    QCOMPARE(parseHookName(QStringLiteral("blocks.2.mlp.hook_in"))->name(), QStringLiteral("blocks.2.ln2.hook_normalized"));
+    QCOMPARE(parseHookName(QStringLiteral("blocks.2.mlp.hook_out"))->name(), QStringLiteral("blocks.2.hook_mlp_out"));
+    QCOMPARE(parseHookName(QStringLiteral("hook_resid_mid"), 1)->name(), QStringLiteral("blocks.1.hook_resid_mid"));
+    QCOMPARE(parseHookName(QStringLiteral("blocks.0.attn.hook_z"))->width(cfg), 24);
+    QVERIFY(!parseHookName(QStringLiteral("blocks.0.hook_nothing")));
+    QCOMPARE(expectModelError([&] { requireHook(cfg, QStringLiteral("blocks.4.hook_resid_pre"), 32, QStringLiteral("f")); }),
+             QStringLiteral("f: hook blocks.4.hook_resid_pre names layer 4 but the model has 4 layers (0..3)"));
+    QCOMPARE(expectModelError([&] { requireHook(cfg, QStringLiteral("blocks.1.hook_mlp_out"), 768, QStringLiteral("f")); }),
+             QStringLiteral("f: the dictionary reads 768 values per position but blocks.1.hook_mlp_out has 32 (d_model) in this model"));
+    QVERIFY(expectModelError([&] { requireHook(cfg, QStringLiteral("blocks.1.hook_q"), 32, QStringLiteral("f")); })
+                .startsWith(QStringLiteral("f: hook blocks.1.hook_q is not a hook point AttnScope reads (known: hook_embed, ")));
+}
+
+void TestSparseCoders::hostileFiles() {
+    const DictionaryParams p = randomParams(kIn, kSae, kIn, 9);
+    QJsonObject base{{"architecture", "jumprelu"}, {"d_in", kIn}, {"d_sae", kSae},
+                     {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_pre"}}}};
+    QTemporaryDir tmp;
+    auto folder = [&](const QString& name, const DictionaryParams& q, const QString& arch, const QJsonObject& cfg) {
+        const QString d = tmp.filePath(name);
+        writeSaeLensFolder(d, q, arch, cfg);
+        return d;
+    };
+    auto label = [&](const QString& d, const QString& f) { return QDir::toNativeSeparators(QDir(d).filePath(f)); };
+    // shape mismatch against cfg.json
+    QJsonObject wide = base;
+    wide["d_sae"] = kSae + 1;
+    QString d = folder(QStringLiteral("shape"), p, QStringLiteral("jumprelu"), wide);
+    QCOMPARE(expectModelError([&] { openDictionaries(d); }),
+             label(d, QStringLiteral("sae_weights.safetensors")) +
+                 QStringLiteral(": tensor W_enc has shape [16, 48] but cfg.json (d_in 16, d_sae 49) implies [16, 49]"));
+    // a NaN threshold
+    DictionaryParams nan = p;
+    nan.threshold(3) = std::numeric_limits<double>::quiet_NaN();
+    d = folder(QStringLiteral("nan"), nan, QStringLiteral("jumprelu"), base);
+    QCOMPARE(expectModelError([&] { openDictionaries(d); }),
+             label(d, QStringLiteral("sae_weights.safetensors")) + QStringLiteral(": tensor threshold holds NaN or infinite values"));
+    // k > d_sae
+    QJsonObject topk = base;
+    topk["architecture"] = QStringLiteral("topk");
+    topk["k"] = kSae + 1;
+    d = folder(QStringLiteral("k"), p, QStringLiteral("topk"), topk);
+    QCOMPARE(expectModelError([&] { openDictionaries(d); }), label(d, QStringLiteral("cfg.json")) + QStringLiteral(": k = 49 must be between 1 and d_sae = 48"));
+    // an unknown architecture
+    QJsonObject unknown = base;
+    unknown["architecture"] = QStringLiteral("matryoshka_quantum");
+    d = folder(QStringLiteral("arch"), p, QStringLiteral("standard"), unknown);
+    QVERIFY(expectModelError([&] { openDictionaries(d); })
+                .startsWith(label(d, QStringLiteral("cfg.json")) + QStringLiteral(": architecture \"matryoshka_quantum\" is not one AttnScope reads (")));
+    // expected_average_only_in without its factor
+    QJsonObject avg = base;
+    avg["normalize_activations"] = QStringLiteral("expected_average_only_in");
+    d = folder(QStringLiteral("avg"), p, QStringLiteral("jumprelu"), avg);
+    QVERIFY(expectModelError([&] { openDictionaries(d); }).contains(QStringLiteral("gives no norm_scaling_factor")));
+    // pickles are refused, never read
+    const QString pt = tmp.filePath(QStringLiteral("openai/v5_32k_layer_3.pt"));
+    QDir().mkpath(tmp.filePath(QStringLiteral("openai")));
+    writeFile(pt, QByteArray("\x80\x04\x95", 3));
+    QVERIFY(expectModelError([&] { openDictionaries(pt); }).contains(QStringLiteral("never unpickles")));
+    QVERIFY(expectModelError([&] { openDictionaries(tmp.filePath(QStringLiteral("openai"))); }).contains(QStringLiteral("gpt2-small-resid-post-v5-32k")));
+#ifdef ATTNSCOPE_HAVE_MINIZIP
+    // .npy headers: truncated, claiming more than the entry, not a dict; a zip entry claiming gigabytes
+    const QByteArray good = npyOf({kIn}, valuesOf(p.b_dec));
+    auto npz = [&](const QString& name, const QByteArray& entry) {
+        const QString dir = tmp.filePath(QStringLiteral("npz-") + name + QStringLiteral("/gemma-scope-2b-pt-res/layer_0/w"));
+        QDir().mkpath(dir);
+        writeZip(QDir(dir).filePath(QStringLiteral("params.npz")), {{QStringLiteral("b_dec.npy"), entry}}, false);
+        return QDir(dir).filePath(QStringLiteral("params.npz"));
+    };
+    QString z = npz(QStringLiteral("trunc"), good.left(9));
+    QCOMPARE(expectModelError([&] { NpzArchive::open(z); }), QStringLiteral("params.npz: entry b_dec.npy: not a .npy array (no \\x93NUMPY magic)"));
+    QByteArray bigHeader = good;
+    bigHeader[8] = char(0xFF);
+    bigHeader[9] = char(0x7F);
+    z = npz(QStringLiteral("big"), bigHeader);
+    QCOMPARE(expectModelError([&] { NpzArchive::open(z); }),
+             QStringLiteral("params.npz: entry b_dec.npy: .npy header claims 32767 bytes but only %1 follow").arg(good.size() - 10));
+    QByteArray shortData = good;
+    shortData.chop(4);
+    z = npz(QStringLiteral("short"), shortData);
+    QCOMPARE(expectModelError([&] { NpzArchive::open(z); }),
+             QStringLiteral("params.npz: entry b_dec.npy: shape (16,) of <f4 needs 64 bytes but the array holds 60"));
+    // a zip whose entry claims 4 GiB: patch the sizes in the local and central headers of a stored entry
+    z = npz(QStringLiteral("claim"), good);
+    QByteArray bytes = readFile(z);
+    for (const char* sig : {"PK\x03\x04", "PK\x01\x02"}) {
+        const int at = bytes.indexOf(QByteArray(sig, 4));
+        const int off = sig[2] == 3 ? 22 : 24; // uncompressed size field
+        bytes[at + off] = char(0xFF); bytes[at + off + 1] = char(0xFF); bytes[at + off + 2] = char(0xFF); bytes[at + off + 3] = char(0xFF);
+    }
+    writeFile(z, bytes);
+    const QString claim = expectModelError([&] { NpzArchive::open(z); });
+    QVERIFY2(claim.startsWith(QStringLiteral("params.npz: entry b_dec.npy: claims 4294967295 bytes")), qPrintable(claim));
+#endif
+}
+
+QTEST_GUILESS_MAIN(TestSparseCoders)
+#include "tst_sparse_coders.moc"
