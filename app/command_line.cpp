@@ -17,7 +17,7 @@ bool argvIsHeadless(int argc, char** argv) {
         const char* a = argv[i];
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
                                  "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
-                                 "--stitch", "--finetune-diff"})
+                                 "--stitch", "--finetune-diff", "--sae"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -406,8 +406,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--dla, --position and the circuit modes add to the --dump-json output: give --dump-json FILE too");
         return false;
     }
-    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients && c.saliency.isEmpty() && !c.eap) {
-        *error = QStringLiteral("--position goes with --dla, --patch, --attribution-patch, --gradients, --saliency, --eap, --path-patch or --flow");
+    if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients && c.saliency.isEmpty() && !c.eap &&
+        !p.isSet(featureOpt)) {
+        *error = QStringLiteral("--position goes with --dla, --feature, --patch, --attribution-patch, --gradients, --saliency, --eap, --path-patch or --flow");
         return false;
     }
     c.screenshot = p.value(screenshot);

@@ -29,6 +29,9 @@
 #include "views/figures/figure_export.h"
 #include "views/attention/head_grid.h"
 #include "views/residual/residual_panel.h"
+#include "views/features/features_panel.h"
+#include "model/features/dictionary_set.h"
+#include "model/core/errors.h"
 #include "views/common/top_tokens_view.h"
 
 #include <QAction>
@@ -104,6 +107,19 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     addPanel(new ProjectionsPanel);
     addPanel(new ModelComparePanel);
     addPanel(new CircuitsPanel);
+    {   // the Features tab: the window opens the dictionaries it asks for (read-only, memory-mapped)
+        features_ = new FeaturesPanel;
+        addPanel(features_);
+        connect(features_, &FeaturesPanel::dictionaryRequested, this, [this](const QString& path) {
+            try {
+                features_->setDictionaries(std::make_shared<const DictionarySet>(openDictionaries(path)), path);
+            } catch (const ModelError& e) {
+                features_->setDictionaries(nullptr, path, e.message());
+            } catch (const InputError& e) {
+                features_->setDictionaries(nullptr, path, e.message());
+            }
+        });
+    }
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);
@@ -424,6 +440,15 @@ void MainWindow::onModelLoaded() {
         bosChosen_.reset();
     }
     updatePanels();
+    if (model->info().path == QLatin1String(":/demo")) { // the bundled demo dictionaries (resources/demo-features)
+        QStringList bundled;
+        for (const QString& d : QDir(QStringLiteral(":/demo-features")).entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+            bundled << QStringLiteral(":/demo-features/") + d;
+        features_->setKnownDictionaries(bundled);
+        if (!features_->dictionaries() && !bundled.isEmpty())
+            emit features_->dictionaryRequested(bundled.contains(QStringLiteral(":/demo-features/resid-topk")) ? QStringLiteral(":/demo-features/resid-topk")
+                                                                                                              : bundled.first());
+    }
     statusLabel_->showFinished(tr("Opened %1.").arg(model->info().path));
     watcher_->watch(modelFilesOnDisk(model->info()));
     if (desktop_) addRecentModel(openedAs_.isEmpty() ? model->info().path : openedAs_);

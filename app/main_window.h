@@ -113,6 +113,7 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
+    class FeaturesPanel* features_ = nullptr; ///< the Features tab (opens what it asks for through the window)
     void buildUi();
     void buildMenus();
     void onModelLoaded();

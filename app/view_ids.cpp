@@ -15,6 +15,7 @@ QString viewIdOf(const AnalysisPanel* panel) {
         {QStringLiteral("attnscope::ProjectionsPanel"), QStringLiteral("embedding-space")},
         {QStringLiteral("attnscope::ModelComparePanel"), QStringLiteral("compare-models")},
         {QStringLiteral("attnscope::CircuitsPanel"), QStringLiteral("circuits")},
+        {QStringLiteral("attnscope::FeaturesPanel"), QStringLiteral("features")},
     };
     const QString cls = QString::fromLatin1(panel->metaObject()->className());
     return ids.value(cls, cls.section(QStringLiteral("::"), -1).toLower());

@@ -1,0 +1,134 @@
+// The Features tab offscreen on the demo model with a random SAE the test writes: the token table, each token's
+// firing features, the headline FVU and losses, the coloured activation text and the feature card equal what
+// the library computes directly; Steer writes the continuation greedyContinuation writes with the same edit; a
+// folder that is no dictionary says why.
+
+#include "model/analysis/features/feature_intervention.h"
+#include "model/analysis/common/top_tokens.h"
+#include "model/analysis/features/reconstruction_quality.h"
+#include "model/features/dictionary_set.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/forward.h"
+#include "model/transformer/generate.h"
+#include "model/transformer/prompt.h"
+#include "support/dictionary_fixtures.h"
+#include "support/test_paths.h"
+#include "views/features/features_panel.h"
+
+#include <QLabel>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+class TestGuiFeatures : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void tablesShowTheRun();
+    void featureCard();
+    void steeringWritesTheEditedContinuation();
+    void badFolderSaysWhy();
+
+private:
+    QLabel* labelContaining(const QString& text) const {
+        for (QLabel* l : panel_->findChildren<QLabel*>())
+            if (l->text().contains(text)) return l;
+        return nullptr;
+    }
+    std::shared_ptr<const Model> model_;
+    std::shared_ptr<const ActivationCache> cache_;
+    std::shared_ptr<const DictionarySet> set_;
+    QTemporaryDir tmp_;
+    std::unique_ptr<FeaturesPanel> panel_;
+    FeatureRun run_;
+};
+
+void TestGuiFeatures::initTestCase() {
+    model_ = loadModel(demoDir());
+    ForwardOptions o;
+    o.allLogits = false; // as the window runs a prompt: the last position's logits only
+    cache_ = std::make_shared<const ActivationCache>(
+        runForward(*model_, tokenizePrompt(model_->tokenizer(), QStringLiteral("In the beginning God created the heaven"), true), o));
+    DictionaryParams p = roundedTo(randomParams(128, 64, 128, 5), QStringLiteral("F32"));
+    p.W_enc *= 0.5;
+    writeSaeLensFolder(tmp_.filePath(QStringLiteral("sae")), p, QStringLiteral("topk"),
+                       QJsonObject{{"architecture", "topk"}, {"k", 6}, {"d_in", 128}, {"d_sae", 64}, {"apply_b_dec_to_input", true},
+                                   {"metadata", QJsonObject{{"hook_name", "blocks.1.hook_resid_post"}}}});
+    set_ = std::make_shared<const DictionarySet>(openDictionaries(tmp_.filePath(QStringLiteral("sae"))));
+    run_ = runDictionary(*model_, *cache_, set_->coders[0]);
+    panel_ = std::make_unique<FeaturesPanel>();
+    panel_->resize(1500, 900);
+    panel_->show();
+    panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
+    panel_->setDictionaries(set_, tmp_.filePath(QStringLiteral("sae")));
+    panel_->waitForIdle();
+    QCoreApplication::processEvents();
+}
+
+void TestGuiFeatures::tablesShowTheRun() {
+    const auto tables = panel_->findChildren<QTableWidget*>();
+    QCOMPARE(tables.size(), 2);
+    QTableWidget* positions = tables[0]->columnCount() == 4 ? tables[0] : tables[1]; // pos, token, firing, ‖x − x̂‖²
+    QTableWidget* firing = tables[0]->columnCount() == 4 ? tables[1] : tables[0];    // feature, activation
+    const int S = cache_->nPositions();
+    QCOMPARE(positions->rowCount(), S);
+    for (int p = 0; p < S; ++p) { // TopK: at most k = 6 fire (the ReLU'd top k)
+        QCOMPARE(positions->item(p, 2)->text().toInt(), int(run_.firing(p, 0).size()));
+        QVERIFY(run_.firing(p, 0).size() <= 6 && !run_.firing(p, 0).empty());
+    }
+    panel_->selectPosition(3);
+    const std::vector<FeatureValue> top = run_.firing(3, 10);
+    QCOMPARE(firing->rowCount(), int(top.size()));
+    for (int i = 0; i < firing->rowCount(); ++i) {
+        QCOMPARE(firing->item(i, 0)->text().toInt(), top[size_t(i)].feature);
+        QVERIFY(std::abs(firing->item(i, 1)->text().toDouble() - top[size_t(i)].activation) < 1e-3);
+    }
+    const ReconstructionQuality q = reconstructionQuality(*model_, cache_->tokens, *cache_, run_);
+    QVERIFY(labelContaining(QStringLiteral("FVU %1").arg(q.fvu, 0, 'f', 4)));
+    QVERIFY(labelContaining(QStringLiteral("%1 with x̂ spliced in").arg(q.lossSpliced, 0, 'f', 4)));
+}
+
+void TestGuiFeatures::featureCard() {
+    const int f = run_.firing(2, 1).front().feature;
+    panel_->selectFeature(f);
+    QLabel* text = labelContaining(QStringLiteral("<b>Feature %1</b> across the prompt").arg(f));
+    QVERIFY(text);
+    QCOMPARE(text->text().count(QStringLiteral("<span")), cache_->nPositions()); // one coloured span per token
+    const FeatureReadout r = readFeature(*model_, set_->coders[0], f, 8);
+    QLabel* card = labelContaining(QStringLiteral("<b>Writes</b>"));
+    QVERIFY(card);
+    QVERIFY(card->text().contains(tokenLabels(model_->tokenizer(), {r.decoderTop[0].id}).value(0).toHtmlEscaped()));
+    // DLA at the last position (the window's pass keeps only its logits) to the top prediction
+    const int last = cache_->nPositions() - 1;
+    const double dla = featureLogitAttribution(*model_, *cache_, set_->coders[0], run_, f, last,
+                                               topTokens(cache_->logits.row(0), 1).front().id);
+    QVERIFY2(card->text().contains(QStringLiteral(": %1").arg(dla, 0, 'f', 4)), qPrintable(card->text()));
+}
+
+void TestGuiFeatures::steeringWritesTheEditedContinuation() {
+    const int f = panel_->selectedFeature();
+    panel_->steer(20.0);
+    panel_->waitForIdle();
+    QCoreApplication::processEvents();
+    const auto hooks = featureEditHooks(*model_, set_->coders[0], {FeatureEdit{f, FeatureEditKind::Steer, 20.0, {}}});
+    const QString steered = model_->tokenizer().decode(greedyContinuation(*model_, cache_->tokens, 12, hooks)).toHtmlEscaped();
+    const QString clean = model_->tokenizer().decode(greedyContinuation(*model_, cache_->tokens, 12)).toHtmlEscaped();
+    QVERIFY(steered != clean);
+    QLabel* out = labelContaining(QStringLiteral("<b>Without</b>"));
+    QVERIFY(out);
+    QVERIFY2(out->text().contains(clean) && out->text().contains(steered), qPrintable(out->text()));
+}
+
+void TestGuiFeatures::badFolderSaysWhy() {
+    FeaturesPanel panel;
+    panel.setDictionaries(nullptr, QStringLiteral("/no/such"), QStringLiteral("/no/such: no such file or folder"));
+    bool found = false;
+    for (QLabel* l : panel.findChildren<QLabel*>()) found |= l->text() == QStringLiteral("Cannot open /no/such: /no/such: no such file or folder");
+    QVERIFY(found);
+}
+
+QTEST_MAIN(TestGuiFeatures)
+#include "tst_gui_features.moc"

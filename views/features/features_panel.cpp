@@ -1,0 +1,311 @@
+#include "views/features/features_panel.h"
+
+#include "model/analysis/common/top_tokens.h"
+#include "model/analysis/features/feature_intervention.h"
+#include "model/core/errors.h"
+#include "model/transformer/generate.h"
+#include "model/transformer/prompt.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+QTableWidget* table(const QStringList& headers) {
+    auto* t = new QTableWidget(0, int(headers.size()));
+    t->setHorizontalHeaderLabels(headers);
+    t->verticalHeader()->setVisible(false);
+    t->setSelectionBehavior(QAbstractItemView::SelectRows);
+    t->setSelectionMode(QAbstractItemView::SingleSelection);
+    t->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    t->horizontalHeader()->setStretchLastSection(true);
+    return t;
+}
+
+QTableWidgetItem* cell(const QString& text, const QVariant& data = {}) {
+    auto* item = new QTableWidgetItem(text);
+    if (data.isValid()) item->setData(Qt::UserRole, data);
+    return item;
+}
+
+QString tokenList(const Model& model, const std::vector<ScoredToken>& tokens) {
+    QStringList parts;
+    for (const ScoredToken& t : tokens)
+        parts << QStringLiteral("%1 (%2)").arg(tokenLabels(model.tokenizer(), {t.id}).value(0).toHtmlEscaped()).arg(double(t.score), 0, 'f', 2);
+    return parts.join(QStringLiteral(", "));
+}
+
+QString number(double v) { return std::isfinite(v) ? QString::number(v, 'f', 4) : QStringLiteral("—"); }
+
+} // namespace
+
+FeaturesPanel::FeaturesPanel(QWidget* parent)
+    : AnalysisPanel(parent),
+      tool_(QString(), tr("Open a dictionary (an SAE or transcoder) and run a prompt to see its features.")),
+      steerTool_(tr("Steer and generate"), tr("Adds α·W_dec[f] at every position and writes 12 tokens, with and without.")) {
+    dictionary_ = new QComboBox;
+    dictionary_->setMinimumContentsLength(24);
+    dictionary_->setToolTip(tr("The dictionary: an SAELens folder, Gemma Scope params.npz, a circuit-tracer set or Llama Scope folder"));
+    open_ = new QPushButton(tr("Open…"));
+    layer_ = new QSpinBox;
+    layer_->setRange(0, 0);
+    layer_->setPrefix(tr("layer "));
+    layer_->setToolTip(tr("A transcoder set's layer"));
+    layer_->setEnabled(false);
+    top_ = new QSpinBox;
+    top_->setRange(1, 200);
+    top_->setValue(10);
+    top_->setPrefix(tr("top "));
+    summary_ = textLine();
+    positions_ = table({tr("pos"), tr("token"), tr("firing"), tr("‖x − x̂‖²")});
+    firing_ = table({tr("feature"), tr("activation")});
+    card_ = textLine(tr("Click a feature to read it."));
+    card_->setTextFormat(Qt::RichText);
+    activationText_ = new QLabel;
+    activationText_->setTextFormat(Qt::RichText);
+    activationText_->setWordWrap(true);
+    alpha_ = new QDoubleSpinBox;
+    alpha_->setRange(-1000, 1000);
+    alpha_->setValue(8);
+    alpha_->setPrefix(QStringLiteral("α = "));
+    steered_ = textLine();
+
+    auto* layout = new QVBoxLayout(this);
+    tool_.addTo(layout, {new QLabel(tr("Dictionary")), dictionary_, open_, layer_, top_}, nullptr);
+    layout->addWidget(summary_);
+    auto* cardPane = new QWidget;
+    auto* cardLayout = new QVBoxLayout(cardPane);
+    cardLayout->setContentsMargins(0, 0, 0, 0);
+    cardLayout->addWidget(activationText_);
+    cardLayout->addWidget(card_);
+    cardLayout->addLayout(steerTool_.controlRow({alpha_}));
+    cardLayout->addWidget(steerTool_.statusLabel());
+    cardLayout->addWidget(steered_);
+    cardLayout->addStretch(1);
+    layout->addWidget(splitPanes(Qt::Horizontal, {{positions_, 2}, {firing_, 1}, {cardPane, 3}}), 1);
+
+    connect(open_, &QPushButton::clicked, this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a dictionary folder (SAELens, circuit-tracer, Llama Scope, Gemma Scope)"));
+        if (!dir.isEmpty()) emit dictionaryRequested(dir);
+    });
+    connect(dictionary_, &QComboBox::activated, this, [this](int i) {
+        const QString path = dictionary_->itemData(i).toString();
+        if (!path.isEmpty() && path != setPath_) emit dictionaryRequested(path);
+    });
+    connect(layer_, &QSpinBox::valueChanged, this, [this] { run(); });
+    connect(top_, &QSpinBox::valueChanged, this, [this] { selectPosition(position_); });
+    connect(positions_, &QTableWidget::currentCellChanged, this, [this](int row) {
+        if (row >= 0) selectPosition(row);
+    });
+    connect(firing_, &QTableWidget::currentCellChanged, this, [this](int row) {
+        if (row >= 0 && firing_->item(row, 0)) selectFeature(firing_->item(row, 0)->data(Qt::UserRole).toInt());
+    });
+    connect(&steerTool_, &BackgroundTool::runRequested, this, [this] { steer(alpha_->value()); });
+    tool_.setFailedHandler([this](const QString& m) { summary_->setText(m); });
+}
+
+void FeaturesPanel::setKnownDictionaries(const QStringList& paths) {
+    for (const QString& p : paths)
+        if (dictionary_->findData(p) < 0) dictionary_->addItem(QFileInfo(p).fileName(), p);
+}
+
+void FeaturesPanel::setDictionaries(std::shared_ptr<const DictionarySet> set, const QString& path, const QString& error) {
+    if (!set) {
+        summary_->setText(tr("Cannot open %1: %2").arg(path, error));
+        return;
+    }
+    set_ = std::move(set);
+    setPath_ = path;
+    if (dictionary_->findData(path) < 0) dictionary_->addItem(QFileInfo(path).fileName(), path);
+    dictionary_->setCurrentIndex(dictionary_->findData(path));
+    const int n = int(set_->coders.size());
+    layer_->blockSignals(true);
+    layer_->setRange(0, std::max(0, n - 1));
+    layer_->setEnabled(n > 1);
+    layer_->blockSignals(false);
+    feature_ = -1;
+    run();
+}
+
+void FeaturesPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
+                               const QStringList& tokenLabels) {
+    model_ = std::move(model);
+    cache_ = std::move(cache);
+    labels_ = tokenLabels;
+    tool_.newContext();
+    steerTool_.newContext();
+    steered_->clear();
+    run();
+}
+
+const SparseCoder* FeaturesPanel::coder() const {
+    if (!set_ || set_->coders.empty()) return nullptr;
+    return &set_->coders[size_t(std::clamp(layer_->value(), 0, int(set_->coders.size()) - 1))];
+}
+
+void FeaturesPanel::run() {
+    run_.reset();
+    positions_->setRowCount(0);
+    firing_->setRowCount(0);
+    activationText_->clear();
+    card_->setText(tr("Click a feature to read it."));
+    const SparseCoder* sae = coder();
+    if (!model_ || !cache_ || !sae) {
+        summary_->setText(!sae ? tr("Open a dictionary: an SAELens folder, Gemma Scope params.npz, a circuit-tracer transcoder set "
+                                    "or a Llama Scope folder.")
+                               : tr("Run a prompt to see the dictionary's features."));
+        tool_.discard();
+        return;
+    }
+    std::vector<int> tokens = cache_->tokens;
+    tool_.start(tr("Encoding %1 …").arg(sae->hookIn), [this, model = model_, cache = cache_, set = set_, sae, tokens](const BackgroundTask::Context& ctx) {
+        auto r = std::make_shared<FeatureRun>(runDictionary(*model, *cache, *sae));
+        const ReconstructionQuality q = reconstructionQuality(*model, tokens, *cache, *r, ctx.progress);
+        return std::function<void()>([this, r, q] {
+            run_ = r;
+            quality_ = q;
+            showRun();
+        });
+    });
+}
+
+void FeaturesPanel::showRun() {
+    const SparseCoder* sae = coder();
+    if (!run_ || !sae) return;
+    summary_->setText(tr("%1 %2, %3 → %4, d_sae %5: %6 features fire on this prompt. FVU %7; loss %8 clean, %9 with x̂ spliced in, "
+                         "%10 with the hook zeroed.")
+                          .arg(sae->format, sae->architecture, run_->hookIn.name(), run_->hookOut.name()).arg(sae->d_sae)
+                          .arg(run_->aliveCount()).arg(number(quality_.fvu), number(quality_.lossClean), number(quality_.lossSpliced),
+                                                       number(quality_.lossZeroAblated)));
+    const int S = int(run_->f.rows());
+    positions_->setRowCount(S);
+    for (int p = 0; p < S; ++p) {
+        positions_->setItem(p, 0, cell(QString::number(p)));
+        positions_->setItem(p, 1, cell(labels_.value(p)));
+        positions_->setItem(p, 2, cell(QString::number(run_->firing(p, 0).size())));
+        positions_->setItem(p, 3, cell(QString::number(quality_.squaredError[size_t(p)], 'g', 4)));
+    }
+    positions_->resizeColumnsToContents();
+    tool_.setStatus(tr("Click a token to list its features."));
+    selectPosition(position_ >= 0 && position_ < S ? position_ : S - 1);
+    if (feature_ >= 0 && feature_ < sae->d_sae) showFeature();
+}
+
+void FeaturesPanel::selectPosition(int position) {
+    if (!run_ || position < 0 || position >= run_->f.rows()) return;
+    position_ = position;
+    if (positions_->currentRow() != position) positions_->setCurrentCell(position, 0);
+    const std::vector<FeatureValue> top = run_->firing(position, top_->value());
+    firing_->setRowCount(int(top.size()));
+    for (int i = 0; i < int(top.size()); ++i) {
+        firing_->setItem(i, 0, cell(QString::number(top[size_t(i)].feature), top[size_t(i)].feature));
+        firing_->setItem(i, 1, cell(QString::number(double(top[size_t(i)].activation), 'f', 3)));
+    }
+    if (feature_ < 0 && !top.empty()) selectFeature(top.front().feature);
+    else if (feature_ >= 0) showFeature();
+}
+
+void FeaturesPanel::selectFeature(int feature) {
+    const SparseCoder* sae = coder();
+    if (!sae || feature < 0 || feature >= sae->d_sae) return;
+    feature_ = feature;
+    showFeature();
+}
+
+void FeaturesPanel::showFeature() {
+    const SparseCoder* sae = coder();
+    if (!run_ || !sae || !model_ || feature_ < 0) return;
+    // the activation across the prompt as coloured text: orange, as strong as the activation is against its maximum
+    const Eigen::VectorXf acts = run_->f.col(feature_);
+    const float maxAct = std::max(acts.maxCoeff(), 1e-12f);
+    QString html;
+    for (int p = 0; p < int(acts.size()); ++p) {
+        const double a = std::clamp(double(acts(p) / maxAct), 0.0, 1.0);
+        const QString tip = QString::number(double(acts(p)), 'f', 3);
+        html += QStringLiteral("<span style=\"background-color: rgba(255,140,0,%1)\" title=\"%2\">%3</span>")
+                    .arg(a, 0, 'f', 2).arg(tip, labels_.value(p).toHtmlEscaped());
+    }
+    activationText_->setText(tr("<b>Feature %1</b> across the prompt (max %2):<br>%3").arg(feature_).arg(double(maxAct), 0, 'f', 3).arg(html));
+    const FeatureReadout r = readFeature(*model_, *sae, feature_, 8);
+    QString text;
+    if (!r.decoderTop.empty())
+        text += tr("<b>Writes</b> (W_dec[f] through ln_final's gain and W_U) — promotes: %1<br>suppresses: %2<br>")
+                    .arg(tokenList(*model_, r.decoderTop), tokenList(*model_, r.decoderBottom));
+    if (!r.encoderTop.empty())
+        text += tr("<b>Reads</b> (W_E·W_enc[:, f]) — excited by: %1<br>inhibited by: %2<br>")
+                    .arg(tokenList(*model_, r.encoderTop), tokenList(*model_, r.encoderBottom));
+    // at the selected position when the pass kept its logits, else at the last position (the window keeps those)
+    const int p = cache_ && cache_->logitRow(position_) >= 0 ? position_ : int(run_->f.rows()) - 1;
+    const int row = cache_ ? cache_->logitRow(p) : -1;
+    if (row >= 0 && run_->hookOut.site != HookSite::Z && sae->d_out == model_->config().d_model) {
+        const int target = topTokens(cache_->logits.row(row), 1).front().id;
+        const double dla = featureLogitAttribution(*model_, *cache_, *sae, *run_, feature_, p, target);
+        text += tr("<b>Direct logit attribution</b> at position %1 to the prediction %2: %3")
+                    .arg(p).arg(tokenLabels(model_->tokenizer(), {target}).value(0).toHtmlEscaped()).arg(dla, 0, 'f', 4);
+    }
+    card_->setText(text);
+}
+
+void FeaturesPanel::steer(double alpha) {
+    const SparseCoder* sae = coder();
+    if (!model_ || !cache_ || !sae || feature_ < 0) {
+        steerTool_.reject(tr("Pick a feature first."));
+        return;
+    }
+    const FeatureEdit edit{feature_, FeatureEditKind::Steer, alpha, {}};
+    std::shared_ptr<const ForwardHooks> hooks;
+    try {
+        hooks = featureEditHooks(*model_, *sae, {edit});
+    } catch (const InputError& e) {
+        steerTool_.reject(e.message());
+        return;
+    }
+    const int feature = feature_;
+    steerTool_.start(tr("Generating …"), [this, model = model_, tokens = cache_->tokens, hooks, feature, alpha](const BackgroundTask::Context& ctx) {
+        const std::vector<int> clean = greedyContinuation(*model, tokens, 12, ctx.progress);
+        const std::vector<int> steered = greedyContinuation(*model, tokens, 12, hooks, ctx.progress);
+        auto text = [&](const std::vector<int>& ids) { return model->tokenizer().decode(ids).toHtmlEscaped(); };
+        const QString html = tr("<b>Without</b>: …%1<br><b>With feature %2 × %3</b>: …%4").arg(text(clean)).arg(feature).arg(alpha).arg(text(steered));
+        return std::function<void()>([this, html] {
+            steered_->setTextFormat(Qt::RichText);
+            steered_->setText(html);
+            steerTool_.setStatus(tr("Done."));
+        });
+    });
+}
+
+QJsonObject FeaturesPanel::saveState() const {
+    return QJsonObject{{"dictionary", setPath_}, {"layer", layer_->value()}, {"feature", feature_}, {"position", position_},
+                       {"top", top_->value()}, {"alpha", alpha_->value()}};
+}
+
+void FeaturesPanel::restoreState(const QJsonObject& state, QStringList* problems) {
+    Q_UNUSED(problems);
+    top_->setValue(state.value(QStringLiteral("top")).toInt(top_->value()));
+    alpha_->setValue(state.value(QStringLiteral("alpha")).toDouble(alpha_->value()));
+    position_ = state.value(QStringLiteral("position")).toInt(position_);
+    feature_ = state.value(QStringLiteral("feature")).toInt(feature_);
+    const QString path = state.value(QStringLiteral("dictionary")).toString();
+    if (!path.isEmpty() && path != setPath_) emit dictionaryRequested(path);
+    layer_->setValue(state.value(QStringLiteral("layer")).toInt(layer_->value()));
+}
+
+void FeaturesPanel::waitForIdle() {
+    tool_.waitForIdle();
+    steerTool_.waitForIdle();
+}
+
+} // namespace attnscope
