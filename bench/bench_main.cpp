@@ -750,6 +750,10 @@ QString writeRandomModel(const QString& size, const QString& parent, const QStri
 
 } // namespace
 
+namespace attnscope {
+QJsonObject benchSae(int dIn, int dSae, int S, int k, int runs); // sae_bench.cpp
+}
+
 int main(int argc, char** argv) {
     if (!qEnvironmentVariableIsSet("ATTNSCOPE_DEFAULT_MALLOC")) keepFreedMemoryForReuse();
     qputenv("QT_QPA_PLATFORM", qgetenv("QT_QPA_PLATFORM").isEmpty() ? QByteArray("offscreen") : qgetenv("QT_QPA_PLATFORM"));
@@ -784,6 +788,9 @@ int main(int argc, char** argv) {
                                                               "once, in this new process; print the milliseconds (bench/run_comparison.sh "
                                                               "runs it in fresh processes, as a user's first open).")});
     p.addOption({QStringLiteral("json"), QStringLiteral("Also write the results to this JSON file."), QStringLiteral("file")});
+    p.addOption({QStringLiteral("sae-only"), QStringLiteral("Only the SAE rows: a TopK (k = 32) SAE on d_in 768 at S = 128, encode, "
+                                                            "list the firing features, decode, for each d_sae in the list."),
+                 QStringLiteral("d_sae list")});
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
     p.process(app);
     if (p.isSet(QStringLiteral("list-kernels"))) {
@@ -814,6 +821,14 @@ int main(int argc, char** argv) {
             const int S = seqs.isEmpty() ? 20 : seqs.front();
             std::shared_ptr<const Model> model;
             std::printf("first_open_forward_ms %.1f S %d\n", openAndFirstForwardMs(p.value(QStringLiteral("model")), S, model), S);
+            return 0;
+        }
+        if (p.isSet(QStringLiteral("sae-only"))) {
+            QJsonObject rows;
+            for (int dSae : parseInts(p.value(QStringLiteral("sae-only"))))
+                rows[QString::number(dSae)] = benchSae(768, dSae, 128, 32, runs);
+            std::printf("%s\n", QJsonDocument(QJsonObject{{"tool", "attnscope_bench"}, {"kernel", QString::fromLatin1(computeKernels().name)},
+                                                           {"sae", rows}}).toJson().constData());
             return 0;
         }
         const QList<int> lensSeqs = parseInts(p.value(QStringLiteral("lens-seq")));

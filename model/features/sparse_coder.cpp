@@ -125,7 +125,25 @@ Matrix decodeFeatures(const SparseCoder& sae, const Matrix& f, const Matrix& x) 
         acts.array().rowwise() /= norms.array();
     }
     Matrix out;
-    weightGemm(acts, sae.W_dec, sae.b_dec, out);
+    const Eigen::Index nnz = (acts.array() != 0.0f).count();
+    if (nnz * 8 < acts.size()) { // sparse (the usual case): x̂ = b_dec + Σ_i f_i·W_dec[i] over the firing features only
+        out = Matrix::Zero(acts.rows(), sae.d_out);
+        RowVector row(sae.d_out);
+        for (Eigen::Index p = 0; p < acts.rows(); ++p) {
+            for (Eigen::Index i = 0; i < acts.cols(); ++i) {
+                const float a = acts(p, i);
+                if (a == 0.0f) continue;
+                if (sae.W_dec.isF32View()) out.row(p) += a * Eigen::Map<const RowVector>(sae.W_dec.data() + i * sae.W_dec.stride, sae.d_out);
+                else {
+                    sae.W_dec.copyRow(i, row.data());
+                    out.row(p) += a * row;
+                }
+            }
+        }
+        if (!sae.b_dec.empty()) out.rowwise() += rowOfWeight(sae.b_dec);
+    } else {
+        weightGemm(acts, sae.W_dec, sae.b_dec, out);
+    }
     if (sae.inputScale != 1.0) out /= float(sae.inputScale);
     if (sae.normalization != InputNormalization::None && !sae.isTranscoder()) { // SAELens undoes it for SAEs only
         RowNorm norm;
