@@ -53,13 +53,15 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (pathOptions && !c.pathPatch) return QStringLiteral("--senders and --receivers go with --path-patch");
     if (c.pathPatch && c.receivers.isEmpty()) return QStringLiteral("--path-patch needs --receivers (L.H.q,… or logits)");
     const bool patching = !c.patch.isEmpty() || c.pathPatch;
-    const bool metricOnly = c.gradients || !c.saliency.isEmpty() || c.eap; // modes that take --metric but no patching options
+    // modes that take --metric but no patching options
+    const bool metricOnly = c.gradients || !c.saliency.isEmpty() || c.eap || c.featurePatching;
     const QString mode = c.pathPatch ? QStringLiteral("--path-patch") : c.gradients ? QStringLiteral("--gradients")
-                         : !c.saliency.isEmpty() ? QStringLiteral("--saliency") : c.eap ? QStringLiteral("--eap") : patchFlag;
+                         : !c.saliency.isEmpty() ? QStringLiteral("--saliency") : c.eap ? QStringLiteral("--eap")
+                         : c.featurePatching ? QStringLiteral("--feature-patching") : patchFlag;
     if (patchOptions && !patching && !(metricOnly && c.direction == QLatin1String("denoise") && !c.byPosition && c.ablate.isEmpty() &&
                                        c.referencePrompts.isEmpty()))
         return QStringLiteral("--metric, --direction, --by-position, --ablate and --reference-prompt go with --patch or --path-patch "
-                              "(--metric also with --gradients, --saliency and --eap)");
+                              "(--metric also with --gradients, --saliency, --eap and --feature-patching)");
     if ((patching || metricOnly) && c.metric.isEmpty()) return QStringLiteral("%1 needs --metric, e.g. --metric \"logit_diff: Mary, John\"").arg(mode);
     if (const QString e = patching || metricOnly ? patchingMetricFormError(c.metric) : QString(); !e.isEmpty())
         return QStringLiteral("--metric \"%1\": %2").arg(c.metric, e);
@@ -73,10 +75,10 @@ QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOpt
     if (!c.referencePrompts.isEmpty() && c.ablate != QLatin1String("reference-mean"))
         return QStringLiteral("--reference-prompt goes with --ablate reference-mean");
     const bool hasCorrupt = !c.corruptPrompt.isEmpty() || c.useCorruptTokenIds;
-    const bool needsCorrupt = c.pathPatch || c.eap || (!c.patch.isEmpty() && (c.ablate.isEmpty() || c.ablate == QLatin1String("resample")));
+    const bool needsCorrupt = c.pathPatch || c.eap || c.featurePatching || (!c.patch.isEmpty() && (c.ablate.isEmpty() || c.ablate == QLatin1String("resample")));
     if (needsCorrupt && !hasCorrupt) return QStringLiteral("%1 needs --corrupt-prompt TEXT (or --corrupt-token-ids)").arg(mode);
-    if (hasCorrupt && !patching && !c.gradients && !c.eap)
-        return QStringLiteral("--corrupt-prompt goes with --patch, --attribution-patch, --path-patch, --gradients or --eap");
+    if (hasCorrupt && !patching && !c.gradients && !c.eap && !c.featurePatching)
+        return QStringLiteral("--corrupt-prompt goes with --patch, --attribution-patch, --path-patch, --gradients, --eap or --feature-patching");
     if (c.gradients && !hasCorrupt && c.metric.trimmed().toLower() == QLatin1String("kl"))
         return QStringLiteral("--gradients with the kl metric needs --corrupt-prompt: the gradient is taken on the corrupted run, "
                               "compared with the prompt's distribution");
@@ -226,6 +228,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                      "--top N of them; reconstruction error and losses).");
     const QCommandLineOption featureOpt("feature", "With --sae: add \"feature\" for feature F (decoder and encoder directions read in "
                                                    "embedding space, activations, DLA to --dla TOKEN or the top prediction at --position).", "F");
+    const QCommandLineOption featurePatchingOpt("feature-patching", "With --sae, --corrupt-prompt and --metric: every firing feature and "
+                                                                    "position as a patching node (attribution from one backward pass; the "
+                                                                    "--top N largest patched for real); adds \"feature_patching\".");
     const QCommandLineOption steerOpt("steer", "With --sae: run with feature F steered by α·W_dec[F] (F=α), ablated (F=ablate) or clamped "
                                                "(F=clamp:V), at positions @P1,P2 (default all); adds \"intervention\" (top next tokens, and "
                                                "the --generate continuation, with the edit). Repeatable.", "EDIT");
@@ -234,7 +239,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
-                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt, steerOpt, attributionPatch, atpStar,
+                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt, steerOpt, featurePatchingOpt, attributionPatch, atpStar,
                   gradients, stopGradient, saliency, igSteps, baseline, eap});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
@@ -394,6 +399,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--threshold must be a number in [0, 1), got '%1'").arg(p.value(threshold));
         return false;
     }
+    c.featurePatching = p.isSet(featurePatchingOpt);
     if (QString e = checkCircuitOptions(c, p.isSet(threshold) || p.isSet(norm) || p.isSet(noRenormalise),
                                         p.isSet(senders) || p.isSet(receivers), p.isSet(direction) || p.isSet(metric) || c.byPosition ||
                                             !c.ablate.isEmpty() || !c.referencePrompts.isEmpty(),
@@ -407,7 +413,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return false;
     }
     if (p.isSet(position) && !p.isSet(dla) && c.patch.isEmpty() && !c.pathPatch && !c.flow && !c.gradients && c.saliency.isEmpty() && !c.eap &&
-        !p.isSet(featureOpt)) {
+        !p.isSet(featureOpt) && !c.featurePatching) {
         *error = QStringLiteral("--position goes with --dla, --feature, --patch, --attribution-patch, --gradients, --saliency, --eap, --path-patch or --flow");
         return false;
     }
@@ -504,8 +510,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.features = p.isSet(featuresOpt);
     c.steer = p.values(steerOpt);
     if (!parseInt(featureOpt, &c.feature, 0)) return false;
-    if ((c.features || c.feature >= 0 || !c.steer.isEmpty() || p.isSet(saeHook)) && c.sae.isEmpty()) {
-        *error = QStringLiteral("--features, --feature, --steer and --hook go with --sae PATH");
+    if ((c.features || c.feature >= 0 || !c.steer.isEmpty() || p.isSet(saeHook) || c.featurePatching) && c.sae.isEmpty()) {
+        *error = QStringLiteral("--features, --feature, --steer, --feature-patching and --hook go with --sae PATH");
         return false;
     }
     if (!c.sae.isEmpty() && c.dumpJson.isEmpty()) {

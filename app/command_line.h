@@ -113,6 +113,7 @@ struct CommandLine {
     QString saeHook;         ///< --hook NAME: the SAE's hook when the file does not say; picks a set's layer
     bool features = false;   ///< --features: add "features" (activations per position, reconstruction, losses)
     int feature = -1;        ///< --feature F: add "feature" (embedding-space readings, activations, DLA)
+    bool featurePatching = false; ///< --feature-patching: features as patching nodes between --prompt and --corrupt-prompt for --metric
     QStringList steer;       ///< --steer F=α[@P,…] | F=ablate | F=clamp:V (repeatable): add "intervention"
 
     /// Whether any circuit mode that runs the prompt is asked for.

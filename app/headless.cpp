@@ -215,6 +215,16 @@ void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<i
         }
         dump.insert(QStringLiteral("feature"), featureToJson(r, run, model.tokenizer(), dlaPosition, token, dla));
     }
+    if (cmd.featurePatching) {
+        PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
+        metric.position = cmd.position;
+        const bool bos = cmd.prependBos.value_or(model.tokenizer().addsBos());
+        const std::vector<int> corrupt = cmd.useCorruptTokenIds ? cmd.corruptTokenIds : tokenizePrompt(model.tokenizer(), cmd.corruptPrompt, bos);
+        if (corrupt.empty()) throw InputError(QStringLiteral("--feature-patching needs --corrupt-prompt TEXT (or --corrupt-token-ids)"));
+        requireSameTokenLength(model.tokenizer(), ids, corrupt);
+        const FeaturePatching fp = featurePatching(model, preparePatchingRuns(model, ids, corrupt), sae, metric, cmd.topGiven ? cmd.top : 20);
+        dump.insert(QStringLiteral("feature_patching"), featurePatchingToJson(fp, 1000));
+    }
     if (!cmd.steer.isEmpty()) {
         std::vector<FeatureEdit> edits;
         for (const QString& e : cmd.steer) edits.push_back(parseFeatureEdit(e));

@@ -175,6 +175,21 @@ RowVector decoderDirection(const SparseCoder& sae, int feature) {
     return r;
 }
 
+RowVector decoderDirectionAt(const SparseCoder& sae, int feature, const Eigen::Ref<const RowVector>& x) {
+    RowVector d = decoderDirection(sae, feature); // ÷ inputScale included
+    if (sae.activation == FeatureActivation::TopK && sae.rescaleActsByDecoderNorm) {
+        RowVector raw(sae.d_out);
+        sae.W_dec.copyRow(feature, raw.data());
+        d /= float(raw.cast<double>().norm());
+    }
+    if (sae.normalization != InputNormalization::None && !sae.isTranscoder()) {
+        RowNorm norm;
+        normaliseInput(sae, Matrix(x), norm);
+        d /= norm.scale(0);
+    }
+    return d;
+}
+
 RowVector encoderDirection(const SparseCoder& sae, int feature) {
     requireFeature(sae, feature);
     RowVector r(sae.d_in);

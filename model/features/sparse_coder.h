@@ -82,6 +82,10 @@ Matrix decodeFeatures(const SparseCoder& sae, const Matrix& f, const Matrix& x);
 void requireFeature(const SparseCoder& sae, int feature);
 /// Row `feature` of W_dec as float32 [d_out] (the direction the feature writes, per unit activation).
 RowVector decoderDirection(const SparseCoder& sae, int feature);
+/// ∂x̂/∂f_feature [d_out] at one position whose input activation is `x` [d_in]: W_dec[feature] through what decoding
+/// applies after the product (÷ ‖W_dec[f]‖ with rescale_acts_by_decoder_norm, ÷ the folded input scale, and the input
+/// normalisation undone for that x). x̂ is affine in f at fixed x, so a change δ of the activation moves x̂ by δ times this.
+RowVector decoderDirectionAt(const SparseCoder& sae, int feature, const Eigen::Ref<const RowVector>& x);
 /// Column `feature` of W_enc as float32 [d_in] (the direction the feature reads).
 RowVector encoderDirection(const SparseCoder& sae, int feature);
 

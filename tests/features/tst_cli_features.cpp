@@ -4,6 +4,7 @@
 // this process; bad invocations and files fail with their messages.
 
 #include "model/analysis/features/feature_intervention.h"
+#include "model/analysis/features/feature_patching.h"
 #include "model/analysis/features/feature_readout.h"
 #include "model/analysis/features/reconstruction_quality.h"
 #include "model/features/dictionary_set.h"
@@ -39,6 +40,7 @@ private slots:
     void featuresDump();
     void featureReadings();
     void steeringDump();
+    void featurePatchingDump();
     void badInvocations();
 
 private:
@@ -134,11 +136,39 @@ void TestCliFeatures::steeringDump() {
     for (int k = 0; k < 5; ++k) QCOMPARE(i["generated_ids"].toArray()[k].toInt(), gen[size_t(k)]);
 }
 
+void TestCliFeatures::featurePatchingDump() {
+    const QString corruptText = QStringLiteral("In the beginning Moses created the heaven and the earth.");
+    const QJsonObject fp = dump({"--corrupt-prompt", corruptText, "--metric", "logit: and", "--feature-patching", "--top", "3"},
+                                QStringLiteral("feature_patching"));
+    QVERIFY(!fp.isEmpty());
+    PatchingMetric metric;
+    metric.kind = PatchingMetricKind::Logit;
+    metric.token = model_->tokenizer().encode(QStringLiteral(" and")).front();
+    const std::vector<int> corrupt = tokenizePrompt(model_->tokenizer(), corruptText, true);
+    const FeaturePatching want = featurePatching(*model_, preparePatchingRuns(*model_, tokens_, corrupt), sae_, metric, 3);
+    QCOMPARE(fp["hook"].toString(), QStringLiteral("blocks.0.hook_resid_post"));
+    QVERIFY(std::abs(fp["metric_corrupt"].toDouble() - want.metricCorrupt) < 1e-6);
+    const QJsonArray cells = fp["cells"].toArray();
+    QCOMPARE(cells.size(), int(want.cells.size()));
+    for (int i = 0; i < 4; ++i) {
+        const QJsonObject c = cells[i].toObject();
+        QCOMPARE(c["feature"].toInt(), want.cells[size_t(i)].feature);
+        QCOMPARE(c["position"].toInt(), want.cells[size_t(i)].position);
+        QVERIFY(std::abs(c["attribution"].toDouble() - want.cells[size_t(i)].attribution) < 1e-6);
+        if (i < 3) QVERIFY(std::abs(c["patched"].toDouble() - want.cells[size_t(i)].patched) < 1e-6);
+        else QVERIFY(c["patched"].isNull());
+    }
+}
+
 void TestCliFeatures::badInvocations() {
     const QString exe = QStringLiteral(ATTNSCOPE_EXE);
     CliRun r = runCli(exe, {"--model", "demo", "--prompt", "x", "--features", "--dump-json", tmp_.filePath("a.json")});
     QCOMPARE(r.exitCode, 2); // a usage error
-    QVERIFY2(r.err.contains(QStringLiteral("--features, --feature, --steer and --hook go with --sae PATH")), qPrintable(r.err));
+    QVERIFY2(r.err.contains(QStringLiteral("--features, --feature, --steer, --feature-patching and --hook go with --sae PATH")), qPrintable(r.err));
+    r = runCli(exe, {"--model", "demo", "--prompt", "x y", "--sae", saePath_, "--feature-patching", "--metric", "logit: and", "--dump-json",
+                     tmp_.filePath("f.json")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--feature-patching needs --corrupt-prompt TEXT (or --corrupt-token-ids)")), qPrintable(r.err));
     r = runCli(exe, {"--model", "demo", "--prompt", "x", "--sae", saePath_, "--features"});
     QVERIFY2(r.err.contains(QStringLiteral("--sae adds to the --dump-json output: give --dump-json FILE too")), qPrintable(r.err));
     r = runCli(exe, {"--model", "demo", "--prompt", "x", "--sae", saePath_, "--hook", "blocks.9.hook_resid_post", "--features",

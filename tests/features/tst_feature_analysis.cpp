@@ -4,6 +4,7 @@
 
 #include "model/analysis/features/feature_activations.h"
 #include "model/analysis/features/feature_intervention.h"
+#include "model/analysis/features/feature_patching.h"
 #include "model/analysis/features/feature_readout.h"
 #include "model/analysis/features/reconstruction_quality.h"
 #include "model/core/errors.h"
@@ -47,6 +48,7 @@ private slots:
     void ablationKeepsTheErrorTerm();
     void featureDlaSumsToTheLogit();
     void readingsAgainstBruteForce();
+    void featurePatchingCells();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -197,6 +199,49 @@ void TestFeatureAnalysis::readingsAgainstBruteForce() {
     enc.maxCoeff(&best);
     QCOMPARE(r.encoderTop[0].id, int(best));
     QVERIFY(std::abs(r.encoderTop[0].score - enc(best)) < 1e-4);
+}
+
+void TestFeatureAnalysis::featurePatchingCells() {
+    const std::vector<int> clean = tokenizePrompt(model_->tokenizer(), QStringLiteral("In the beginning God created the heaven"), true);
+    const std::vector<int> corrupt = tokenizePrompt(model_->tokenizer(), QStringLiteral("In the beginning Moses created the heaven"), true);
+    QCOMPARE(clean.size(), corrupt.size());
+    PatchingMetric metric;
+    metric.kind = PatchingMetricKind::Logit;
+    metric.token = model_->tokenizer().encode(QStringLiteral(" and")).front();
+    const PatchingRuns runs = preparePatchingRuns(*model_, clean, corrupt);
+    const FeaturePatching fp = featurePatching(*model_, runs, sae_, metric, 6);
+    QVERIFY(fp.cells.size() > 6);
+    for (size_t i = 1; i < fp.cells.size(); ++i) QVERIFY(std::abs(fp.cells[i - 1].attribution) >= std::abs(fp.cells[i].attribution));
+    for (int i = 0; i < 6; ++i) {
+        const FeaturePatchingCell& c = fp.cells[size_t(i)];
+        // the patched run = the corrupted run with (clean − corrupt)·W_dec[f] added to resid_post 0 at the position
+        auto patch = std::make_shared<ForwardHooks>();
+        const RowVector d = decoderDirection(sae_, c.feature) * (c.clean - c.corrupt);
+        const int pos = c.position;
+        patch->resid_pre = [&](int l, Matrix& x) {
+            if (l == 1) x.row(pos) += d;
+        };
+        ForwardOptions o;
+        o.hooks = patch;
+        const ActivationCache r = runForward(*model_, corrupt, o);
+        const double want = double(r.logits(r.nPositions() - 1, metric.token)) - fp.metricCorrupt;
+        QVERIFY2(std::abs(c.patched - want) < 1e-4, qPrintable(QStringLiteral("%1 vs %2").arg(c.patched).arg(want)));
+        // the attribution: the first-order change along that vector, by central differences of the metric
+        auto along = [&](double eps) {
+            auto h = std::make_shared<ForwardHooks>();
+            const RowVector step = d * float(eps);
+            h->resid_pre = [step, pos](int l, Matrix& x) {
+                if (l == 1) x.row(pos) += step;
+            };
+            ForwardOptions oo;
+            oo.hooks = h;
+            const ActivationCache rr = runForward(*model_, corrupt, oo);
+            return double(rr.logits(rr.nPositions() - 1, metric.token));
+        };
+        const double fd = (along(1e-2) - along(-1e-2)) / 2e-2;
+        QVERIFY2(std::abs(c.attribution - fd) < 2e-3 * (1 + std::abs(fd)), qPrintable(QStringLiteral("%1 vs %2").arg(c.attribution).arg(fd)));
+    }
+    QVERIFY(std::isnan(fp.cells[6].patched));
 }
 
 QTEST_GUILESS_MAIN(TestFeatureAnalysis)

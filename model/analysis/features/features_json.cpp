@@ -62,4 +62,18 @@ QJsonObject featureToJson(const FeatureReadout& r, const FeatureRun& run, const 
     return o;
 }
 
+QJsonObject featurePatchingToJson(const FeaturePatching& fp, int maxCells) {
+    QJsonArray cells;
+    for (size_t i = 0; i < fp.cells.size() && int(i) < maxCells; ++i) {
+        const FeaturePatchingCell& c = fp.cells[i];
+        cells.append(QJsonObject{{"feature", c.feature}, {"position", c.position}, {"clean", double(c.clean)}, {"corrupt", double(c.corrupt)},
+                                 {"attribution", jsonNumber(c.attribution)}, {"patched", jsonNumber(c.patched)}});
+    }
+    return QJsonObject{{"conventions", QStringLiteral("denoising: the corrupted run with feature F at position P set to its clean activation "
+                                                      "(the dictionary's error term kept); attribution = (clean − corrupt)·(∂x̂/∂f · "
+                                                      "∂metric/∂hook_out) from one backward pass of the corrupted run; patched = the "
+                                                      "patched run's metric − metric_corrupt, for the --top cells of largest |attribution|")},
+                       {"hook", fp.hook}, {"metric_clean", fp.metricClean}, {"metric_corrupt", fp.metricCorrupt}, {"cells", cells}};
+}
+
 } // namespace attnscope
