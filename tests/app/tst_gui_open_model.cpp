@@ -285,8 +285,8 @@ void TestGuiOpenModel::ctrlNumberSelectsTabs() {
     w_->activateWindow(); // shortcuts go to the active window; the dialogs before took that away
     QVERIFY(QTest::qWaitForWindowActive(w_.get()));
     QTabWidget* tabs = w_->tabs();
-    QCOMPARE(tabs->count(), 8);
-    for (int i : {2, 6, 0, 4}) {
+    QCOMPARE(tabs->count(), 9);
+    for (int i : {2, 6, 8, 0, 4}) {
         QTest::keyClick(w_.get(), Qt::Key(Qt::Key_1 + i), Qt::ControlModifier);
         QCOMPARE(tabs->currentIndex(), i);
     }
@@ -305,6 +305,7 @@ void TestGuiOpenModel::shortcutListCoversTheMenus() {
     QCOMPARE(find("Logit lens"), QString("Ctrl+5 @ View"));
     QCOMPARE(find("Compare models"), QString("Ctrl+7 @ View"));
     QCOMPARE(find("Circuits"), QString("Ctrl+8 @ View"));
+    QCOMPARE(find("Features"), QString("Ctrl+9 @ View"));
     QCOMPARE(find("Next Head"), QString("Right @ Navigate"));
     QCOMPARE(find("About This View"), QString("F1 @ Help"));
     QCOMPARE(find("Next step"), QString("Alt+Right, N @ Attention steps tab"));
@@ -321,7 +322,8 @@ void TestGuiOpenModel::everyTabHasAGuide() {
                                      {"logit-lens", "nostalgebraist 2020"},
                                      {"embedding-space", "E · W_V^h · W_O^h · Eᵀ"},
                                      {"compare-models", "Interpreting fine-tuning"},
-                                     {"circuits", "(m_patched − m_corrupt) / (m_clean − m_corrupt)"}};
+                                     {"circuits", "(m_patched − m_corrupt) / (m_clean − m_corrupt)"},
+                                     {"features", "ReLU(pre)·(pre > θ)"}};
     QTabWidget* tabs = w_->tabs();
     for (int i = 0; i < tabs->count(); ++i) {
         const QString id = w_->viewIdAt(i);
