@@ -17,7 +17,7 @@ bool argvIsHeadless(int argc, char** argv) {
         const char* a = argv[i];
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
                                  "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
-                                 "--stitch", "--finetune-diff", "--sae"})
+                                 "--stitch", "--finetune-diff", "--sae", "--feature-contexts", "--merge", "--contexts-db"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -25,6 +25,37 @@ bool argvIsHeadless(int argc, char** argv) {
 }
 
 namespace {
+
+/// The feature-contexts options (--feature-contexts, --merge, --contexts-db with --feature), their shard parsed
+/// into c; "" when they make sense. `corpusOnly`: --shard or --window given; `other`: an option of another mode.
+QString checkContextsOptions(CommandLine& c, const QString& shard, bool corpusOnly, bool other) {
+    const bool merging = !c.mergeInputs.isEmpty();
+    if (other) return QStringLiteral("--feature-contexts, --merge and --contexts-db take no prompt and no other mode's options");
+    if (merging && !c.featureContexts.isEmpty()) return QStringLiteral("give --feature-contexts or --merge, not both");
+    if (corpusOnly && c.featureContexts.isEmpty()) return QStringLiteral("--shard and --window go with --feature-contexts CORPUS");
+    if (merging) {
+        if (c.contextsDb.isEmpty()) return QStringLiteral("--merge DB1 DB2 … needs --contexts-db OUT (a new file)");
+        if (c.feature >= 0) return QStringLiteral("--merge takes no --feature: read the merged database with --contexts-db OUT --feature F");
+        return {};
+    }
+    if (c.featureContexts.isEmpty()) { // reading: --contexts-db FILE --feature F
+        if (c.feature < 0 || c.dumpJson.isEmpty())
+            return QStringLiteral("--contexts-db FILE alone reads a feature's contexts: give --feature F and --dump-json FILE "
+                                  "(or --feature-contexts CORPUS / --merge DB …)");
+        return {};
+    }
+    if (c.sae.isEmpty()) return QStringLiteral("--feature-contexts CORPUS needs --sae PATH (the dictionary)");
+    if (!shard.isEmpty()) {
+        const QStringList parts = shard.split(QLatin1Char('/'));
+        bool okI = false, okN = false;
+        c.shard = parts.size() == 2 ? parts[0].toInt(&okI) : -1;
+        c.shards = parts.size() == 2 ? parts[1].toInt(&okN) : -1;
+        if (!okI || !okN || c.shards < 1 || c.shard < 0 || c.shard >= c.shards)
+            return QStringLiteral("--shard must be I/N with 0 <= I < N, got '%1'").arg(shard);
+    }
+    if (c.feature >= 0 && c.dumpJson.isEmpty()) return QStringLiteral("--feature F with --feature-contexts writes to --dump-json FILE: give it too");
+    return {};
+}
 
 /// The circuit options' combinations; "" when they make sense. The flags say which companion options were given.
 QString checkCircuitOptions(const CommandLine& c, bool flowOptions, bool pathOptions, bool patchOptions, bool attendOptions) {
@@ -119,6 +150,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  features         attnscope --model demo --prompt \"In the beginning God\" --sae resid-topk --features --top 5 --dump-json f.json\n"
         "    + one feature  attnscope … --sae resid-topk --feature 17 --project --dump-json f.json\n"
         "    + steering     attnscope … --sae resid-topk --steer 17=8@3 --generate 10 --dump-json steer.json\n"
+        "  corpus contexts  attnscope --model demo --sae PATH --feature-contexts corpus/ [--shard 0/4] [--contexts-db c.sqlite] --dump-json c.json\n"
+        "    + merge        attnscope --merge c0.sqlite c1.sqlite --contexts-db c.sqlite\n"
+        "    + one feature  attnscope --model demo --contexts-db c.sqlite --feature 17 --dump-json card.json\n"
         "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
         "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
         "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
@@ -234,12 +268,22 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption steerOpt("steer", "With --sae: run with feature F steered by α·W_dec[F] (F=α), ablated (F=ablate) or clamped "
                                                "(F=clamp:V), at positions @P1,P2 (default all); adds \"intervention\" (top next tokens, and "
                                                "the --generate continuation, with the edit). Repeatable.", "EDIT");
+    const QCommandLineOption featureContexts("feature-contexts", "With --sae: run the model over CORPUS (a .txt / .jsonl file or a folder "
+                                                                 "of them) and keep each feature's top contexts and activation histogram "
+                                                                 "in the --contexts-db database (default: beside the SAE); resumes an "
+                                                                 "interrupted run. --top N contexts per feature (default 20).", "CORPUS");
+    const QCommandLineOption shardOpt("shard", "With --feature-contexts: run only windows w with w % N == I (merge the shards with --merge).", "I/N");
+    const QCommandLineOption contextsDb("contexts-db", "The feature-contexts database (SQLite) to write, to merge into, or to read "
+                                                       "--feature F's top contexts from.", "FILE");
+    const QCommandLineOption mergeOpt("merge", "Merge feature-contexts databases (DB, and any further DB arguments) into --contexts-db OUT.", "DB");
+    const QCommandLineOption windowOpt("window", "With --feature-contexts: tokens per window besides BOS (default 128, at most n_ctx − 1).", "N");
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
-                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt, steerOpt, featurePatchingOpt, attributionPatch, atpStar,
+                  receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
+                  steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
@@ -257,7 +301,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return false;
     }
     CommandLine c;
-    const QStringList pos = p.positionalArguments();
+    const QStringList pos = p.isSet(mergeOpt) ? QStringList() : p.positionalArguments(); // --merge DB1 DB2 …: more DBs
     if (pos.size() > 1) {
         *error = QStringLiteral("too many arguments: %1").arg(pos.join(' '));
         return false;
@@ -346,6 +390,22 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.dumpJson = p.value(dumpJson);
     c.dumpSteps = p.value(dumpSteps);
     c.force = p.isSet(force);
+    if (p.isSet(featureContexts) || p.isSet(mergeOpt) || p.isSet(contextsDb) || p.isSet(shardOpt) || p.isSet(windowOpt)) {
+        c.featureContexts = p.value(featureContexts);
+        c.contextsDb = p.value(contextsDb);
+        if (p.isSet(mergeOpt)) c.mergeInputs = p.values(mergeOpt) + p.positionalArguments();
+        if (!parseInt(featureOpt, &c.feature, 0) || !parseInt(windowOpt, &c.windowTokens, 1)) return false;
+        c.sae = p.value(sae);
+        c.saeHook = p.value(saeHook);
+        if (!c.topGiven) c.top = 20;
+        *error = checkContextsOptions(c, p.value(shardOpt), p.isSet(shardOpt) || p.isSet(windowOpt),
+                                      p.isSet(prompt) || p.isSet(text) || p.isSet(tokenIds) || !c.exportDir.isEmpty() ||
+                                          !c.dumpSteps.isEmpty() || p.isSet(project) || p.isSet(stitch) || p.isSet(finetune) ||
+                                          p.isSet(featuresOpt) || p.isSet(steerOpt) || c.tokenize);
+        if (!error->isEmpty()) return false;
+        *out = c;
+        return true;
+    }
     c.dla = p.value(dla);
     if (p.isSet(dla) && c.dla.isEmpty()) {
         *error = QStringLiteral("--dla needs a token, e.g. --dla \" Mary\" or --dla \" Mary, John\"");

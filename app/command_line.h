@@ -33,6 +33,11 @@
 // Features (README "Features on the command line"):
 //   attnscope --model M --prompt T --dump-json F --sae PATH [--hook NAME] [--features [--top N]] [--feature F [--project]
 //             [--dla TOKEN] [--position P]] [--steer F=α[@P,…]|F=ablate|F=clamp:V … [--generate N]]
+// Feature contexts over a corpus (README "Max-activating contexts over a corpus"):
+//   attnscope --model M --sae PATH --feature-contexts CORPUS [--shard I/N] [--contexts-db FILE] [--top N] [--window N]
+//             [--dump-json F [--feature F]]
+//   attnscope --merge DB1 DB2 … --contexts-db OUT [--dump-json F]
+//   attnscope --model M --contexts-db FILE --feature F --dump-json F      (a feature's top contexts)
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
 // --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -115,13 +120,19 @@ struct CommandLine {
     int feature = -1;        ///< --feature F: add "feature" (embedding-space readings, activations, DLA)
     bool featurePatching = false; ///< --feature-patching: features as patching nodes between --prompt and --corrupt-prompt for --metric
     QStringList steer;       ///< --steer F=α[@P,…] | F=ablate | F=clamp:V (repeatable): add "intervention"
+    QString featureContexts; ///< --feature-contexts CORPUS: top contexts per feature into contextsDb (feature_contexts.h)
+    QString contextsDb;      ///< --contexts-db FILE (empty: beside the SAE)
+    QStringList mergeInputs; ///< --merge DB1 DB2 …: merge into contextsDb
+    int shard = 0, shards = 1; ///< --shard I/N
+    int windowTokens = 128;  ///< --window N
 
     /// Whether any circuit mode that runs the prompt is asked for.
     bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }
 
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {
-        return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize;
+        return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize ||
+               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty();
     }
 };
 

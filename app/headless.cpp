@@ -2,6 +2,7 @@
 
 #include "app/json_dump.h"
 #include "model/analysis/circuits/circuits_json.h"
+#include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_intervention.h"
 #include "model/analysis/features/features_json.h"
 #include "model/analysis/common/top_tokens.h"
@@ -180,8 +181,9 @@ QString dictionaryPath(const QString& name) {
     return QFileInfo::exists(bundled) ? bundled : name;
 }
 
-/// "features", "feature" and "intervention" of --sae (README "Features on the command line").
-void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
+/// The --sae dictionary: the single SAE / transcoder (its hook replaced by --hook), or the set's layer --hook names.
+/// The set is returned too: it owns the mapped files.
+std::pair<DictionarySet, size_t> selectDictionary(const Model& model, const CommandLine& cmd) {
     const ModelConfig& cfg = model.config();
     DictionarySet set = openDictionaries(dictionaryPath(cmd.sae), QString());
     size_t index = 0;
@@ -197,6 +199,13 @@ void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<i
         if (!cmd.saeHook.isEmpty()) set.coders[0].hookIn = set.coders[0].hookOut = cmd.saeHook;
         requireFitsModel(set, cfg);
     }
+    return {std::move(set), index};
+}
+
+/// "features", "feature" and "intervention" of --sae (README "Features on the command line").
+void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
+    const ModelConfig& cfg = model.config();
+    const auto [set, index] = selectDictionary(model, cmd);
     const SparseCoder& sae = set.coders[index];
     const FeatureRun run = runDictionary(model, cache, sae);
     if (cmd.features)
@@ -256,10 +265,58 @@ void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<i
     }
 }
 
+/// --feature-contexts, --merge and --contexts-db --feature (README "Max-activating contexts over a corpus"); `model`
+/// is null for --merge.
+int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextStream& out, QTextStream& err) {
+    if (!cmd.dumpJson.isEmpty())
+        if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
+    FeatureContextsResult r;
+    QString db = cmd.contextsDb;
+    if (!cmd.mergeInputs.isEmpty()) {
+        if (cmd.force && QFileInfo::exists(db) && !QFile::remove(db)) throw InputError(QStringLiteral("%1: cannot replace it").arg(db));
+        r = mergeFeatureContexts(cmd.mergeInputs, db);
+        out << "merged " << cmd.mergeInputs.size() << " database(s) into " << db << "\n";
+    } else if (!cmd.featureContexts.isEmpty()) {
+        const auto [set, index] = selectDictionary(*model, cmd);
+        FeatureContextsOptions o;
+        o.corpus = cmd.featureContexts;
+        o.db = db;
+        o.modelLabel = cmd.modelPath.isEmpty() ? QStringLiteral("demo") : cmd.modelPath;
+        o.windowTokens = cmd.windowTokens;
+        o.top = cmd.top;
+        o.shard = cmd.shard;
+        o.shards = cmd.shards;
+        Progress progress;
+        qint64 lastPercent = -1;
+        progress.report = [&](qint64 done, qint64 total, const QString&) {
+            const qint64 percent = total > 0 ? done * 100 / total : 0;
+            if (percent / 10 != lastPercent / 10) err << "attnscope: corpus " << percent << " %\n" << Qt::flush;
+            lastPercent = percent;
+        };
+        r = runFeatureContexts(*model, set.coders[index], o, progress);
+        db = r.db;
+        out << "wrote " << db << " (" << r.windowsDone << " windows, " << r.tokens << " tokens)\n";
+        if (r.badUtf8Bytes > 0) err << "attnscope: " << r.badUtf8Bytes << " corpus byte(s) are not UTF-8 (read as U+FFFD)\n";
+    }
+    if (cmd.dumpJson.isEmpty()) return 0;
+    const ContextStore store(db, false);
+    QJsonObject summary = contextsSummaryToJson(cmd.featureContexts.isEmpty() && cmd.mergeInputs.isEmpty() ? contextsSummary(store) : r,
+                                                store.meta());
+    if (cmd.feature >= 0) {
+        if (!model) throw InputError(QStringLiteral("--feature F needs --model M (its tokenizer shows the contexts)"));
+        summary.insert(QStringLiteral("feature"), featureContextsToJson(store, model->tokenizer(), cmd.feature, cmd.top));
+    }
+    QString error;
+    if (!writeJsonFile(QJsonObject{{"feature_contexts", summary}}, cmd.dumpJson, &error)) throw InputError(error);
+    out << "wrote " << cmd.dumpJson << "\n";
+    return 0;
+}
+
 } // namespace
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     try {
+        if (!cmd.mergeInputs.isEmpty()) return runFeatureContextsCommand(nullptr, cmd, out, err);
         const ResolvedModel resolved = resolveModelName(cmd.modelPath);
         if (!resolved.ok()) throw InputError(resolved.error);
         LoadOptions options;
@@ -280,6 +337,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         requireOpenable(resolved.path);
         const auto model = loadModel(resolved.path, {}, options);
         const ModelConfig& cfg = model->config();
+        if (!cmd.featureContexts.isEmpty() || !cmd.contextsDb.isEmpty()) return runFeatureContextsCommand(model.get(), cmd, out, err);
         if (!cmd.finetuneDiff.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
             const auto after = openSecond(cmd.finetuneDiff);
