@@ -3,6 +3,8 @@
 // the library computes directly; Steer writes the continuation greedyContinuation writes with the same edit; a
 // folder that is no dictionary says why.
 
+#include "model/analysis/features/context_store.h"
+#include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_intervention.h"
 #include "model/analysis/common/top_tokens.h"
 #include "model/analysis/features/reconstruction_quality.h"
@@ -12,6 +14,7 @@
 #include "model/transformer/generate.h"
 #include "model/transformer/prompt.h"
 #include "support/dictionary_fixtures.h"
+#include "support/reference_forward64.h"
 #include "support/test_paths.h"
 #include "views/features/features_panel.h"
 
@@ -30,6 +33,7 @@ private slots:
     void tablesShowTheRun();
     void featureCard();
     void steeringWritesTheEditedContinuation();
+    void cardShowsCorpusContexts();
     void badFolderSaysWhy();
 
 private:
@@ -101,10 +105,13 @@ void TestGuiFeatures::featureCard() {
     QLabel* card = labelContaining(QStringLiteral("<b>Writes</b>"));
     QVERIFY(card);
     QVERIFY(card->text().contains(tokenLabels(model_->tokenizer(), {r.decoderTop[0].id}).value(0).toHtmlEscaped()));
-    // DLA at the last position (the window's pass keeps only its logits) to the top prediction
-    const int last = cache_->nPositions() - 1;
-    const double dla = featureLogitAttribution(*model_, *cache_, set_->coders[0], run_, f, last,
-                                               topTokens(cache_->logits.row(0), 1).front().id);
+    // DLA at the selected position (3; the window's pass kept only the last logits: the lens row gives them) to the top
+    // prediction there, from the independent float64 forward's logits
+    const Matrix64 logits = logits64(*model_, blocks64(*model_, embeddings64(*model_, cache_->tokens), 0, 2));
+    Eigen::Index target;
+    logits.row(3).maxCoeff(&target);
+    const double dla = featureLogitAttribution(*model_, *cache_, set_->coders[0], run_, f, 3, int(target));
+    QVERIFY(card->text().contains(QStringLiteral("at position 3 to the prediction %1").arg(tokenLabels(model_->tokenizer(), {int(target)}).value(0).toHtmlEscaped())));
     QVERIFY2(card->text().contains(QStringLiteral(": %1").arg(dla, 0, 'f', 4)), qPrintable(card->text()));
 }
 
@@ -120,6 +127,29 @@ void TestGuiFeatures::steeringWritesTheEditedContinuation() {
     QLabel* out = labelContaining(QStringLiteral("<b>Without</b>"));
     QVERIFY(out);
     QVERIFY2(out->text().contains(clean) && out->text().contains(steered), qPrintable(out->text()));
+}
+
+void TestGuiFeatures::cardShowsCorpusContexts() {
+    const int f = panel_->selectedFeature();
+    QVERIFY(labelContaining(QStringLiteral("No corpus contexts yet")));
+    // a contexts database beside the dictionary: the card lists the feature's best contexts, the token marked
+    QFile corpus(tmp_.filePath(QStringLiteral("corpus.txt")));
+    QVERIFY(corpus.open(QIODevice::WriteOnly));
+    corpus.write("In the beginning God created the heaven and the earth.\nAnd the earth was without form, and void.\n"
+                 "And God said, Let there be light: and there was light.\n");
+    corpus.close();
+    FeatureContextsOptions o;
+    o.corpus = corpus.fileName();
+    o.modelLabel = QStringLiteral("demo");
+    o.top = 3;
+    runFeatureContexts(*model_, set_->coders[0], o);
+    const std::vector<FeatureContext> top = ContextStore(defaultContextsDb(set_->coders[0], 0, 1), false).topContexts(f, 3);
+    QVERIFY(!top.empty());
+    panel_->selectFeature(f);
+    QLabel* card = labelContaining(QStringLiteral("<b>Top contexts</b>"));
+    QVERIFY(card);
+    QCOMPARE(card->text().count(QStringLiteral("background-color: rgba(255,140,0,0.9)")), int(top.size()));
+    QVERIFY(card->text().contains(QString::number(double(top[0].activation), 'f', 2)));
 }
 
 void TestGuiFeatures::badFolderSaysWhy() {

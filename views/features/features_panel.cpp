@@ -1,6 +1,9 @@
 #include "views/features/features_panel.h"
 
 #include "model/analysis/common/top_tokens.h"
+#include "model/analysis/embedding_space/logit_lens.h"
+#include "model/analysis/features/context_store.h"
+#include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_intervention.h"
 #include "model/core/errors.h"
 #include "model/transformer/generate.h"
@@ -247,14 +250,40 @@ void FeaturesPanel::showFeature() {
     if (!r.encoderTop.empty())
         text += tr("<b>Reads</b> (W_E·W_enc[:, f]) — excited by: %1<br>inhibited by: %2<br>")
                     .arg(tokenList(*model_, r.encoderTop), tokenList(*model_, r.encoderBottom));
-    // at the selected position when the pass kept its logits, else at the last position (the window keeps those)
-    const int p = cache_ && cache_->logitRow(position_) >= 0 ? position_ : int(run_->f.rows()) - 1;
-    const int row = cache_ ? cache_->logitRow(p) : -1;
-    if (row >= 0 && run_->hookOut.site != HookSite::Z && sae->d_out == model_->config().d_model) {
-        const int target = topTokens(cache_->logits.row(row), 1).front().id;
+    // at the selected position, to the model's top prediction there (its logits row, or the last lens boundary's: the same)
+    const int p = position_;
+    if (cache_ && p >= 0 && run_->hookOut.site != HookSite::Z && sae->d_out == model_->config().d_model) {
+        const int row = cache_->logitRow(p);
+        const RowVector logits = row >= 0 ? RowVector(cache_->logits.row(row))
+                                          : lensLogits(*model_, *cache_, lensBoundaryCount(model_->config()) - 1, p);
+        const int target = topTokens(logits, 1).front().id;
         const double dla = featureLogitAttribution(*model_, *cache_, *sae, *run_, feature_, p, target);
         text += tr("<b>Direct logit attribution</b> at position %1 to the prediction %2: %3")
                     .arg(p).arg(tokenLabels(model_->tokenizer(), {target}).value(0).toHtmlEscaped()).arg(dla, 0, 'f', 4);
+    }
+    // its top contexts over a corpus, when a contexts database sits beside the dictionary (attnscope --feature-contexts)
+    const QString db = sae->path.startsWith(QLatin1Char(':')) ? QString() : defaultContextsDb(*sae, 0, 1);
+    if (!db.isEmpty() && QFileInfo::exists(db)) {
+        try {
+            const ContextStore store(db, false);
+            const std::vector<FeatureContext> top = store.topContexts(feature_, 5);
+            text += tr("<br><b>Top contexts</b> in the corpus of %1:").arg(QFileInfo(db).fileName().toHtmlEscaped());
+            if (top.empty()) text += tr(" none (the feature never fired there)");
+            for (const FeatureContext& c : top) {
+                const int from = std::max(0, c.position - 12), to = std::min(int(c.ids.size()), c.position + 4);
+                QString line;
+                for (int i = from; i < to; ++i) {
+                    const QString t = tokenLabels(model_->tokenizer(), {c.ids[size_t(i)]}).value(0).toHtmlEscaped();
+                    line += i == c.position ? QStringLiteral("<span style=\"background-color: rgba(255,140,0,0.9)\"><b>%1</b></span>").arg(t) : t;
+                }
+                text += QStringLiteral("<br>%1 &nbsp; …%2…").arg(double(c.activation), 0, 'f', 2).arg(line);
+            }
+        } catch (const InputError& e) {
+            text += tr("<br>Top contexts: %1").arg(e.message().toHtmlEscaped());
+        }
+    } else if (!db.isEmpty()) {
+        text += tr("<br>No corpus contexts yet: <tt>attnscope --model … --sae %1 --feature-contexts CORPUS</tt> writes them beside the "
+                   "dictionary.").arg(sae->path.toHtmlEscaped());
     }
     card_->setText(text);
 }
