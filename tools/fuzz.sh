@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt gguf llama2c llama2c_tokenizer)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt gguf llama2c llama2c_tokenizer npy_header)
 bash tools/install_deps.sh clang libclang-rt-14-dev # clang-14's libFuzzer runtime
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_BUILD_TESTS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -19,7 +19,7 @@ run() {
   mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t"
   local dict=()
   case "$t" in
-    prompt | llama2c | llama2c_tokenizer) ;;  # no dictionary
+    prompt | llama2c | llama2c_tokenizer | npy_header) ;;  # no dictionary
     gguf) dict=(-dict=tests/fuzz/gguf.dict) ;;
     *) dict=(-dict=tests/fuzz/json.dict) ;;
   esac
