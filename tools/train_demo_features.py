@@ -673,11 +673,9 @@ def main():
     enc = demo.GPT2Encoder(vocab, merges, byte_map)
     eot_id = vocab[demo.EOT]
     chapters = demo.load_kjv_chapters()
-    train_ids, val_ids = [], []
-    for ci, ch in enumerate(chapters):
-        target = val_ids if ci % 50 == 25 else train_ids
-        target.append(eot_id)
-        target.extend(enc.encode(ch))
+    docs = [[eot_id] + enc.encode(ch) for ch in chapters]  # held out: index 25 mod 50
+    train_ids = [t for ci, doc in enumerate(docs) if ci % 50 != 25 for t in doc]
+    val_ids = [t for ci, doc in enumerate(docs) if ci % 50 == 25 for t in doc]
     log("corpus: %d chapters, %d train tokens, %d held-out tokens (%.0fs)" % (
         len(chapters), len(train_ids), len(val_ids), time.time() - t_start))
 
