@@ -14,6 +14,7 @@
 #include "model/transformer/prompt.h"
 #include "support/cli_process.h"
 #include "support/dictionary_fixtures.h"
+#include "support/reference_json.h"
 #include "support/test_paths.h"
 
 #include <QJsonArray>
@@ -41,6 +42,7 @@ private slots:
     void featureReadings();
     void steeringDump();
     void featurePatchingDump();
+    void bundledDictionaryByName();
     void badInvocations();
 
 private:
@@ -158,6 +160,17 @@ void TestCliFeatures::featurePatchingDump() {
         if (i < 3) QVERIFY(std::abs(c["patched"].toDouble() - want.cells[size_t(i)].patched) < 1e-6);
         else QVERIFY(c["patched"].isNull());
     }
+}
+
+void TestCliFeatures::bundledDictionaryByName() {
+    // "--sae resid-topk": the SAE bundled with the demo model, as the reference of tools/train_demo_features.py saw it
+    const QJsonObject ref = readJsonObject(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/features/demo_reference.json"));
+    const QJsonObject f = demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(),
+                                     {"--prompt", ref["prompt"].toString(), "--sae", "resid-topk", "--features"}, QStringLiteral("features"));
+    QCOMPARE(f["architecture"].toString(), QStringLiteral("topk"));
+    const QJsonObject want = ref["dictionaries"].toObject()["resid-topk"].toObject();
+    QVERIFY(std::abs(f["reconstruction"].toObject()["fvu"].toDouble() - want["fvu"].toDouble()) < 1e-4);
+    QCOMPARE(f["positions"].toArray()[3].toObject()["top"].toArray().size(), want["features"].toArray()[3].toArray().size());
 }
 
 void TestCliFeatures::badInvocations() {
