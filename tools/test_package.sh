@@ -76,6 +76,12 @@ for key in '"token_ids"' '"logits_last"' '"top_next_tokens"' '"pattern"'; do
   grep -q "$key" "$work/demo.json" || { echo "demo.json lacks $key" >&2; exit 1; }
 done
 echo "dump-json ok: $(du -h "$work/demo.json" | cut -f1) of JSON"
+# the bundled dictionaries, and the corpus pass through Qt SQL's SQLite driver (a plugin: a declared dependency)
+printf 'In the beginning God created the heaven and the earth.\nAnd God said, Let there be light.\n' > "$work/corpus.txt"
+(cd "$work" && env -u DISPLAY -u QT_QPA_PLATFORM HOME="$work" /usr/bin/attnscope --model demo --sae resid-topk \
+   --feature-contexts corpus.txt --contexts-db contexts.sqlite --dump-json contexts.json >/dev/null)
+grep -q '"windows_done":1' "$work/contexts.json" || { echo "contexts.json lacks windows_done 1" >&2; exit 1; }
+echo "features ok: the bundled SAE and a contexts database"
 # the second bundled model (stitching and fine-tuning examples) is found by name from any folder
 (cd "$work" && env -u DISPLAY -u QT_QPA_PLATFORM HOME="$work" /usr/bin/attnscope --model demo \
    --finetune-diff demo-variant --top 3 --dump-json variant.json)
