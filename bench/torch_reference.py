@@ -136,6 +136,13 @@ class HookedGPT2:
         self.d_head = self.D // self.H
         self.eps = cfg.get("layer_norm_epsilon", 1e-5)
         self.W_U = t["wte.weight"]  # tied
+        # GPT-2 has no soft-caps or sliding window: forward shares HookedLlama's Gemma 2 lines with these left off
+        self.score_scale = 1.0 / math.sqrt(self.d_head)
+        self.attn_cap = self.final_cap = self.window = None
+
+    @staticmethod
+    def softcap(x, cap):
+        return x if cap is None else cap * torch.tanh(x / cap)
 
     def ln(self, x, w, b):
         return torch.nn.functional.layer_norm(x, (self.D,), w, b, self.eps)
