@@ -114,6 +114,12 @@ bool hookIsEditable(const HookPoint& hook) {
     }
 }
 
+void requireEditable(const HookPoint& hook) {
+    if (!hookIsEditable(hook))
+        throw InputError(QStringLiteral("%1 cannot be edited during a forward pass (editable: resid_pre, resid_mid, resid_post, "
+                                        "attn_out, mlp_out, attn.hook_z)").arg(hook.name()));
+}
+
 void addHookEdit(ForwardHooks& hooks, const HookPoint& hook, std::function<void(Matrix& x)> edit) {
     const int l = hook.layer;
     switch (hook.site) {
@@ -125,8 +131,7 @@ void addHookEdit(ForwardHooks& hooks, const HookPoint& hook, std::function<void(
     case HookSite::Z: hooks.z = chain(std::move(hooks.z), l, std::move(edit)); return;
     default: break;
     }
-    throw InputError(QStringLiteral("%1 cannot be edited during a forward pass (editable: resid_pre, resid_mid, resid_post, "
-                                    "attn_out, mlp_out, attn.hook_z)").arg(hook.name()));
+    requireEditable(hook);
 }
 
 } // namespace attnscope

@@ -57,6 +57,9 @@ Matrix hookActivation(const ActivationCache& cache, const HookPoint& hook);
 /// outputs, z): addHookEdit accepts it.
 bool hookIsEditable(const HookPoint& hook);
 
+/// Throws InputError "NAME cannot be edited during a forward pass (editable: …)" unless hookIsEditable(hook).
+void requireEditable(const HookPoint& hook);
+
 /// Chains `edit` into `hooks` at `hook` (after any callback already there): it gets the activation of every
 /// position [pos, width] as computed and changes it in place; downstream uses what it leaves
 /// (resid_mid / resid_post are recomputed from edited attn_out / mlp_out). Throws InputError for a hook

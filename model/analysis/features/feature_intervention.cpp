@@ -44,7 +44,7 @@ std::shared_ptr<ForwardHooks> featureEditHooks(const Model& model, const SparseC
     const QString label = QDir::toNativeSeparators(sae.path);
     const HookPoint in = requireHook(cfg, sae.hookIn, sae.d_in, label);
     const HookPoint out = requireHook(cfg, sae.hookOut, sae.d_out, label);
-    if (!hookIsEditable(out)) addHookEdit(*std::make_shared<ForwardHooks>(), out, {}); // throws its message
+    requireEditable(out);
     for (const FeatureEdit& e : edits) requireFeature(sae, e.feature);
     auto hooks = std::make_shared<ForwardHooks>();
     bool needsInput = false;

@@ -40,7 +40,7 @@ FeaturePatching featurePatching(const Model& model, const PatchingRuns& runs, co
                              .arg(clean.nPositions()).arg(corrupt.nPositions()));
     const FeatureRun a = runDictionary(model, clean, sae);
     const FeatureRun b = runDictionary(model, corrupt, sae);
-    if (!hookIsEditable(b.hookOut)) addHookEdit(*std::make_shared<ForwardHooks>(), b.hookOut, {}); // throws its message
+    requireEditable(b.hookOut);
     const int p = metric.position < 0 ? corrupt.nPositions() - 1 : metric.position;
     const RowVector cleanLogits = clean.logits.row(clean.logitRow(p));
     const MetricGradients grads = metricGradients(model, corrupt, metric, cleanLogits, {}, progress);
