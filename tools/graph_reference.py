@@ -27,7 +27,8 @@ model module's logits; the frozen replacement model (transcoders + error nodes) 
 clean logits and ln_2 outputs to 1e-10 and is affine in the feature activations (logits at 2a =
 2 * logits at a - logits at 0); the adjacency from circuit-tracer's gradient injection (autograd,
 route 1) equals the one from knocking out each node in a separate numpy forward of the frozen
-replacement model (route 2); every target value = sum of its incoming edges + its constant; the
+replacement model (route 2) and the explicit backward recursion of attribution_direct_path
+(route 3, the algorithm the C++ implementation follows); every target value = sum of its incoming edges + its constant; the
 pruning masks are the same when computed from the float32-rounded adjacency; an intervention that
 sets the chosen features to their own values reproduces the clean logits.
 
@@ -409,6 +410,65 @@ def attribution_knockout(W, rec, tcs, ids, feats, acts_dense, err, mlp_const, lo
     return cols, vals[0], vals[-1], ln2, lnf
 
 
+def attribution_direct_path(W, rec, tcs, ids, feats, acts_dense, err, logit_vecs):
+    """Route 3, numpy: the explicit backward recursion that the C++ implementation follows.
+
+    C(v) = v - mean(v). For each target a residual-stream gradient G [T, d] is carried downwards:
+      logit target u:          G = 0 except G[T-1] = C(g_f * u) / sf[T-1], starting above layer
+                               n_layers-1;
+      feature target (L,p,f):  G = 0 except G[p] = C(g2_L * W_enc[f]) / s2[L,p] at resid_mid of L,
+                               then the attention of layer L, then the layers below.
+    Layer L (from the top): edges from MLP-L sources read G (the gradient at resid_post[L]); the
+    MLP is stop-gradient, so G passes unchanged to resid_mid[L]; the attention then gives
+      G'[k] = G[k] + C(g1_L * sum_h W_V^h (sum_q A[L,h,q,k] W_O^h G[q])) / s1[L,k]
+    (W_V^h = c_attn V columns of head h [d, dh], W_O^h = c_proj rows of head h [dh, d], so
+    W_O^h G[q] is a dh-vector and W_V^h maps it back to d).
+    Token edges read G after layer 0's attention (the gradient at the embedding)."""
+    np64 = lambda t: t.detach().numpy().astype(np.float64)  # noqa: E731
+    T = len(ids)
+    n_layers = len(W["layers"])
+    H = W["H"]
+    n_feat = len(feats)
+    targets = [(L, p, np64(tcs[L]["W_enc"][f])) for (L, p, f) in feats]
+    targets += [(n_layers, T - 1, u) for u in np64(logit_vecs)]
+    lws = [{k: np64(v) for k, v in lw.items()} for lw in W["layers"]]
+    s1 = [np64(s)[:, 0] for s in rec["s1"]]
+    s2 = [np64(s)[:, 0] for s in rec["s2"]]
+    sf = np64(rec["sf"])[:, 0]
+    pats = [np64(p) for p in rec["pattern"]]
+    C = lambda v: v - v.mean(-1, keepdims=True)  # noqa: E731
+    d = lws[0]["g1"].shape[0]
+    dh = d // H
+    wte = np64(W["wte"])
+    rows = np.zeros((len(targets), n_feat + (n_layers + 1) * T))
+    for r, (Lt, pt, vec) in enumerate(targets):
+        G = np.zeros((T, d))
+        if Lt == n_layers:
+            G[pt] = C(np64(W["gf"]) * vec) / sf[pt]
+        else:
+            G[pt] = C(lws[Lt]["g2"] * vec) / s2[Lt][pt]
+        grads_post = {}
+        for L in range(min(Lt, n_layers - 1), -1, -1):
+            lw = lws[L]
+            if L < Lt:
+                grads_post[L] = G.copy()  # gradient at resid_post[L] = at MLP-L output
+            back = np.zeros((T, d))
+            for h in range(H):
+                sl = slice(h * dh, (h + 1) * dh)
+                gz = G @ lw["Wo"][sl].T                   # [T(q), dh]
+                gv = pats[L][h].T @ gz                     # [T(k), dh]  sum_q A[h,q,k] gz[q]
+                back += gv @ lw["Wv"][:, sl].T             # [T(k), d]
+            G = G + C(lw["g1"] * back) / s1[L][:, None]
+        for j, (L, p, f) in enumerate(feats):
+            if L in grads_post:
+                rows[r, j] = grads_post[L][p] @ (float(acts_dense[L, p, f]) *
+                                                 np64(tcs[L]["W_dec"][f]))
+        for L in grads_post:
+            rows[r, n_feat + L * T:n_feat + (L + 1) * T] = (grads_post[L] * np64(err[L])).sum(-1)
+        rows[r, n_feat + n_layers * T:] = (G * wte[ids]).sum(-1)
+    return rows
+
+
 # ----------------------------------------------------------------------------- pruning (graph.py)
 
 def normalize_matrix(m):
@@ -627,6 +687,9 @@ def main():
     scale = max(1.0, np.abs(rows).max())
     d_routes = np.abs(rows - cols).max()
     assert d_routes <= 1e-10 * scale, d_routes
+    rows3 = attribution_direct_path(W, rec, tcs, ids, feats, acts, err, logit_vecs)
+    d_routes3 = np.abs(rows - rows3).max()
+    assert d_routes3 <= 1e-10 * scale, d_routes3
     adj = np.zeros((n_nodes, n_nodes))
     adj[:n_feat, :logit_off] = rows[:n_feat]
     adj[logit_off:, :logit_off] = rows[n_feat:]
@@ -742,6 +805,7 @@ def main():
         "checks": {"clean_vs_module_max_abs": d_clean, "replacement_vs_clean_max_abs": float(d_repl),
                    "linearity_2a_max_abs": float(d_lin2),
                    "autograd_vs_knockout_max_abs": float(d_routes),
+                   "autograd_vs_direct_path_max_abs": float(d_routes3),
                    "completeness_max_abs": float(d_complete)},
         "pruning": {
             "node_threshold_value": pr["node_threshold_value"],
@@ -780,8 +844,8 @@ def main():
     sj, sn = os.path.getsize(jpath), os.path.getsize(npath)
     print("tokens %d, features %d, logits %d (p %.4f), nodes %d" % (
         T, n_feat, n_logits, float(logit_p.sum()), n_nodes))
-    print("checks: module %.2e, replacement %.2e, linearity %.2e, routes %.2e, completeness %.2e"
-          % (d_clean, d_repl, d_lin2, d_routes, d_complete))
+    print("checks: module %.2e, replacement %.2e, linearity %.2e, routes %.2e / %.2e, "
+          "completeness %.2e" % (d_clean, d_repl, d_lin2, d_routes, d_routes3, d_complete))
     print("pruning: %d nodes, %d edges kept; replacement score %.4f, completeness score %.4f" % (
         int(pr["node_mask"].sum()), len(kept_edges), replacement_score, completeness_score))
     for r in interventions_out:
