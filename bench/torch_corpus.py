@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer of `attnscope --feature-contexts`: the corpus pass a Python user writes — windows of BOS + 127 tokens,
-a GPT-2 forward with a hook caching the SAE's input (bench/torch_reference.py's HookedGPT2, the full forward as
-AttnScope runs it), encode with a TopK or JumpReLU / ReLU SAE (SAELens cfg.json + sae_weights.safetensors), and a
+a GPT-2 forward up to the SAE's hook point and no further (bench/torch_reference.py's HookedGPT2 with TransformerLens's
+stop_at_layer, as AttnScope stops), encode with a TopK or JumpReLU / ReLU SAE (SAELens cfg.json + sae_weights.safetensors), and a
 running top N per feature (torch.topk over the kept N and the window's rows). float32, 2 threads, no grad, no
 database. Prints tokens/s as JSON.
 
@@ -42,6 +42,7 @@ def main():
     W_enc, b_enc, b_dec = w["W_enc"].float(), w["b_enc"].float(), w["b_dec"].float()
     theta = w["threshold"].float() if "threshold" in w else None
     d_sae = W_enc.shape[1]
+    stop_at = int(hook.split(".")[1]) + 1  # blocks.L.…: the forward stops after block L (stop_at_layer)
     with open(a.tokens) as f:
         ids = json.load(f)["token_ids"]
     bos = cfg.get("bos_token_id", 50256)
@@ -53,7 +54,7 @@ def main():
     t0 = time.perf_counter()
     for wi, win in enumerate(windows):
         cache = {}
-        m.forward(torch.tensor(win), cache=_Only(cache, hook), last_only=True)
+        m.forward(torch.tensor(win), cache=_Only(cache, hook), stop_at_layer=stop_at)
         x = cache[hook][1:]  # BOS left out, as AttnScope does
         pre = (x - b_dec * sc.get("apply_b_dec_to_input", True)) @ W_enc + b_enc
         if arch == "topk":

@@ -147,8 +147,9 @@ class HookedGPT2:
     def ln(self, x, w, b):
         return torch.nn.functional.layer_norm(x, (self.D,), w, b, self.eps)
 
-    def forward(self, tokens, cache=None, last_only=False, z_patch=None):
-        """z_patch = (layer, head, z [S, d_head]): that head's hook_z replaced (a TransformerLens hook)."""
+    def forward(self, tokens, cache=None, last_only=False, z_patch=None, stop_at_layer=None):
+        """z_patch = (layer, head, z [S, d_head]): that head's hook_z replaced (a TransformerLens hook).
+        stop_at_layer = n (TransformerLens's argument): run blocks 0 … n − 1 only and return the residual stream."""
         t, H, dh, S = self.t, self.H, self.d_head, tokens.shape[0]
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         embed = t["wte.weight"][tokens]
@@ -162,7 +163,7 @@ class HookedGPT2:
         mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
         if self.window:  # Gemma 2's even layers: query i sees keys i − window < j ≤ i
             window_mask = mask | torch.tril(torch.ones(S, S, dtype=torch.bool), -self.window)
-        for l in range(self.L):
+        for l in range(self.L if stop_at_layer is None else stop_at_layer):
             p = f"h.{l}."
             hook(f"blocks.{l}.hook_resid_pre", x)
             ln1 = self.ln(x, t[p + "ln_1.weight"], t[p + "ln_1.bias"])
@@ -200,6 +201,8 @@ class HookedGPT2:
             hook(f"blocks.{l}.hook_mlp_out", mlp_out)
             x = x + mlp_out
             hook(f"blocks.{l}.hook_resid_post", x)
+        if stop_at_layer is not None:
+            return x
         xf = self.ln(x[-1:] if last_only else x, t["ln_f.weight"], t["ln_f.bias"])
         hook("ln_final.hook_normalized", xf)
         return self.softcap(xf @ self.W_U.T, self.final_cap)
@@ -332,8 +335,9 @@ class HookedLlama:
         x1, x2 = x[..., : self.dh // 2], x[..., self.dh // 2:]
         return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
-    def forward(self, tokens, cache=None, last_only=False, z_patch=None):
-        """z_patch = (layer, head, z [S, d_head]): that head's hook_z replaced (a TransformerLens hook)."""
+    def forward(self, tokens, cache=None, last_only=False, z_patch=None, stop_at_layer=None):
+        """z_patch = (layer, head, z [S, d_head]): that head's hook_z replaced (a TransformerLens hook).
+        stop_at_layer = n (TransformerLens's argument): run blocks 0 … n − 1 only and return the residual stream."""
         t, H, KV, dh, S, D = self.t, self.H, self.KV, self.dh, tokens.shape[0], self.D
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         x = t["model.embed_tokens.weight"][tokens]

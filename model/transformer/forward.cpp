@@ -430,7 +430,9 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
         cache.pos_embed = Matrix::Zero(S, cfg.d_model);
 
     LayerCache scratch; // the only layer when !cacheLayers or residualsOnly: its buffers are reused layer after layer
-    cache.layers.resize(options.cacheLayers ? size_t(cfg.n_layers) : 0);
+    const bool stopEarly = options.stopAtLayer >= 0 && options.stopAtLayer < cfg.n_layers;
+    const int nRun = stopEarly ? options.stopAtLayer : cfg.n_layers;
+    cache.layers.resize(options.cacheLayers ? size_t(nRun) : 0);
     cache.recomputer.reset(); // a recycled cache may come from a residuals-only pass
     if (options.residualsOnly) // nor may a recycled full cache keep its S²-sized buffers in this mode
         for (LayerCache& layer : cache.layers) layer = LayerCache();
@@ -438,7 +440,7 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     ForwardOptions blockOptions = options;
     blockOptions.cacheHeadResults = options.cacheHeadResults && keepAll; // recomputed layers get them (layer_recompute.h)
     Matrix resid = cache.embed + cache.pos_embed;
-    for (int l = 0; l < cfg.n_layers; ++l) {
+    for (int l = 0; l < nRun; ++l) {
         progress.step(l, total, QStringLiteral("layer %1").arg(l));
         LayerCache& c = keepAll ? cache.layers[size_t(l)] : scratch;
         c.resid_pre = resid;
@@ -449,6 +451,14 @@ ActivationCache runForward(const Model& model, std::span<const int> tokens, cons
     }
     if (options.cacheLayers && options.residualsOnly)
         cache.recomputer = std::make_shared<LayerRecomputer>(model, options, plan.recomputedLayers);
+    if (stopEarly) { // no unembedding: a recycled cache's final fields are dropped, not left stale
+        cache.ln_final.resize(0, 0);
+        cache.ln_final_scale.resize(0);
+        cache.logits.resize(0, 0);
+        cache.logitPositions.clear();
+        progress.step(total, total, QStringLiteral("done"));
+        return cache;
+    }
     progress.step(cfg.n_layers, total, QStringLiteral("unembedding"));
 
     applyNorm(cfg, resid, g.ln_final_w, g.ln_final_b, cache.ln_final, &cache.ln_final_scale);

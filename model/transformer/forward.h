@@ -39,6 +39,10 @@ struct ForwardOptions {
     /// Callbacks that may replace activations as they are computed (forward_hooks.h); kept by recomputed
     /// layers of a residuals-only cache, so those stay what the hooked pass computed.
     std::shared_ptr<const ForwardHooks> hooks;
+    /// TransformerLens's stop_at_layer: when in [0, n_layers), run blocks 0 … stopAtLayer − 1 only. The cache then
+    /// holds those layers (ActivationCache::layers has stopAtLayer entries) and no ln_final, logits or
+    /// logitPositions: for passes that only read a hook point part-way up (the corpus pass of feature_contexts.h).
+    int stopAtLayer = -1;
 };
 
 /// Runs the model on `tokens` (ids in [0, d_vocab)) and returns every intermediate.

@@ -25,6 +25,7 @@ private slots:
     void cacheIsInternallyConsistent();
     void lastPositionLogitsOnlyEqualFullLogits();
     void recycledCacheGivesIdenticalResultsInTheSameBuffers();
+    void stopAtLayerRunsTheLowerBlocksOnly();
     void rejectsBadPrompts();
     void cancels();
     void demoModelRuns();
@@ -185,6 +186,33 @@ void TestForward::recycledCacheGivesIdenticalResultsInTheSameBuffers() {
     QCOMPARE(shorter.logits, shortFresh.logits);
     QCOMPARE(shorter.layers[1].pattern[1], shortFresh.layers[1].pattern[1]);
     QVERIFY(shorter.layers[1].result.empty());
+}
+
+void TestForward::stopAtLayerRunsTheLowerBlocksOnly() {
+    auto model = loadModel(testdata("tiny-gpt2"));
+    const std::vector<int> ids{511, 464, 269, 265, 12, 7};
+    const ActivationCache full = runForward(*model, ids);
+    QCOMPARE(full.layers.size(), size_t(2));
+    ForwardOptions stop;
+    stop.stopAtLayer = 1;
+    int lastStep = -1, total = -1;
+    Progress progress;
+    progress.report = [&](qint64 done, qint64 of, const QString&) { lastStep = int(done); total = int(of); };
+    // recycled from a full pass, so that a stale layer 1 or stale logits would show
+    const ActivationCache part = runForward(*model, ids, stop, progress, runForward(*model, ids));
+    QCOMPARE(part.layers.size(), size_t(1));
+    QCOMPARE(part.layers[0].resid_post, full.layers[0].resid_post); // bitwise: the same block code
+    QCOMPARE(part.layers[0].mlp_post, full.layers[0].mlp_post);
+    QCOMPARE(part.logits.size(), Eigen::Index(0));
+    QCOMPARE(part.ln_final.size(), Eigen::Index(0));
+    QVERIFY(part.logitPositions.empty());
+    QCOMPARE(lastStep, total); // progress ends at 100 %
+    stop.stopAtLayer = 0; // embeddings only
+    const ActivationCache none = runForward(*model, ids, stop);
+    QVERIFY(none.layers.empty());
+    QCOMPARE(none.embed, full.embed);
+    stop.stopAtLayer = 2; // n_layers: the whole model, logits included
+    QCOMPARE(runForward(*model, ids, stop).logits, full.logits);
 }
 
 void TestForward::rejectsBadPrompts() {

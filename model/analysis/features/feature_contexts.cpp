@@ -177,6 +177,7 @@ FeatureContextsResult runFeatureContexts(const Model& model, const SparseCoder& 
     ForwardOptions fo;
     fo.cacheHeadResults = false;
     fo.allLogits = false;
+    fo.stopAtLayer = hook.layer + 1; // nothing above the hook point is read
     ActivationCache cache;
     CorpusWindow w;
     qint64 windowsSeen = 0; // windows in the corpus up to the one read last
