@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 namespace attnscope {
@@ -57,6 +58,71 @@ RowVector decoderNorms(const SparseCoder& sae) {
     return n;
 }
 
+/// True when one of the 16 floats at p is > t (four 4-lane compares: GCC vector extensions, so SSE2 on x86-64 and
+/// NEON on arm64 without per-ISA code).
+bool anyAbove16(const float* p, float t) {
+    typedef float f32x4 __attribute__((vector_size(16)));
+    typedef int i32x4 __attribute__((vector_size(16)));
+    f32x4 v[4];
+    std::memcpy(v, p, sizeof v);
+    const f32x4 tv = {t, t, t, t};
+    const i32x4 m = (v[0] > tv) | (v[1] > tv) | (v[2] > tv) | (v[3] > tv);
+    return (m[0] | m[1] | m[2] | m[3]) != 0;
+}
+
+/// Calls visit(i) for each i in [0, n) with p[i] != 0 (NaN included), a block of 16 zeros skipped after one vector
+/// compare: an SAE's activations are > 99 % zeros, which a scalar scan pays for one by one.
+template <typename F>
+void forEachNonZero(const float* p, Eigen::Index n, F&& visit) {
+    typedef float f32x4 __attribute__((vector_size(16)));
+    typedef int i32x4 __attribute__((vector_size(16)));
+    const f32x4 zero = {0, 0, 0, 0};
+    Eigen::Index i = 0;
+    for (; i + 16 <= n; i += 16) {
+        f32x4 v[4];
+        std::memcpy(v, p + i, sizeof v);
+        const i32x4 m = (v[0] != zero) | (v[1] != zero) | (v[2] != zero) | (v[3] != zero);
+        if ((m[0] | m[1] | m[2] | m[3]) == 0) continue;
+        for (Eigen::Index j = i; j < i + 16; ++j)
+            if (p[j] != 0.0f) visit(j);
+    }
+    for (; i < n; ++i)
+        if (p[i] != 0.0f) visit(i);
+}
+
+/// The k best entries of row [0, n) (k ≤ n), best first: value desc, then feature id asc. A heap of k with the
+/// worst kept entry on top; once full, a block of 16 with no entry above that worst is skipped after one vector
+/// compare, which after the first few hundred entries is nearly every block (about 1 ms against 4.5 for 128 rows of
+/// 24 576 here; a heap over all ids with std::partial_sort took 4.5, std::nth_element 5× that). A later entry
+/// equal to the worst does not displace it (its id is larger). NaN entries never enter.
+void topKOfRow(const float* row, int n, int k, std::vector<FeatureValue>& kept) {
+    const auto better = [](const FeatureValue& a, const FeatureValue& b) {
+        return a.activation > b.activation || (a.activation == b.activation && a.feature < b.feature);
+    };
+    kept.clear();
+    int j = 0;
+    for (; j < n && int(kept.size()) < k; ++j)
+        if (row[j] == row[j]) {
+            kept.push_back({j, row[j]});
+            std::push_heap(kept.begin(), kept.end(), better);
+        }
+    const auto consider = [&](int i) {
+        if (row[i] > kept.front().activation) {
+            std::pop_heap(kept.begin(), kept.end(), better);
+            kept.back() = {i, row[i]};
+            std::push_heap(kept.begin(), kept.end(), better);
+        }
+    };
+    if (int(kept.size()) == k && k > 0) {
+        for (; j < n && j % 16 != 0; ++j) consider(j);
+        for (; j + 16 <= n; j += 16)
+            if (anyAbove16(row + j, kept.front().activation))
+                for (int i = j; i < j + 16; ++i) consider(i);
+        for (; j < n; ++j) consider(j);
+    }
+    std::sort_heap(kept.begin(), kept.end(), better);
+}
+
 } // namespace
 
 Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
@@ -97,19 +163,13 @@ Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
             norms = decoderNorms(sae);
             pre.array().rowwise() *= norms.array();
         }
-        // per row: the k best (value desc, then id asc) by a heap of k over the row (std::partial_sort: most entries are
-        // rejected by one comparison with the heap's top; 5× faster here than selecting with std::nth_element)
         const int k = std::min<int>(sae.k, int(F));
-        std::vector<int> order(static_cast<size_t>(F));
-        std::vector<float> kept(static_cast<size_t>(k));
+        std::vector<FeatureValue> kept;
         for (Eigen::Index p = 0; p < S; ++p) {
             float* row = pre.row(p).data();
-            std::iota(order.begin(), order.end(), 0);
-            std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                              [row](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-            for (int i = 0; i < k; ++i) kept[size_t(i)] = row[order[size_t(i)]];
+            topKOfRow(row, int(F), k, kept);
             std::fill(row, row + F, 0.0f);
-            for (int i = 0; i < k; ++i) row[order[size_t(i)]] = sae.relu ? std::max(kept[size_t(i)], 0.0f) : kept[size_t(i)];
+            for (const FeatureValue& e : kept) row[e.feature] = sae.relu ? std::max(e.activation, 0.0f) : e.activation;
         }
         break;
     }
@@ -125,21 +185,21 @@ Matrix decodeFeatures(const SparseCoder& sae, const Matrix& f, const Matrix& x) 
     }
     const Matrix& acts = rescaled.size() ? rescaled : f;
     Matrix out;
-    const Eigen::Index nnz = (acts.array() != 0.0f).count();
+    Eigen::Index nnz = 0;
+    forEachNonZero(acts.data(), acts.size(), [&](Eigen::Index) { ++nnz; });
     if (nnz * 8 < acts.size()) { // sparse (the usual case): x̂ = b_dec + Σ_i f_i·W_dec[i] over the firing features only
         out = Matrix::Zero(acts.rows(), sae.d_out);
         RowVector row(sae.d_out);
         for (Eigen::Index p = 0; p < acts.rows(); ++p) {
             const float* ap = acts.row(p).data();
-            for (Eigen::Index i = 0; i < acts.cols(); ++i) {
+            forEachNonZero(ap, acts.cols(), [&](Eigen::Index i) {
                 const float a = ap[i];
-                if (a == 0.0f) continue;
                 if (sae.W_dec.isF32View()) out.row(p) += a * Eigen::Map<const RowVector>(sae.W_dec.data() + i * sae.W_dec.stride, sae.d_out);
                 else {
                     sae.W_dec.copyRow(i, row.data());
                     out.row(p) += a * row;
                 }
-            }
+            });
         }
         if (!sae.b_dec.empty()) out.rowwise() += rowOfWeight(sae.b_dec);
     } else {
@@ -202,8 +262,11 @@ RowVector encoderDirection(const SparseCoder& sae, int feature) {
 
 std::vector<FeatureValue> firingFeatures(const Eigen::Ref<const RowVector>& f, int top) {
     std::vector<FeatureValue> v;
-    for (Eigen::Index i = 0; i < f.size(); ++i)
-        if (f(i) != 0.0f) v.push_back({int(i), f(i)});
+    if (f.innerStride() == 1)
+        forEachNonZero(f.data(), f.size(), [&](Eigen::Index i) { v.push_back({int(i), f(i)}); });
+    else
+        for (Eigen::Index i = 0; i < f.size(); ++i)
+            if (f(i) != 0.0f) v.push_back({int(i), f(i)});
     std::sort(v.begin(), v.end(), [](const FeatureValue& a, const FeatureValue& b) {
         return a.activation > b.activation || (a.activation == b.activation && a.feature < b.feature);
     });
