@@ -17,7 +17,8 @@ bool argvIsHeadless(int argc, char** argv) {
         const char* a = argv[i];
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
                                  "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
-                                 "--stitch", "--finetune-diff", "--sae", "--feature-contexts", "--merge", "--contexts-db"})
+                                 "--stitch", "--finetune-diff", "--sae", "--feature-contexts", "--merge", "--contexts-db", "--graph",
+                                 "--graph-json", "--transcoders"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -277,6 +278,19 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                        "--feature F's top contexts from.", "FILE");
     const QCommandLineOption mergeOpt("merge", "Merge feature-contexts databases (DB, and any further DB arguments) into --contexts-db OUT.", "DB");
     const QCommandLineOption windowOpt("window", "With --feature-contexts: tokens per window besides BOS (default 128, at most n_ctx − 1).", "N");
+    const QCommandLineOption graphOpt("graph", "With --transcoders: the attribution graph of the prompt's next-token prediction "
+                                               "(circuit-tracer's: frozen attention and norms, transcoder features, error and token "
+                                               "nodes, the top logits); adds \"graph\" (nodes, kept edges, scores).");
+    const QCommandLineOption transcodersOpt("transcoders", "A per-layer transcoder set for --graph (circuit-tracer config.yaml folder, "
+                                                           "or a bundled name: transcoders).", "PATH");
+    const QCommandLineOption graphJsonOpt("graph-json", "With --transcoders: write the attribution graph in Neuronpedia's graph "
+                                                        "layout (open it in Neuronpedia's graph viewer).", "FILE");
+    const QCommandLineOption maxLogitsOpt("max-logits", "With --graph: at most N logit nodes (default 10), until their "
+                                                        "probabilities sum to 0.95.", "N");
+    const QCommandLineOption nodeThresholdOpt("node-threshold", "With --graph: keep the nodes up to this share of the cumulative "
+                                                                "influence (default 0.8).", "X");
+    const QCommandLineOption edgeThresholdOpt("edge-threshold", "With --graph: keep the edges up to this share of the edge "
+                                                                "scores (default 0.98).", "X");
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
@@ -284,7 +298,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
-                  gradients, stopGradient, saliency, igSteps, baseline, eap});
+                  gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt,
+                  nodeThresholdOpt, edgeThresholdOpt});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     QStringList argv = args; // "--feature F --project": --project without a value reads the feature in embedding space
@@ -572,6 +587,31 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     if (!parseInt(featureOpt, &c.feature, 0)) return false;
     if ((c.features || c.feature >= 0 || !c.steer.isEmpty() || p.isSet(saeHook) || c.featurePatching) && c.sae.isEmpty()) {
         *error = QStringLiteral("--features, --feature, --steer, --feature-patching and --hook go with --sae PATH");
+        return false;
+    }
+    c.graph = p.isSet(graphOpt);
+    c.transcoders = p.value(transcodersOpt);
+    c.graphJson = p.value(graphJsonOpt);
+    if (!parseInt(maxLogitsOpt, &c.maxLogits, 1)) return false;
+    for (auto [opt, v] : {std::pair{&nodeThresholdOpt, &c.nodeThreshold}, std::pair{&edgeThresholdOpt, &c.edgeThreshold}}) {
+        if (!p.isSet(*opt)) continue;
+        bool okThreshold = false;
+        *v = p.value(*opt).toDouble(&okThreshold);
+        if (!okThreshold || !(*v > 0) || *v > 1) {
+            *error = QStringLiteral("--%1 must be a number in (0, 1], got '%2'").arg(opt->names().front(), p.value(*opt));
+            return false;
+        }
+    }
+    if ((c.graph || !c.graphJson.isEmpty()) != !c.transcoders.isEmpty()) {
+        *error = QStringLiteral("--graph and --graph-json go with --transcoders PATH");
+        return false;
+    }
+    if (!c.graph && (p.isSet(maxLogitsOpt) || p.isSet(nodeThresholdOpt) || p.isSet(edgeThresholdOpt)) && c.graphJson.isEmpty()) {
+        *error = QStringLiteral("--max-logits, --node-threshold and --edge-threshold go with --graph or --graph-json");
+        return false;
+    }
+    if (c.graph && c.dumpJson.isEmpty()) {
+        *error = QStringLiteral("--graph adds to the --dump-json output: give --dump-json FILE too (or write --graph-json FILE)");
         return false;
     }
     if (!c.sae.isEmpty() && c.dumpJson.isEmpty()) {

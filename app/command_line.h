@@ -38,6 +38,9 @@
 //             [--dump-json F [--feature F]]
 //   attnscope --merge DB1 DB2 … --contexts-db OUT [--dump-json F]
 //   attnscope --model M --contexts-db FILE --feature F --dump-json F      (a feature's top contexts)
+// Attribution graphs (README "Attribution graphs on the command line"):
+//   attnscope --model M --prompt T --transcoders PATH (--graph --dump-json F | --graph-json G) [--max-logits N]
+//             [--node-threshold 0.8] [--edge-threshold 0.98]
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
 // --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -125,6 +128,12 @@ struct CommandLine {
     QStringList mergeInputs; ///< --merge DB1 DB2 …: merge into contextsDb
     int shard = 0, shards = 1; ///< --shard I/N
     int windowTokens = 128;  ///< --window N
+    // attribution graphs (model/analysis/graphs)
+    bool graph = false;      ///< --graph: add "graph" (graph_json.h attributionGraphToJson)
+    QString transcoders;     ///< --transcoders PATH | bundled name: a per-layer transcoder set
+    QString graphJson;       ///< --graph-json FILE: the graph in Neuronpedia's layout (graph_json.h neuronpediaGraphJson)
+    int maxLogits = 10;      ///< --max-logits N
+    double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
 
     /// Whether any circuit mode that runs the prompt is asked for.
     bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }
@@ -132,7 +141,7 @@ struct CommandLine {
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {
         return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize ||
-               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty();
+               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty();
     }
 };
 

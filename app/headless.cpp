@@ -9,6 +9,7 @@
 #include "model/features/dictionary_set.h"
 #include "model/analysis/common/input_checks.h"
 #include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/graphs/graph_json.h"
 #include "model/analysis/gradients/gradients_json.h"
 #include "model/analysis/residual/direct_logit_attribution.h"
 #include "model/analysis/common/target_token.h"
@@ -202,6 +203,29 @@ std::pair<DictionarySet, size_t> selectDictionary(const Model& model, const Comm
     return {std::move(set), index};
 }
 
+/// --graph / --graph-json: the attribution graph of the prompt with --transcoders, pruned and scored.
+struct GraphDump {
+    DictionarySet transcoders; ///< owns the mapped files
+    ReplacementModel replacement;
+    AttributionGraph graph;
+    PrunedGraph pruned;
+    GraphScores scores;
+    AttributionOptions attribution;
+    PruneOptions pruning;
+};
+
+std::unique_ptr<GraphDump> attributionGraphDump(const Model& model, const CommandLine& cmd, const std::vector<int>& ids) {
+    auto d = std::make_unique<GraphDump>();
+    d->transcoders = openDictionaries(dictionaryPath(cmd.transcoders));
+    d->replacement = buildReplacementModel(model, d->transcoders, ids);
+    d->attribution.maxLogits = cmd.maxLogits;
+    d->pruning = {cmd.nodeThreshold, cmd.edgeThreshold};
+    d->graph = attributeGraph(d->replacement, d->attribution);
+    d->pruned = pruneGraph(d->graph, d->pruning);
+    d->scores = graphScores(d->graph);
+    return d;
+}
+
 /// "features", "feature" and "intervention" of --sae (README "Features on the command line").
 void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
@@ -393,6 +417,11 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             throw InputError(QStringLiteral("--position %1 is out of range: the prompt has %2 tokens (0..%3)")
                                  .arg(cmd.position).arg(cache.nPositions()).arg(cache.nPositions() - 1));
         const QStringList labels = tokenLabels(model->tokenizer(), cache.tokens);
+        std::unique_ptr<GraphDump> graph;
+        if (cmd.graph || !cmd.graphJson.isEmpty()) {
+            if (QString e = refuseOverwrite(cmd.graphJson, cmd.force); !cmd.graphJson.isEmpty() && !e.isEmpty()) throw InputError(e);
+            graph = attributionGraphDump(*model, cmd, ids);
+        }
 
         if (!cmd.dumpJson.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
@@ -406,6 +435,9 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (cmd.logitLens) dump.insert(QStringLiteral("logit_lens"), logitLensToJson(cfg, model->tokenizer(), logitLens(*model, cache, cmd.top)));
             addCircuits(*model, cmd, ids, cache, dump);
             if (!cmd.sae.isEmpty()) addFeatures(*model, cmd, ids, cache, dump);
+            if (cmd.graph)
+                dump.insert(QStringLiteral("graph"), attributionGraphToJson(graph->graph, graph->pruned, graph->scores, model->tokenizer(),
+                                                                            graph->attribution, graph->pruning));
             if (cmd.generate > 0) {
                 const std::vector<int> generated = greedyContinuation(*model, ids, cmd.generate);
                 dump.insert(QStringLiteral("generated_ids"), tokenIdsJson(generated));
@@ -414,6 +446,16 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (!writeJsonFile(dump, cmd.dumpJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.dumpJson << "\n";
+        }
+        if (!cmd.graphJson.isEmpty()) {
+            NeuronpediaGraphInfo info;
+            info.slug = QFileInfo(cmd.graphJson).completeBaseName();
+            info.scan = graph->transcoders.scan.isEmpty() ? model->info().name : graph->transcoders.scan;
+            info.prompt = cmd.prompt;
+            QString error;
+            if (!writeJsonFile(neuronpediaGraphJson(graph->graph, graph->pruned, model->tokenizer(), graph->pruning, info), cmd.graphJson, &error))
+                throw InputError(error);
+            out << "wrote " << cmd.graphJson << "\n";
         }
         if (!cmd.dumpSteps.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpSteps, cmd.force); !e.isEmpty()) throw InputError(e);

@@ -59,6 +59,7 @@ struct SetConfig {
     QString kind;
     QString input, output;
     QString activation;
+    QString scan; ///< what the set was made for ("gemma-2-2b"), if config.yaml says
     int k = 0;
     std::vector<QString> files; ///< per layer, resolved
 };
@@ -182,6 +183,7 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
         c.input = str("feature_input_hook");
         c.output = str("feature_output_hook");
         c.activation = str("activation");
+        c.scan = str("scan");
         if (root["k"] && !root["k"].IsNull()) c.k = root["k"].as<int>();
     } catch (const YAML::Exception& e) {
         throw ModelError(cfgLabel, QStringLiteral("bad value: %1").arg(QString::fromStdString(e.what())));
@@ -192,6 +194,7 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
         DictionarySet set = readCrossLayer(dir, c, cfgLabel);
         set.path = folder;
         set.format = QStringLiteral("circuit-tracer");
+        set.scan = c.scan;
         return set;
     }
     if (!c.kind.isEmpty() && c.kind != QLatin1String("transcoder_set"))
@@ -234,6 +237,7 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
     set.path = folder;
     set.format = QStringLiteral("circuit-tracer");
     set.kind = QStringLiteral("transcoder_set");
+    set.scan = c.scan;
     for (const auto& [l, file] : byLayer) {
         SparseCoder sae = readLayerFile(file, l, c);
         if (l > 0 && (sae.d_sae != set.coders[0].d_sae || sae.d_in != set.coders[0].d_in))

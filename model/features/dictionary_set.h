@@ -15,6 +15,7 @@ struct DictionarySet {
     QString path;
     QString format;   ///< "SAELens", "Gemma Scope", "Gemma Scope 2", "circuit-tracer", "Llama Scope"
     QString kind;     ///< "sae", "transcoder", "transcoder_set", "cross_layer_transcoder"
+    QString scan;     ///< circuit-tracer's config.yaml "scan" (the model and set, for Neuronpedia), else empty
     std::vector<SparseCoder> coders; ///< one, or one per layer (coders[l] reads layer l) for sets
     /// Cross-layer transcoders only: crossLayerDecoders[i][j − i] is W_dec_i[:, j − i, :] [d_transcoder, d_model],
     /// the decoder of source layer i's features into layer j ≥ i (a strided view of the mapped W_dec_i file;

@@ -1,0 +1,133 @@
+#include "model/analysis/graphs/replacement_model.h"
+
+#include "model/core/errors.h"
+#include "model/core/weight_gemm.h"
+#include "model/features/sparse_coder.h"
+#include "model/transformer/forward.h"
+
+#include <QDir>
+
+namespace attnscope {
+
+namespace {
+
+QString setLabel(const DictionarySet& set) { return QDir::toNativeSeparators(set.path); }
+
+/// Checks that `set` is a per-layer transcoder set the replacement model can use; returns each layer's input hook.
+std::vector<HookPoint> requireTranscoderSet(const DictionarySet& set, const ModelConfig& cfg) {
+    const QString label = setLabel(set);
+    if (set.kind == QStringLiteral("cross_layer_transcoder"))
+        throw InputError(QStringLiteral("%1: cross-layer transcoders are not supported by attribution graphs yet; open a "
+                                        "per-layer transcoder set").arg(label));
+    if (cfg.postNorms)
+        throw InputError(QStringLiteral("%1: attribution graphs do not support models with post-attention and post-MLP "
+                                        "norms (Gemma 2) yet").arg(label));
+    if (int(set.coders.size()) != cfg.n_layers)
+        throw InputError(QStringLiteral("%1: an attribution graph needs one transcoder per layer: the set has %2 but the "
+                                        "model has %3 layers").arg(label).arg(set.coders.size()).arg(cfg.n_layers));
+    requireFitsModel(set, cfg);
+    std::vector<HookPoint> in;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const SparseCoder& c = set.coders[size_t(l)];
+        const HookPoint hin = requireHook(cfg, c.hookIn, c.d_in, label);
+        const HookPoint hout = requireHook(cfg, c.hookOut, c.d_out, label);
+        if (hin.layer != l || (hin.site != HookSite::MlpIn && hin.site != HookSite::ResidMid))
+            throw InputError(QStringLiteral("%1: transcoder %2 reads %3, but an attribution graph needs layer %2's MLP "
+                                            "input (blocks.%2.ln2.hook_normalized or blocks.%2.hook_resid_mid)")
+                                 .arg(label).arg(l).arg(c.hookIn));
+        if (hout.layer != l || hout.site != HookSite::MlpOut)
+            throw InputError(QStringLiteral("%1: transcoder %2 writes %3, but an attribution graph needs blocks.%2.hook_mlp_out")
+                                 .arg(label).arg(l).arg(c.hookOut));
+        if (c.normalization != InputNormalization::None || c.activation == FeatureActivation::Gated)
+            throw InputError(QStringLiteral("%1: transcoder %2's encoder is not linear in its input (an input normalisation "
+                                            "or a gated encoder): attribution graphs need x·W_enc + b_enc").arg(label).arg(l));
+        in.push_back(hin);
+    }
+    return in;
+}
+
+/// A norm with its divisor frozen: (x − mean(x))/σ ⊙ w + b per row (RMSNorm: x/σ ⊙ w), σ [rows] given.
+Matrix frozenNorm(const ModelConfig& cfg, const Matrix& x, const Vector& sigma, const Weight& w, const Weight& b) {
+    Matrix y = x;
+    if (cfg.norm == NormKind::LayerNorm) y.colwise() -= x.rowwise().mean();
+    y.array().colwise() /= sigma.array();
+    y.array().rowwise() *= w.toMatrix().row(0).array();
+    if (!b.empty()) y.rowwise() += b.toMatrix().row(0);
+    return y;
+}
+
+Vector normScale(const ModelConfig& cfg, const Matrix& x, const Weight& w, const Weight& b) {
+    Vector s;
+    applyNorm(cfg, x, w, b, &s);
+    return s;
+}
+
+} // namespace
+
+ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
+                                       const Progress& progress) {
+    const ModelConfig& cfg = model.config();
+    ReplacementModel rm;
+    rm.model = &model;
+    rm.transcoders = &transcoders;
+    rm.inputHook = requireTranscoderSet(transcoders, cfg);
+    rm.tokens.assign(tokens.begin(), tokens.end());
+    ForwardOptions fo;
+    fo.cacheHeadResults = false;
+    rm.clean = runForward(model, tokens, fo, progress);
+    const bool bos = !rm.tokens.empty() && rm.tokens.front() == cfg.bos_token_id;
+    const GlobalWeights& g = model.globals();
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        progress.checkCancelled();
+        const SparseCoder& tc = transcoders.coders[size_t(l)];
+        const LayerCache& c = rm.clean.stored(l);
+        const LayerWeights& w = model.layer(l);
+        const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(l)]);
+        Matrix f = encodeFeatures(tc, x);
+        Matrix err = c.mlp_out - decodeFeatures(tc, f, x);
+        if (bos) { // circuit-tracer zeroes the BOS position: its MLP output becomes a constant of the graph
+            f.row(0).setZero();
+            err.row(0).setZero();
+        }
+        rm.activations.push_back(std::move(f));
+        rm.errors.push_back(std::move(err));
+        rm.ln1Scale.push_back(normScale(cfg, c.resid_pre, w.ln1_w, w.ln1_b));
+        rm.ln2Scale.push_back(normScale(cfg, c.resid_mid, w.ln2_w, w.ln2_b));
+    }
+    rm.lnFinalScale = normScale(cfg, rm.clean.stored(cfg.n_layers - 1).resid_post, g.ln_final_w, g.ln_final_b);
+    return rm;
+}
+
+Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors) {
+    const Model& model = *rm.model;
+    const ModelConfig& cfg = model.config();
+    const GlobalWeights& g = model.globals();
+    const bool bos = !rm.tokens.empty() && rm.tokens.front() == cfg.bos_token_id;
+    const int H = cfg.n_heads, dh = cfg.d_head, group = cfg.groupSize();
+    Matrix resid = rm.clean.embed + rm.clean.pos_embed;
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        const LayerWeights& w = model.layer(l);
+        const std::shared_ptr<const LayerCache> held = rm.clean.layer(l);
+        const Matrix ln1 = frozenNorm(cfg, resid, rm.ln1Scale[size_t(l)], w.ln1_w, w.ln1_b);
+        Matrix v, z(resid.rows(), Eigen::Index(H) * dh), attn;
+        weightGemm(ln1, w.W_V, w.b_V, v);
+        for (int h = 0; h < H; ++h) // frozen pattern · V (a grouped-query head reads its shared V head)
+            z.middleCols(Eigen::Index(h) * dh, dh).noalias() = held->pattern[size_t(h)] * v.middleCols(Eigen::Index(h / group) * dh, dh);
+        weightGemm(z, w.W_O, w.b_O, attn);
+        resid += attn;
+        const SparseCoder& tc = rm.transcoders->coders[size_t(l)];
+        const Matrix x = rm.inputHook[size_t(l)].site == HookSite::ResidMid
+                             ? resid
+                             : frozenNorm(cfg, resid, rm.ln2Scale[size_t(l)], w.ln2_w, w.ln2_b);
+        Matrix mlp = decodeFeatures(tc, activations[size_t(l)], x) + errors[size_t(l)];
+        if (bos) mlp.row(0) = rm.clean.stored(l).mlp_out.row(0);
+        resid += mlp;
+    }
+    const Matrix lnf = frozenNorm(cfg, resid, rm.lnFinalScale, g.ln_final_w, g.ln_final_b);
+    Matrix logits;
+    weightGemmTransposed(lnf, g.W_U_T, logits);
+    if (!g.b_U.empty()) logits.rowwise() += g.b_U.toMatrix().row(0);
+    return logits;
+}
+
+} // namespace attnscope

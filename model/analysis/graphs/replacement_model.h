@@ -1,0 +1,51 @@
+#pragma once
+// The local replacement model of one prompt (Ameisen et al. 2025, "Circuit Tracing", §2.2; circuit-tracer's
+// replacement_model and attribution/context): every MLP is replaced by its transcoder, and the attention patterns
+// and every norm's divisor are frozen at the clean run, so the model is linear in the active features:
+//   mlp_out[L, p] = f[L, p]·W_dec + b_dec + err[L, p]      (p ≥ 1; err = the real MLP's output − the reconstruction)
+//   mlp_out[L, 0] = the real MLP's output                   (BOS: no feature or error carries it; a constant)
+// Attention still moves values through V and W_O with the clean patterns, and each norm still centres its input
+// (LayerNorm) and applies its gain and bias; only the divisor √(var + ε) is held. Axis names: pos, d_model, d_transcoder.
+
+#include "model/core/progress.h"
+#include "model/features/dictionary_set.h"
+#include "model/features/hook_point.h"
+#include "model/transformer/activation_cache.h"
+#include "model/transformer/model.h"
+
+#include <span>
+#include <vector>
+
+namespace attnscope {
+
+struct ReplacementModel {
+    const Model* model = nullptr;
+    const DictionarySet* transcoders = nullptr;
+    std::vector<int> tokens;             ///< [pos] the prompt's ids (BOS first when the prompt has one)
+    ActivationCache clean;               ///< the clean run (patterns, residual streams, logits at every position)
+    std::vector<HookPoint> inputHook;    ///< [layer] where transcoder L reads (MlpIn or ResidMid of layer L)
+    std::vector<Matrix> activations;     ///< [layer] [pos, d_transcoder] feature activations; row 0 zeroed
+    std::vector<Matrix> errors;          ///< [layer] [pos, d_model] real mlp_out − reconstruction; row 0 zeroed
+    std::vector<Vector> ln1Scale, ln2Scale; ///< [layer] [pos] the frozen divisors of ln_1 and ln_2
+    Vector lnFinalScale;                 ///< [pos] the frozen divisor of ln_final
+
+    int nLayers() const { return int(activations.size()); }
+    int nPositions() const { return int(tokens.size()); }
+};
+
+/// Runs the clean forward on `tokens` and builds the replacement model with `transcoders`, a set with one
+/// transcoder per layer reading ln2.hook_normalized (mlp.hook_in) or hook_resid_mid and writing hook_mlp_out.
+/// Throws InputError naming the set's path when it is not such a set (an SAE, a missing layer, a transcoder
+/// that reads or writes elsewhere, d_model ≠ the model's, an input normalisation that is not linear, a
+/// cross-layer set: not yet supported) or when the model has post-attention/post-MLP norms (Gemma 2: not yet).
+/// Cancelled when `progress` says so.
+ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
+                                       const Progress& progress = {});
+
+/// The frozen replacement model run forward with the given feature activations ([layer] [pos, d_transcoder], e.g.
+/// rm.activations edited) and error terms (rm.errors, or zero matrices to leave them out): logits at every
+/// position [pos, d_vocab], before the final soft-cap. With rm.activations and rm.errors it reproduces the clean
+/// logits (up to float rounding); it is affine in the activations.
+Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors);
+
+} // namespace attnscope

@@ -1,0 +1,229 @@
+// The attribution graph of the demo model with its bundled transcoders (resources/demo-features/transcoders) on
+// "In the beginning God created the", against tools/graph_reference.py's float64 PyTorch reference
+// (tests/data/graphs: circuit-tracer's gradient injection, checked there against per-node knock-out): the replacement
+// model's logits, every node, every edge of the 561 × 561 adjacency, each node's completeness constant, the pruning
+// masks and the replacement and completeness scores; and the hostile cases.
+
+#include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/graph_pruning.h"
+#include "model/analysis/graphs/replacement_model.h"
+#include "model/features/dictionary_set.h"
+#include "model/features/npz_archive.h"
+#include "model/formats/model_loader.h"
+#include "support/error_capture.h"
+#include "support/reference_json.h"
+#include "support/test_paths.h"
+
+#include <QJsonArray>
+#include <QtTest>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+
+const QString kGraphData = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/graphs/");
+const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
+
+} // namespace
+
+class TestAttributionGraph : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void replacementModelReproducesTheCleanLogits();
+    void replacementModelIsAffineInTheFeatures();
+    void nodesMatchTheReference();
+    void everyEdgeMatchesTheReference();
+    void edgesPlusConstantSumToEachTarget();
+    void pruningMatchesTheReference();
+    void scoresMatchTheReference();
+    void refusesSetsItCannotUse();
+    void refusesAGraphOverTheMemoryBudget();
+
+private:
+    std::shared_ptr<const Model> model_;
+    DictionarySet set_;
+    QJsonObject ref_;
+    std::vector<int> tokens_;
+    ReplacementModel rm_;
+    AttributionGraph graph_;
+    Eigen::MatrixXd refAdjacency_;
+};
+
+void TestAttributionGraph::initTestCase() {
+    model_ = loadModel(demoDir());
+    set_ = openDictionaries(kTranscoders);
+    ref_ = readJsonObject(kGraphData + QStringLiteral("demo_graph_reference.json"));
+    for (const QJsonValue& v : ref_["token_ids"].toArray()) tokens_.push_back(v.toInt());
+    QCOMPARE(int(tokens_.size()), 7);
+    rm_ = buildReplacementModel(*model_, set_, tokens_);
+    graph_ = attributeGraph(rm_);
+
+    QFile f(kGraphData + QStringLiteral("demo_graph_adjacency.npy"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    const NpyHeader h = parseNpyHeader(bytes, f.fileName(), QStringLiteral("adjacency"));
+    QCOMPARE(h.dtype, DType::F32);
+    QCOMPARE(int(h.shape.size()), 2);
+    const int n = ref_["n_nodes"].toInt();
+    QCOMPARE(h.shape[0], std::int64_t(n));
+    refAdjacency_.resize(n, n);
+    const float* p = reinterpret_cast<const float*>(bytes.constData() + h.dataOffset);
+    for (int t = 0; t < n; ++t)
+        for (int s = 0; s < n; ++s) refAdjacency_(t, s) = p[size_t(t) * size_t(n) + size_t(s)];
+}
+
+void TestAttributionGraph::replacementModelReproducesTheCleanLogits() {
+    const Matrix logits = replacementLogits(rm_, rm_.activations, rm_.errors);
+    QCOMPARE(logits.rows(), rm_.clean.logits.rows());
+    const double diff = (logits - rm_.clean.logits).cwiseAbs().maxCoeff();
+    QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
+    // without the error nodes it is a different model: the check above can fail
+    std::vector<Matrix> noErrors;
+    for (const Matrix& e : rm_.errors) noErrors.push_back(Matrix::Zero(e.rows(), e.cols()));
+    QVERIFY((replacementLogits(rm_, rm_.activations, noErrors) - rm_.clean.logits).cwiseAbs().maxCoeff() > 1e-2);
+    // against the reference's clean run
+    const QJsonArray top = ref_["clean"].toObject()["top_logits_last"].toArray();
+    for (const QJsonValue& v : top)
+        QVERIFY(std::abs(logits(6, v["token_id"].toInt()) - v["logit"].toDouble()) < 1e-4);
+}
+
+void TestAttributionGraph::replacementModelIsAffineInTheFeatures() {
+    std::vector<Matrix> twice, zero;
+    for (const Matrix& a : rm_.activations) {
+        twice.push_back(2 * a);
+        zero.push_back(Matrix::Zero(a.rows(), a.cols()));
+    }
+    const Matrix l1 = replacementLogits(rm_, rm_.activations, rm_.errors);
+    const Matrix l2 = replacementLogits(rm_, twice, rm_.errors);
+    const Matrix l0 = replacementLogits(rm_, zero, rm_.errors);
+    QVERIFY((l2 - (2 * l1 - l0)).cwiseAbs().maxCoeff() < 1e-4);
+    QVERIFY((l2 - l1).cwiseAbs().maxCoeff() > 0.1); // the features do move the logits
+}
+
+void TestAttributionGraph::nodesMatchTheReference() {
+    const QJsonArray nodes = ref_["nodes"].toArray();
+    QCOMPARE(graph_.nNodes(), nodes.size());
+    QCOMPARE(graph_.nFeatures(), ref_["n_features"].toInt());
+    QCOMPARE(graph_.errorOffset, ref_["offsets"].toObject()["error"].toInt());
+    QCOMPARE(graph_.tokenOffset, ref_["offsets"].toObject()["token"].toInt());
+    QCOMPARE(graph_.logitOffset, ref_["offsets"].toObject()["logit"].toInt());
+    for (int i = 0; i < graph_.nNodes(); ++i) {
+        const QJsonObject r = nodes[i].toObject();
+        const GraphNode& g = graph_.nodes[size_t(i)];
+        const QString type = r["type"].toString();
+        const QString where = QStringLiteral("node %1 (%2)").arg(i).arg(type);
+        QCOMPARE(g.position, r["pos"].toInt());
+        if (type == QLatin1String("feature")) {
+            QCOMPARE(g.kind, GraphNodeKind::Feature);
+            QCOMPARE(g.layer, r["layer"].toInt());
+            QCOMPARE(g.id, r["feature"].toInt());
+            QVERIFY2(std::abs(g.activation - r["activation"].toDouble()) < 1e-5, qPrintable(where));
+        } else if (type == QLatin1String("error")) {
+            QCOMPARE(g.kind, GraphNodeKind::Error);
+            QCOMPARE(g.layer, r["layer"].toInt());
+            const double norm = rm_.errors[size_t(g.layer)].row(g.position).norm();
+            QVERIFY2(std::abs(norm - r["error_norm"].toDouble()) < 1e-4, qPrintable(where));
+        } else if (type == QLatin1String("token")) {
+            QCOMPARE(g.kind, GraphNodeKind::Token);
+            QCOMPARE(g.id, r["token_id"].toInt());
+        } else {
+            QCOMPARE(g.kind, GraphNodeKind::Logit);
+            QCOMPARE(g.id, r["token_id"].toInt());
+            QVERIFY2(std::abs(g.activation - r["prob"].toDouble()) < 1e-6, qPrintable(where));
+        }
+    }
+}
+
+void TestAttributionGraph::everyEdgeMatchesTheReference() {
+    const int n = graph_.nNodes();
+    const double scale = ref_["adjacency_stats"].toObject()["max_abs"].toDouble();
+    double worst = 0;
+    int wt = 0, ws = 0, nonzero = 0;
+    for (int t = 0; t < n; ++t)
+        for (int s = 0; s < n; ++s) {
+            const double d = std::abs(double(graph_.adjacency(t, s)) - refAdjacency_(t, s));
+            if (d > worst) {
+                worst = d;
+                wt = t;
+                ws = s;
+            }
+            nonzero += graph_.adjacency(t, s) != 0.0f;
+        }
+    QVERIFY2(worst <= 1e-4 * scale, qPrintable(QStringLiteral("edge %1 ← %2: %3 against %4").arg(wt).arg(ws)
+                                                  .arg(graph_.adjacency(wt, ws)).arg(refAdjacency_(wt, ws))));
+    QVERIFY(std::abs(nonzero - ref_["adjacency_stats"].toObject()["nonzero"].toInt()) <= n); // structural zeros agree (BOS errors may round)
+}
+
+void TestAttributionGraph::edgesPlusConstantSumToEachTarget() {
+    // completeness: a target's value is the sum of its incoming edges plus the constant the reference computed
+    // independently (the frozen model with every node vector zero)
+    const QJsonArray nodes = ref_["nodes"].toArray();
+    for (int t = 0; t < graph_.nNodes(); ++t) {
+        const QJsonObject r = nodes[t].toObject();
+        if (!r.contains(QStringLiteral("constant"))) continue;
+        const double incoming = graph_.adjacency.row(t).cast<double>().sum();
+        const double value = graph_.values[size_t(t)];
+        QVERIFY2(std::abs(value - r["value"].toDouble()) <= 1e-4 * std::max(1.0, std::abs(value)), qPrintable(QString::number(t)));
+        QVERIFY2(std::abs(value - incoming - r["constant"].toDouble()) <= 1e-4 * std::max(1.0, std::abs(value)),
+                 qPrintable(QStringLiteral("node %1: %2 − %3 against %4").arg(t).arg(value).arg(incoming).arg(r["constant"].toDouble())));
+    }
+}
+
+void TestAttributionGraph::pruningMatchesTheReference() {
+    const PrunedGraph p = pruneGraph(graph_);
+    const QJsonObject r = ref_["pruning"].toObject();
+    const QJsonArray mask = r["node_mask"].toArray();
+    for (int i = 0; i < graph_.nNodes(); ++i) QCOMPARE(int(p.nodeMask[size_t(i)]), mask[i].toInt());
+    QCOMPARE(p.keptNodes(), r["n_kept_nodes"].toInt());
+    const QJsonArray kept = r["kept_edges"].toArray();
+    QCOMPARE(int(p.edges.size()), kept.size());
+    for (int i = 0; i < kept.size(); ++i) {
+        QCOMPARE(p.edges[size_t(i)].first, kept[i][0].toInt());
+        QCOMPARE(p.edges[size_t(i)].second, kept[i][1].toInt());
+    }
+    QVERIFY(std::abs(p.nodeThresholdValue - r["node_threshold_value"].toDouble()) < 1e-4 * r["node_threshold_value"].toDouble());
+    QVERIFY(std::abs(p.edgeThresholdValue - r["edge_threshold_value"].toDouble()) < 1e-4 * r["edge_threshold_value"].toDouble());
+    const QJsonArray nodes = ref_["nodes"].toArray();
+    for (int i = 0; i < graph_.nNodes(); ++i) {
+        const double want = nodes[i]["influence"].toDouble();
+        QVERIFY2(std::abs(p.influence[size_t(i)] - want) <= 1e-5 * std::max(1e-3, want), qPrintable(QString::number(i)));
+        QVERIFY2(std::abs(p.cumulative[size_t(i)] - nodes[i]["cumulative_influence"].toDouble()) <= 1e-6, qPrintable(QString::number(i)));
+    }
+    // a looser node threshold keeps more
+    QVERIFY(pruneGraph(graph_, {0.95, 0.98}).keptNodes() > p.keptNodes());
+}
+
+void TestAttributionGraph::scoresMatchTheReference() {
+    const GraphScores s = graphScores(graph_);
+    QVERIFY(std::abs(s.replacement - ref_["scores"].toObject()["replacement_score"].toDouble()) < 1e-5);
+    QVERIFY(std::abs(s.completeness - ref_["scores"].toObject()["completeness_score"].toDouble()) < 1e-5);
+}
+
+void TestAttributionGraph::refusesSetsItCannotUse() {
+    // an SAE is not a transcoder set
+    const DictionarySet sae = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/resid-topk"));
+    QCOMPARE(inputErrorOf([&] { buildReplacementModel(*model_, sae, tokens_); }),
+             QStringLiteral("%1: an attribution graph needs one transcoder per layer: the set has 1 but the model has 2 layers")
+                 .arg(QDir::toNativeSeparators(sae.path)));
+    // a set with a layer's transcoder reading another layer
+    DictionarySet swapped = set_;
+    std::swap(swapped.coders[0], swapped.coders[1]);
+    QCOMPARE(inputErrorOf([&] { buildReplacementModel(*model_, swapped, tokens_); }),
+             QStringLiteral("%1: transcoder 0 reads blocks.1.ln2.hook_normalized, but an attribution graph needs layer 0's MLP "
+                            "input (blocks.0.ln2.hook_normalized or blocks.0.hook_resid_mid)")
+                 .arg(QDir::toNativeSeparators(set_.path)));
+}
+
+void TestAttributionGraph::refusesAGraphOverTheMemoryBudget() {
+    qputenv("ATTNSCOPE_MEMORY_BUDGET", "1000000");
+    const QString message = inputErrorOf([&] { attributeGraph(rm_); });
+    qunsetenv("ATTNSCOPE_MEMORY_BUDGET");
+    QCOMPARE(message, QStringLiteral("The attribution graph of 7 positions has 561 nodes (530 active features) and needs 5.5 MB, but the "
+                                     "memory budget is 976.6 kB (set by ATTNSCOPE_MEMORY_BUDGET). Shorten the prompt or use a dictionary "
+                                     "with fewer active features."));
+}
+
+QTEST_GUILESS_MAIN(TestAttributionGraph)
+#include "tst_attribution_graph.moc"

@@ -1,0 +1,154 @@
+// The command line's attribution graph, run as a real process on the demo model with its bundled transcoders:
+// --graph's "graph" member equals the library's graph in this process (nodes, kept edges and weights, scores),
+// --graph-json writes Neuronpedia's layout (required members, node ids as circuit-tracer writes them, links among
+// the listed nodes), and bad invocations fail with their messages.
+
+#include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/graph_pruning.h"
+#include "model/analysis/graphs/replacement_model.h"
+#include "model/features/dictionary_set.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/prompt.h"
+#include "support/cli_process.h"
+#include "support/error_capture.h"
+#include "support/reference_json.h"
+#include "support/test_paths.h"
+
+#include <QJsonArray>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+const QString kPrompt = QStringLiteral("In the beginning God created the");
+}
+
+class TestCliGraph : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void graphDumpEqualsTheLibrary();
+    void neuronpediaLayout();
+    void badInvocations();
+
+private:
+    QTemporaryDir tmp_;
+    std::shared_ptr<const Model> model_;
+    DictionarySet set_;
+    AttributionGraph graph_;
+    PrunedGraph pruned_;
+};
+
+void TestCliGraph::initTestCase() {
+    model_ = loadModel(demoDir());
+    set_ = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders"));
+    const ReplacementModel rm = buildReplacementModel(*model_, set_, tokenizePrompt(model_->tokenizer(), kPrompt, true));
+    graph_ = attributeGraph(rm);
+    pruned_ = pruneGraph(graph_, {0.7, 0.95});
+}
+
+void TestCliGraph::graphDumpEqualsTheLibrary() {
+    const QJsonObject g = demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(),
+                                     {"--prompt", kPrompt, "--transcoders", "transcoders", "--graph", "--node-threshold", "0.7",
+                                      "--edge-threshold", "0.95"},
+                                     QStringLiteral("graph"));
+    QVERIFY(!g.isEmpty());
+    QVERIFY(g["conventions"].toString().contains(QStringLiteral("frozen")));
+    QCOMPARE(g["settings"].toObject()["node_threshold"].toDouble(), 0.7);
+    QCOMPARE(g["counts"].toObject()["nodes"].toInt(), graph_.nNodes());
+    QCOMPARE(g["counts"].toObject()["kept_nodes"].toInt(), pruned_.keptNodes());
+    const QJsonArray nodes = g["nodes"].toArray();
+    QCOMPARE(nodes.size(), graph_.nNodes());
+    for (int i = 0; i < graph_.nNodes(); ++i) {
+        QCOMPARE(nodes[i]["kept"].toBool(), bool(pruned_.nodeMask[size_t(i)]));
+        if (graph_.nodes[size_t(i)].kind == GraphNodeKind::Feature) QCOMPARE(nodes[i]["feature"].toInt(), graph_.nodes[size_t(i)].id);
+    }
+    QCOMPARE(nodes[graph_.logitOffset]["kind"].toString(), QStringLiteral("logit"));
+    QCOMPARE(nodes[graph_.logitOffset]["token"].toString(), QStringLiteral(" word"));
+    const QJsonArray edges = g["edges"].toArray();
+    QCOMPARE(edges.size(), int(pruned_.edges.size()));
+    for (int i = 0; i < edges.size(); ++i) {
+        const auto [t, s] = pruned_.edges[size_t(i)];
+        QCOMPARE(edges[i]["target"].toInt(), t);
+        QCOMPARE(edges[i]["source"].toInt(), s);
+        QCOMPARE(float(edges[i]["weight"].toDouble()), graph_.adjacency(t, s));
+    }
+    const GraphScores sc = graphScores(graph_);
+    QVERIFY(std::abs(g["scores"].toObject()["replacement"].toDouble() - sc.replacement) < 1e-12);
+    QVERIFY(std::abs(g["scores"].toObject()["completeness"].toDouble() - sc.completeness) < 1e-12);
+}
+
+void TestCliGraph::neuronpediaLayout() {
+    const QString file = tmp_.filePath(QStringLiteral("demo-graph.json"));
+    const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+                                                            "--graph-json", file});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject j = readJsonObject(file);
+    for (const char* key : {"metadata", "qParams", "nodes", "links"}) QVERIFY2(j.contains(QLatin1String(key)), key);
+    const QJsonObject meta = j["metadata"].toObject();
+    QCOMPARE(meta["slug"].toString(), QStringLiteral("demo-graph"));
+    QCOMPARE(meta["scan"].toString(), QStringLiteral("attnscope-demo/transcoders")); // config.yaml's scan
+    QCOMPARE(meta["prompt"].toString(), kPrompt);
+    QCOMPARE(meta["prompt_tokens"].toArray().size(), graph_.nPositions());
+    QCOMPARE(meta["prompt_tokens"][1].toString(), QStringLiteral("In"));
+    QCOMPARE(meta["node_threshold"].toDouble(), 0.8);
+    const PrunedGraph p = pruneGraph(graph_);
+    QSet<QString> ids;
+    int features = 0, logits = 0, tokens = 0;
+    for (const QJsonValue& v : j["nodes"].toArray()) {
+        const QJsonObject n = v.toObject();
+        for (const char* key : {"node_id", "feature", "layer", "ctx_idx", "feature_type", "jsNodeId", "clerp"})
+            QVERIFY2(n.contains(QLatin1String(key)), key);
+        ids.insert(n["node_id"].toString());
+        const QString type = n["feature_type"].toString();
+        features += type == QLatin1String("cross layer transcoder");
+        tokens += type == QLatin1String("embedding");
+        if (type == QLatin1String("logit")) {
+            ++logits;
+            QCOMPARE(n["layer"].toString(), QStringLiteral("3")); // n_layers + 1
+            QVERIFY(n["clerp"].toString().startsWith(QStringLiteral("Output \"")));
+        }
+    }
+    QCOMPARE(logits, graph_.nNodes() - graph_.logitOffset);
+    QCOMPARE(tokens, graph_.nPositions());
+    QVERIFY(features > 0);
+    QVERIFY(features <= p.keptNodes());
+    // the top logit " word" (id 570) at position 6, and a feature id as circuit-tracer writes it
+    QVERIFY(ids.contains(QStringLiteral("3_570_6")));
+    const GraphNode& f = graph_.nodes[size_t(std::distance(p.nodeMask.begin(), std::find(p.nodeMask.begin(), p.nodeMask.end(), char(1))))];
+    QVERIFY(f.kind != GraphNodeKind::Feature || ids.contains(QStringLiteral("%1_%2_%3").arg(f.layer).arg(f.id).arg(f.position)));
+    const QJsonArray links = j["links"].toArray();
+    QVERIFY(links.size() > 0);
+    QVERIFY(links.size() <= int(p.edges.size()));
+    for (const QJsonValue& l : links) {
+        QVERIFY(ids.contains(l["source"].toString()));
+        QVERIFY(ids.contains(l["target"].toString()));
+        QVERIFY(l["weight"].isDouble());
+    }
+}
+
+void TestCliGraph::badInvocations() {
+    const QString exe = QStringLiteral(ATTNSCOPE_EXE);
+    CliRun r = runCli(exe, {"--model", "demo", "--prompt", "x", "--graph", "--dump-json", tmp_.filePath("a.json")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--graph and --graph-json go with --transcoders PATH")), qPrintable(r.err));
+    r = runCli(exe, {"--model", "demo", "--prompt", "x", "--transcoders", "transcoders", "--graph"});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--graph adds to the --dump-json output")), qPrintable(r.err));
+    r = runCli(exe, {"--model", "demo", "--prompt", "x", "--transcoders", "transcoders", "--graph", "--node-threshold", "1.5",
+                     "--dump-json", tmp_.filePath("b.json")});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--node-threshold must be a number in (0, 1], got '1.5'")), qPrintable(r.err));
+    // an SAE is not a transcoder set: a clear error, exit 1
+    r = runCli(exe, {"--model", "demo", "--prompt", "x", "--transcoders", "resid-topk", "--graph", "--dump-json", tmp_.filePath("c.json")});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains(QStringLiteral("an attribution graph needs one transcoder per layer: the set has 1 but the model has 2 layers")),
+             qPrintable(r.err));
+    QVERIFY(!QFileInfo::exists(tmp_.filePath("c.json")));
+}
+
+QTEST_GUILESS_MAIN(TestCliGraph)
+#include "tst_cli_graph.moc"
