@@ -5,10 +5,12 @@
 // masks and the replacement and completeness scores; and the hostile cases.
 
 #include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/features/dictionary_set.h"
 #include "model/features/npz_archive.h"
+#include "model/features/sparse_coder.h"
 #include "model/formats/model_loader.h"
 #include "support/error_capture.h"
 #include "support/reference_json.h"
@@ -38,6 +40,8 @@ private slots:
     void edgesPlusConstantSumToEachTarget();
     void pruningMatchesTheReference();
     void scoresMatchTheReference();
+    void edgeRoutesSumToTheEdge();
+    void headRouteEqualsAForwardThroughThatHead();
     void refusesSetsItCannotUse();
     void refusesAGraphOverTheMemoryBudget();
 
@@ -199,6 +203,87 @@ void TestAttributionGraph::scoresMatchTheReference() {
     const GraphScores s = graphScores(graph_);
     QVERIFY(std::abs(s.replacement - ref_["scores"].toObject()["replacement_score"].toDouble()) < 1e-5);
     QVERIFY(std::abs(s.completeness - ref_["scores"].toObject()["completeness_score"].toDouble()) < 1e-5);
+}
+
+void TestAttributionGraph::edgeRoutesSumToTheEdge() {
+    // the strongest edges into features and into logits, across positions and at the same position, from features,
+    // errors and tokens: residual + skip + Σ heads = A[t, s]
+    std::vector<std::pair<double, std::pair<int, int>>> strongest;
+    for (int t = 0; t < graph_.nNodes(); ++t)
+        for (int s = 0; s < graph_.tokenOffset + graph_.nPositions(); ++s)
+            if (graph_.adjacency(t, s) != 0.0f) strongest.push_back({std::abs(graph_.adjacency(t, s)), {t, s}});
+    std::sort(strongest.begin(), strongest.end(), std::greater<>());
+    int acrossPositions = 0, fromTokens = 0, intoLogits = 0, checked = 0;
+    for (int t = graph_.logitOffset; t < graph_.nNodes(); ++t) { // and each logit's five strongest sources
+        std::vector<std::pair<double, std::pair<int, int>>> into;
+        for (int s = 0; s < graph_.logitOffset; ++s) into.push_back({std::abs(graph_.adjacency(t, s)), {t, s}});
+        std::partial_sort(into.begin(), into.begin() + 5, into.end(), std::greater<>());
+        strongest.insert(strongest.begin(), into.begin(), into.begin() + 5);
+    }
+    for (const auto& [w, e] : strongest) {
+        const auto [t, s] = e;
+        const EdgeRoutes r = edgeRoutes(rm_, graph_, t, s);
+        QCOMPARE(r.edge, double(graph_.adjacency(t, s)));
+        QVERIFY2(std::abs(r.sum() - r.edge) <= 1e-5 * std::max(1.0, std::abs(r.edge)),
+                 qPrintable(QStringLiteral("%1 ← %2: %3 against %4").arg(t).arg(s).arg(r.sum()).arg(r.edge)));
+        const bool across = graph_.nodes[size_t(t)].position != graph_.nodes[size_t(s)].position;
+        if (across) QCOMPARE(r.residual, 0.0);
+        acrossPositions += across;
+        fromTokens += graph_.nodes[size_t(s)].kind == GraphNodeKind::Token;
+        intoLogits += graph_.nodes[size_t(t)].kind == GraphNodeKind::Logit;
+        if (++checked == 350) break;
+    }
+    QVERIFY(acrossPositions > 20);
+    QVERIFY(fromTokens > 5);
+    QVERIFY(intoLogits > 5);
+    // nothing flows down: a layer-1 feature is no source of a layer-0 feature
+    const EdgeRoutes none = edgeRoutes(rm_, graph_, 0, graph_.nFeatures() - 1);
+    QCOMPARE(none.sum(), 0.0);
+    QVERIFY(none.heads.empty());
+}
+
+void TestAttributionGraph::headRouteEqualsAForwardThroughThatHead() {
+    // the strongest edge from a layer-0 feature into a layer-1 feature at a later position has one hop (layer 1's
+    // attention): each head's part equals the source vector pushed forward through that head alone, by hand
+    int bestT = -1, bestS = -1;
+    for (int t = 0; t < graph_.nFeatures(); ++t)
+        for (int s = 0; s < graph_.nFeatures(); ++s) {
+            const GraphNode &a = graph_.nodes[size_t(t)], &b = graph_.nodes[size_t(s)];
+            if (a.layer == 1 && b.layer == 0 && b.position < a.position &&
+                (bestT < 0 || std::abs(graph_.adjacency(t, s)) > std::abs(graph_.adjacency(bestT, bestS)))) {
+                bestT = t;
+                bestS = s;
+            }
+        }
+    QVERIFY(bestT >= 0);
+    const GraphNode &tn = graph_.nodes[size_t(bestT)], &sn = graph_.nodes[size_t(bestS)];
+    const ModelConfig& cfg = model_->config();
+    const LayerWeights& w = model_->layer(1);
+    auto sigma = [](const RowVector& x) {
+        const Eigen::ArrayXd d = x.cast<double>().array() - x.cast<double>().mean();
+        return std::sqrt((d * d).mean() + 1e-5);
+    };
+    const Eigen::RowVectorXd v = (double(sn.activation) * decoderDirection(set_.coders[0], sn.id)).cast<double>();
+    Eigen::RowVectorXd x = v.array() - v.mean();
+    x = x.cwiseProduct(w.ln1_w.toMatrix().row(0).cast<double>()) / sigma(rm_.clean.stored(1).resid_pre.row(sn.position));
+    const EdgeRoutes r = edgeRoutes(rm_, graph_, bestT, bestS);
+    QCOMPARE(int(r.heads.size()), cfg.n_heads);
+    QVERIFY(std::abs(r.edge) > 0.05);
+    double total = 0;
+    for (int h = 0; h < cfg.n_heads; ++h) {
+        const Eigen::RowVectorXd vh = x * w.W_V_head(h, cfg.d_head).toMatrix().cast<double>();
+        const double p = rm_.clean.stored(1).pattern[size_t(h)](tn.position, sn.position);
+        Eigen::RowVectorXd out = p * vh * w.W_O_head(h, cfg.d_head).toMatrix().cast<double>();
+        out = (out.array() - out.mean()).matrix().cwiseProduct(w.ln2_w.toMatrix().row(0).cast<double>()) /
+              sigma(rm_.clean.stored(1).resid_mid.row(tn.position));
+        const double want = out.dot(encoderDirection(set_.coders[1], tn.id).cast<double>());
+        const auto it = std::find_if(r.heads.begin(), r.heads.end(), [&](const HeadRoute& hr) { return hr.head == h; });
+        QVERIFY(it != r.heads.end());
+        QVERIFY2(std::abs(it->value - want) <= 1e-5 * std::max(1.0, std::abs(want)), qPrintable(QStringLiteral("head %1: %2 against %3").arg(h).arg(it->value).arg(want)));
+        QCOMPARE(it->query, tn.position); // a feature target reads one position
+        total += want;
+    }
+    QVERIFY(std::abs(total - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge))); // across positions: heads only
 }
 
 void TestAttributionGraph::refusesSetsItCannotUse() {

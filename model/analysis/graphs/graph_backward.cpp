@@ -1,0 +1,162 @@
+#include "model/analysis/graphs/graph_backward.h"
+
+#include "model/core/errors.h"
+#include "model/features/sparse_coder.h"
+#include "model/transformer/backward.h"
+
+namespace attnscope {
+
+namespace {
+
+RowVector rowOf(const Weight& w) { return w.toMatrix().row(0); }
+
+/// One row of G for a target: the frozen norm's backward of `u` at position `p` (no norm when w is empty).
+RowVector injected(const ModelConfig& cfg, const RowVector& u, const RowVector& w, const Vector& sigma, int p) {
+    if (w.size() == 0) return u;
+    RowVector g = u.cwiseProduct(w);
+    if (cfg.norm == NormKind::LayerNorm) g.array() -= g.mean();
+    return g / sigma(p);
+}
+
+} // namespace
+
+RowVector meanUnembedding(const Model& model) {
+    const ModelConfig& cfg = model.config();
+    Eigen::RowVectorXd sum = Eigen::RowVectorXd::Zero(cfg.d_model);
+    RowVector row(cfg.d_model);
+    for (int v = 0; v < cfg.d_vocab; ++v) {
+        model.globals().W_U_T.copyRow(v, row.data());
+        sum += row.cast<double>();
+    }
+    return (sum / double(cfg.d_vocab)).cast<float>();
+}
+
+void addFrozenNormBackward(const ModelConfig& cfg, const Matrix& dy, const RowVector& w, const Vector& sigma, int T, Matrix& G) {
+    for (Eigen::Index r = 0; r < dy.rows(); ++r) {
+        RowVector g = dy.row(r).cwiseProduct(w);
+        if (cfg.norm == NormKind::LayerNorm) g.array() -= g.mean();
+        G.row(r) += g / sigma(r % T);
+    }
+}
+
+TargetGradient targetGradient(const ReplacementModel& rm, const AttributionGraph& graph, int node, const RowVector* meanU) {
+    const ModelConfig& cfg = rm.model->config();
+    const int T = rm.nPositions();
+    const GraphNode& t = graph.nodes[size_t(node)];
+    TargetGradient tg;
+    tg.G = Matrix::Zero(T, cfg.d_model);
+    if (t.kind == GraphNodeKind::Feature) {
+        const SparseCoder& tc = rm.transcoders->coders[size_t(t.layer)];
+        const RowVector u = encoderDirection(tc, t.id) * float(tc.inputScale);
+        const bool throughLn2 = rm.inputHook[size_t(t.layer)].site == HookSite::MlpIn;
+        tg.G.row(t.position) = injected(cfg, u, throughLn2 ? rowOf(rm.model->layer(t.layer).ln2_w) : RowVector(),
+                                        rm.ln2Scale[size_t(t.layer)], t.position);
+        tg.layer = t.layer;
+        tg.atResidMid = true;
+    } else if (t.kind == GraphNodeKind::Logit) {
+        const GlobalWeights& g = rm.model->globals();
+        RowVector row(cfg.d_model);
+        g.W_U_T.copyRow(t.id, row.data());
+        tg.G.row(T - 1) = injected(cfg, row - (meanU ? *meanU : meanUnembedding(*rm.model)), rowOf(g.ln_final_w), rm.lnFinalScale, T - 1);
+        tg.layer = cfg.n_layers - 1;
+        tg.atResidMid = false;
+    } else {
+        throw InputError(QStringLiteral("node %1 is not a target: only feature and logit nodes have incoming edges").arg(node));
+    }
+    return tg;
+}
+
+RowVector sourceVector(const ReplacementModel& rm, const AttributionGraph& graph, int node) {
+    const GraphNode& n = graph.nodes[size_t(node)];
+    switch (n.kind) {
+    case GraphNodeKind::Feature: {
+        const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(n.layer)]);
+        return n.activation * decoderDirectionAt(rm.transcoders->coders[size_t(n.layer)], n.id, x.row(n.position));
+    }
+    case GraphNodeKind::Error: return rm.errors[size_t(n.layer)].row(n.position);
+    case GraphNodeKind::Token: return rm.clean.embed.row(n.position);
+    case GraphNodeKind::Logit: break;
+    }
+    throw InputError(QStringLiteral("node %1 is a logit: it is no edge's source").arg(node));
+}
+
+GraphBackward::GraphBackward(const ReplacementModel& rm) : rm_(rm), cfg_(rm.model->config()), T_(rm.nPositions()) {
+    for (int l = 0; l < cfg_.n_layers; ++l) {
+        w1_.push_back(rowOf(rm.model->layer(l).ln1_w));
+        w2_.push_back(rowOf(rm.model->layer(l).ln2_w));
+    }
+}
+
+Matrix GraphBackward::run(const std::vector<int>& targets, Matrix G, int layer, bool atResidMid, AttributionGraph* graph,
+                          const std::vector<LayerSources>* sources, const Observer& observer) const {
+    int l = layer;
+    if (atResidMid) {
+        if (observer) observer(l, BackwardHop::Attention, G);
+        G += attentionBack(l, G);
+        --l;
+    }
+    for (; l >= 0; --l) {
+        if (graph) contract(targets, l, G, (*sources)[size_t(l)], *graph);
+        if (observer) observer(l, BackwardHop::Mlp, G);
+        if (Matrix s = skipBack(l, G); s.size()) G += s;
+        if (observer) observer(l, BackwardHop::Attention, G);
+        G += attentionBack(l, G);
+    }
+    if (graph) {
+        const Matrix& embed = rm_.clean.embed;
+        for (size_t b = 0; b < targets.size(); ++b)
+            for (int p = 0; p < T_; ++p)
+                graph->adjacency(targets[b], graph->tokenOffset + p) = embed.row(p).dot(G.row(Eigen::Index(b) * T_ + p));
+    }
+    return G;
+}
+
+void GraphBackward::contract(const std::vector<int>& targets, int l, const Matrix& G, const LayerSources& s,
+                             AttributionGraph& graph) const {
+    const Eigen::Index B = Eigen::Index(targets.size());
+    Matrix Gp(B, cfg_.d_model), E;
+    for (int p = 0; p < T_; ++p) {
+        for (Eigen::Index b = 0; b < B; ++b) Gp.row(b) = G.row(b * T_ + p);
+        const int r0 = s.begin[size_t(p)], n = s.begin[size_t(p) + 1] - r0;
+        if (n > 0) {
+            E.noalias() = s.vectors.middleRows(r0, n) * Gp.transpose(); // [n, B]
+            for (int i = 0; i < n; ++i)
+                for (Eigen::Index b = 0; b < B; ++b) graph.adjacency(targets[size_t(b)], s.node[size_t(r0 + i)]) = E(i, b);
+        }
+        const RowVector e = rm_.errors[size_t(l)].row(p) * Gp.transpose();
+        for (Eigen::Index b = 0; b < B; ++b) graph.adjacency(targets[size_t(b)], graph.errorIndex(l, p)) = e(b);
+    }
+}
+
+Matrix GraphBackward::skipBack(int l, const Matrix& G) const {
+    const SparseCoder& tc = rm_.transcoders->coders[size_t(l)];
+    if (tc.W_skip.empty()) return {};
+    Matrix dx, out = Matrix::Zero(G.rows(), G.cols());
+    timesTransposed(G, tc.W_skip, dx);
+    if (rm_.inputHook[size_t(l)].site == HookSite::MlpIn)
+        addFrozenNormBackward(cfg_, dx, w2_[size_t(l)], rm_.ln2Scale[size_t(l)], T_, out);
+    else
+        out = dx;
+    return out;
+}
+
+Matrix GraphBackward::attentionBack(int l, const Matrix& G) const {
+    const LayerWeights& w = rm_.model->layer(l);
+    const std::shared_ptr<const LayerCache> c = rm_.clean.layer(l);
+    const int H = cfg_.n_heads, dh = cfg_.d_head, group = cfg_.groupSize();
+    const Eigen::Index BT = G.rows(), B = BT / T_;
+    Matrix Y, back;
+    timesTransposed(G, w.W_O, Y); // [B·T, n_heads·d_head]: ∂/∂z
+    Matrix dV = Matrix::Zero(BT, Eigen::Index(H / group) * dh);
+    for (int h = 0; h < H; ++h) {
+        const Matrix Pt = c->pattern[size_t(h)].transpose();
+        for (Eigen::Index b = 0; b < B; ++b)
+            dV.block(b * T_, Eigen::Index(h / group) * dh, T_, dh).noalias() += Pt * Y.block(b * T_, Eigen::Index(h) * dh, T_, dh);
+    }
+    timesTransposed(dV, w.W_V, back); // [B·T, d_model]: ∂/∂ln1
+    Matrix out = Matrix::Zero(BT, cfg_.d_model);
+    addFrozenNormBackward(cfg_, back, w1_[size_t(l)], rm_.ln1Scale[size_t(l)], T_, out);
+    return out;
+}
+
+} // namespace attnscope

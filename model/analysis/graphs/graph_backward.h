@@ -1,0 +1,79 @@
+#pragma once
+// The backward pass of the frozen replacement model (replacement_model.h) for attribution-graph targets: a target's
+// value injected at its input (a feature's W_enc[f] at its transcoder's input, a logit's u_t at ln_final of the last
+// position) and carried down the residual stream, through each layer's skip transcoder (if any; the rest of the
+// MLP is a stop-gradient) and its attention (only V and W_O, with the clean pattern) behind ln_1's frozen divisor.
+// Targets run in batches: G [targets·pos, d_model], row b·T + p the gradient of target b at position p.
+
+#include "model/analysis/graphs/attribution_graph.h"
+
+#include <functional>
+#include <vector>
+
+namespace attnscope {
+
+/// The gradient of one target where it is injected [pos, d_model], and where that is: resid_mid of `layer` for a
+/// feature of that layer (atResidMid), resid_post of the last layer for a logit.
+struct TargetGradient {
+    Matrix G;
+    int layer = 0;
+    bool atResidMid = false;
+};
+
+/// W_U's mean column, Σ_v W_U[:, v] / d_vocab [d_model] (summed in double).
+RowVector meanUnembedding(const Model& model);
+
+/// A target node's injected gradient (a feature or logit node of `graph`; InputError for another). `meanU`: the
+/// model's meanUnembedding, computed here when null.
+TargetGradient targetGradient(const ReplacementModel& rm, const AttributionGraph& graph, int node, const RowVector* meanU = nullptr);
+
+/// What a source node writes [d_model]: a feature a·∂x̂/∂f (a·W_dec[f]) at its layer's MLP output, an error node its
+/// error vector there, a token its embedding row at hook_embed.
+RowVector sourceVector(const ReplacementModel& rm, const AttributionGraph& graph, int node);
+
+/// The feature sources written at one layer, grouped by position: rows [begin[p], begin[p + 1]) are position p's.
+struct LayerSources {
+    Matrix vectors;        ///< [n, d_model] sourceVector of each
+    std::vector<int> node; ///< [n] their node indices
+    std::vector<int> begin;
+};
+
+/// Where the backward is when it calls its observer: at resid_post of `layer` before that layer's MLP (skip)
+/// is crossed, or at resid_mid before its attention.
+enum class BackwardHop { Mlp, Attention };
+
+class GraphBackward {
+public:
+    /// observer(layer, hop, G): called before each hop is crossed, with the gradient above it.
+    using Observer = std::function<void(int layer, BackwardHop hop, const Matrix& G)>;
+
+    explicit GraphBackward(const ReplacementModel& rm);
+
+    /// Carries G down to the embeddings. With `graph` (and its `sources`, one per layer), writes the edges from every
+    /// source into the targets (graph->adjacency rows `targets`): at each layer, the sources written at its MLP
+    /// output, then at the bottom the token embeddings. Returns the gradient at the embeddings [targets·pos, d_model].
+    Matrix run(const std::vector<int>& targets, Matrix G, int layer, bool atResidMid, AttributionGraph* graph,
+               const std::vector<LayerSources>* sources, const Observer& observer = {}) const;
+
+    /// Layer l's attention alone: ln_1ᵀ(W_V (Pᵀ (G W_Oᵀ))) per head summed, σ of ln_1 frozen ([rows, d_model]).
+    Matrix attentionBack(int l, const Matrix& G) const;
+    /// A skip transcoder's linear path back to resid_mid (empty matrix when layer l's transcoder has no W_skip).
+    Matrix skipBack(int l, const Matrix& G) const;
+
+    const RowVector& ln1Gain(int l) const { return w1_[size_t(l)]; }
+    const RowVector& ln2Gain(int l) const { return w2_[size_t(l)]; }
+
+private:
+    void contract(const std::vector<int>& targets, int l, const Matrix& G, const LayerSources& sources, AttributionGraph& graph) const;
+
+    const ReplacementModel& rm_;
+    const ModelConfig& cfg_;
+    const int T_;
+    std::vector<RowVector> w1_, w2_;
+};
+
+/// The backward of a norm whose divisor σ [pos] is frozen, added into G: G.row(r) += C(dy.row(r) ⊙ w) / σ[r mod T]
+/// (C centres a row for LayerNorm; RMSNorm has no centring).
+void addFrozenNormBackward(const ModelConfig& cfg, const Matrix& dy, const RowVector& w, const Vector& sigma, int T, Matrix& G);
+
+} // namespace attnscope
