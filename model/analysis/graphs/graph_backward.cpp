@@ -13,9 +13,9 @@ RowVector rowOf(const Weight& w) { return w.toMatrix().row(0); }
 /// One row of G for a target: the frozen norm's backward of `u` at position `p` (no norm when w is empty).
 RowVector injected(const ModelConfig& cfg, const RowVector& u, const RowVector& w, const Vector& sigma, int p) {
     if (w.size() == 0) return u;
-    RowVector g = u.cwiseProduct(w);
-    if (cfg.norm == NormKind::LayerNorm) g.array() -= g.mean();
-    return g / sigma(p);
+    Matrix g = Matrix::Zero(1, u.size());
+    addFrozenNormBackward(cfg, Matrix(u), w, Vector::Constant(1, sigma(p)), 1, g);
+    return g.row(0);
 }
 
 } // namespace
