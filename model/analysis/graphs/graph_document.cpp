@@ -1,0 +1,358 @@
+#include "model/analysis/graphs/graph_document.h"
+
+#include "model/core/errors.h"
+
+#include <QFile>
+#include <QHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSaveFile>
+#include <algorithm>
+#include <cmath>
+
+namespace attnscope {
+
+namespace {
+
+/// Reads members of one JSON object, each error "LABEL: WHERE.member …".
+class Reader {
+public:
+    Reader(const QJsonObject& o, QString label, QString where) : o_(o), label_(std::move(label)), where_(std::move(where)) {}
+
+    [[noreturn]] void fail(const QString& member, const QString& problem) const {
+        const QString at = where_.isEmpty() ? member : member.isEmpty() ? where_ : where_ + QLatin1Char('.') + member;
+        throw InputError(QStringLiteral("%1: %2 %3").arg(label_, at, problem));
+    }
+    /// Present and not null.
+    bool has(const QString& m) const { return !o_.value(m).isUndefined() && !o_.value(m).isNull(); }
+    QJsonValue need(const QString& m) const {
+        const QJsonValue v = o_.value(m);
+        if (v.isUndefined()) fail(m, QStringLiteral("is missing"));
+        return v;
+    }
+    QString string(const QString& m) const {
+        const QJsonValue v = need(m);
+        if (!v.isString()) fail(m, QStringLiteral("is not a string"));
+        return v.toString();
+    }
+    /// An optional string: absent or null → "".
+    QString optString(const QString& m) const {
+        const QJsonValue v = o_.value(m);
+        if (v.isUndefined() || v.isNull()) return {};
+        if (!v.isString()) fail(m, QStringLiteral("is not a string"));
+        return v.toString();
+    }
+    int integer(const QString& m) const {
+        const QJsonValue v = need(m);
+        return toInt(m, v);
+    }
+    int toInt(const QString& m, const QJsonValue& v) const {
+        const double d = v.toDouble(std::nan(""));
+        if (!v.isDouble() || !std::isfinite(d) || d != std::floor(d) || std::abs(d) > 2e9) fail(m, QStringLiteral("is not an integer"));
+        return int(d);
+    }
+    /// An optional number: absent or null → `otherwise`.
+    double optNumber(const QString& m, double otherwise) const {
+        const QJsonValue v = o_.value(m);
+        if (v.isUndefined() || v.isNull()) return otherwise;
+        if (!v.isDouble() || !std::isfinite(v.toDouble())) fail(m, QStringLiteral("is not a finite number"));
+        return v.toDouble();
+    }
+    double number(const QString& m) const {
+        need(m);
+        const QJsonValue v = o_.value(m);
+        if (!v.isDouble() || !std::isfinite(v.toDouble())) fail(m, QStringLiteral("is not a finite number"));
+        return v.toDouble();
+    }
+    bool optBool(const QString& m) const {
+        const QJsonValue v = o_.value(m);
+        if (v.isUndefined() || v.isNull()) return false;
+        if (!v.isBool()) fail(m, QStringLiteral("is not true or false"));
+        return v.toBool();
+    }
+    QJsonArray array(const QString& m) const {
+        const QJsonValue v = need(m);
+        if (!v.isArray()) fail(m, QStringLiteral("is not an array"));
+        return v.toArray();
+    }
+    QJsonObject object(const QString& m) const {
+        const QJsonValue v = need(m);
+        if (!v.isObject()) fail(m, QStringLiteral("is not an object"));
+        return v.toObject();
+    }
+    QStringList strings(const QJsonArray& a, const QString& m) const {
+        QStringList out;
+        for (int i = 0; i < a.size(); ++i) {
+            if (!a[i].isString()) fail(QStringLiteral("%1[%2]").arg(m).arg(i), QStringLiteral("is not a string"));
+            out << a[i].toString();
+        }
+        return out;
+    }
+    Reader at(const QJsonValue& v, const QString& where) const {
+        if (!v.isObject()) Reader(o_, label_, where).fail(QString(), QStringLiteral("is not an object"));
+        return Reader(v.toObject(), label_, where);
+    }
+
+private:
+    QJsonObject o_;
+    QString label_, where_;
+};
+
+GraphNodeKind kindOf(const QString& featureType) {
+    if (featureType == QLatin1String("embedding")) return GraphNodeKind::Token;
+    if (featureType == QLatin1String("logit")) return GraphNodeKind::Logit;
+    if (featureType == QLatin1String("mlp reconstruction error")) return GraphNodeKind::Error;
+    return GraphNodeKind::Feature;
+}
+
+GraphDocumentNode readNode(const Reader& r, int nTokens) {
+    GraphDocumentNode n;
+    n.nodeId = r.string(QStringLiteral("node_id"));
+    n.featureType = r.string(QStringLiteral("feature_type"));
+    n.kind = kindOf(n.featureType);
+    n.feature = r.integer(QStringLiteral("feature"));
+    n.ctxIdx = r.integer(QStringLiteral("ctx_idx"));
+    if (n.ctxIdx < 0 || (nTokens > 0 && n.ctxIdx >= nTokens))
+        r.fail(QStringLiteral("ctx_idx"), QStringLiteral("%1 is outside the prompt's %2 tokens").arg(n.ctxIdx).arg(nTokens));
+    const QJsonValue layer = r.need(QStringLiteral("layer"));
+    if (layer.isString() && layer.toString() == QLatin1String("E")) {
+        n.layer = -1;
+    } else {
+        int l = -1;
+        if (layer.isDouble()) {
+            l = r.toInt(QStringLiteral("layer"), layer);
+        } else if (layer.isString()) {
+            bool ok = false;
+            l = layer.toString().toInt(&ok);
+            if (!ok) r.fail(QStringLiteral("layer"), QStringLiteral("\"%1\" is not a layer (a number or \"E\")").arg(layer.toString()));
+        } else {
+            r.fail(QStringLiteral("layer"), QStringLiteral("is not a layer (a number or \"E\")"));
+        }
+        if (l < 0 || (n.kind == GraphNodeKind::Logit && l < 1))
+            r.fail(QStringLiteral("layer"), QStringLiteral("%1 is not a layer").arg(l));
+        n.layer = n.kind == GraphNodeKind::Logit ? l - 1 : l;
+    }
+    if (n.kind == GraphNodeKind::Token) n.layer = -1;
+    n.jsNodeId = r.optString(QStringLiteral("jsNodeId"));
+    n.clerp = r.optString(QStringLiteral("clerp"));
+    n.influence = r.optNumber(QStringLiteral("influence"), 0);
+    n.activation = r.optNumber(QStringLiteral("activation"), 0);
+    n.tokenProb = r.optNumber(QStringLiteral("token_prob"), 0);
+    n.isTargetLogit = r.optBool(QStringLiteral("is_target_logit"));
+    return n;
+}
+
+/// metadata and qParams into `doc`.
+void readHeader(const Reader& top, GraphDocument& doc) {
+    const Reader meta(top.object(QStringLiteral("metadata")), doc.label, QStringLiteral("metadata"));
+    doc.promptTokens = meta.strings(meta.array(QStringLiteral("prompt_tokens")), QStringLiteral("prompt_tokens"));
+    doc.slug = meta.optString(QStringLiteral("slug"));
+    doc.scan = meta.optString(QStringLiteral("scan"));
+    doc.prompt = meta.optString(QStringLiteral("prompt"));
+    doc.nodeThreshold = meta.optNumber(QStringLiteral("node_threshold"), doc.nodeThreshold);
+    doc.extraMetadata = top.object(QStringLiteral("metadata"));
+    for (const char* k : {"slug", "scan", "prompt", "prompt_tokens", "node_threshold"}) doc.extraMetadata.remove(QLatin1String(k));
+}
+
+/// qParams (optional) into `doc`, dropping ids that name no node (listed in notes).
+void readQParams(const QJsonObject& json, GraphDocument& doc) {
+    const QJsonValue q = json.value(QStringLiteral("qParams"));
+    if (q.isUndefined() || q.isNull()) return;
+    const Reader top(json, doc.label, QString());
+    const Reader r = top.at(q, QStringLiteral("qParams"));
+    const auto known = [&](const QString& id) {
+        if (doc.indexOf(id) >= 0) return true;
+        doc.notes << QStringLiteral("qParams names %1, which is not a node of the graph: left out").arg(id);
+        return false;
+    };
+    if (r.has(QStringLiteral("pinnedIds"))) {
+        for (const QString& id : r.strings(r.array(QStringLiteral("pinnedIds")), QStringLiteral("pinnedIds")))
+            if (known(id) && !doc.pinnedIds.contains(id)) doc.pinnedIds << id;
+    }
+    if (!r.has(QStringLiteral("supernodes"))) return;
+    const QJsonArray groups = r.array(QStringLiteral("supernodes"));
+    for (int i = 0; i < groups.size(); ++i) {
+        const QString m = QStringLiteral("supernodes[%1]").arg(i);
+        if (!groups[i].isArray()) r.fail(m, QStringLiteral("is not an array"));
+        const QStringList s = r.strings(groups[i].toArray(), m);
+        if (s.isEmpty()) r.fail(m, QStringLiteral("is empty (it needs a name)"));
+        QStringList group{s.front()};
+        for (int k = 1; k < s.size(); ++k)
+            if (known(s[k])) group << s[k];
+        doc.supernodes.push_back(group);
+    }
+}
+
+} // namespace
+
+int GraphDocument::nLayers() const {
+    int top = 0;
+    for (const GraphDocumentNode& n : nodes)
+        if (n.kind == GraphNodeKind::Logit) return n.layer;
+        else top = std::max(top, n.layer + 1);
+    return top;
+}
+
+int GraphDocument::nPositions() const {
+    int n = int(promptTokens.size());
+    for (const GraphDocumentNode& x : nodes) n = std::max(n, x.ctxIdx + 1);
+    return n;
+}
+
+int GraphDocument::indexOf(const QString& nodeId) const {
+    for (size_t i = 0; i < nodes.size(); ++i)
+        if (nodes[i].nodeId == nodeId) return int(i);
+    return -1;
+}
+
+bool GraphDocument::isOffline() const {
+    return std::all_of(nodes.begin(), nodes.end(), [](const GraphDocumentNode& n) { return n.graphIndex < 0; });
+}
+
+double GraphDocument::sizeWeight(int node) const {
+    const GraphDocumentNode& n = nodes[size_t(node)];
+    return std::clamp(n.kind == GraphNodeKind::Logit ? n.tokenProb : 1.0 - n.influence, 0.0, 1.0);
+}
+
+QString GraphDocument::nodeLabel(int node) const {
+    const GraphDocumentNode& n = nodes[size_t(node)];
+    const QString token = promptTokens.value(n.ctxIdx);
+    switch (n.kind) {
+    case GraphNodeKind::Feature: return QStringLiteral("L%1 F%2 @%3").arg(n.layer).arg(n.feature).arg(n.ctxIdx);
+    case GraphNodeKind::Error: return QStringLiteral("error L%1 @%2").arg(n.layer).arg(n.ctxIdx);
+    case GraphNodeKind::Token: return QStringLiteral("emb @%1 '%2'").arg(n.ctxIdx).arg(token);
+    case GraphNodeKind::Logit: break;
+    }
+    QString text = n.clerp;
+    if (text.startsWith(QLatin1String("Output "))) text = text.mid(7); // circuit-tracer's "Output "TOKEN" (p=…)"
+    return QStringLiteral("logit %1").arg(text.isEmpty() ? QStringLiteral("%1 p=%2").arg(n.feature).arg(n.tokenProb, 0, 'f', 3) : text);
+}
+
+std::vector<int> GraphDocument::strongestLinks(int node, bool incoming, int k) const {
+    std::vector<int> out;
+    for (size_t i = 0; i < links.size(); ++i)
+        if ((incoming ? links[i].target : links[i].source) == node) out.push_back(int(i));
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return std::abs(links[size_t(a)].weight) > std::abs(links[size_t(b)].weight); });
+    if (int(out.size()) > k) out.resize(size_t(std::max(0, k)));
+    return out;
+}
+
+GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label) {
+    GraphDocument doc;
+    doc.label = label;
+    const Reader top(json, label, QString());
+    readHeader(top, doc);
+    const QJsonArray nodes = top.array(QStringLiteral("nodes"));
+    const QJsonArray links = top.array(QStringLiteral("links"));
+    QHash<QString, int> index;
+    doc.nodes.reserve(size_t(nodes.size()));
+    for (int i = 0; i < nodes.size(); ++i) {
+        GraphDocumentNode n = readNode(top.at(nodes[i], QStringLiteral("nodes[%1]").arg(i)), int(doc.promptTokens.size()));
+        if (index.contains(n.nodeId))
+            throw InputError(QStringLiteral("%1: nodes[%2].node_id \"%3\" repeats nodes[%4]'s").arg(label).arg(i).arg(n.nodeId).arg(index.value(n.nodeId)));
+        index.insert(n.nodeId, i);
+        doc.nodes.push_back(std::move(n));
+    }
+    doc.links.reserve(size_t(links.size()));
+    for (int i = 0; i < links.size(); ++i) {
+        const Reader r = top.at(links[i], QStringLiteral("links[%1]").arg(i));
+        GraphDocumentLink l;
+        const QString s = r.string(QStringLiteral("source")), t = r.string(QStringLiteral("target"));
+        if (!index.contains(s)) r.fail(QStringLiteral("source"), QStringLiteral("\"%1\" is not a node of the graph").arg(s));
+        if (!index.contains(t)) r.fail(QStringLiteral("target"), QStringLiteral("\"%1\" is not a node of the graph").arg(t));
+        l.source = index.value(s);
+        l.target = index.value(t);
+        l.weight = r.number(QStringLiteral("weight"));
+        doc.links.push_back(l);
+    }
+    readQParams(json, doc);
+    return doc;
+}
+
+GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
+                                     const PruneOptions& pruning, const NeuronpediaGraphInfo& info) {
+    QJsonObject json = neuronpediaGraphJson(graph, pruned, tokenizer, pruning, info);
+    // the nodes as neuronpediaGraphJson lists them: kept, in graph order, with a kept edge (tokens and logits always)
+    std::vector<char> linked(size_t(graph.nNodes()), 0);
+    for (const auto& [t, s] : pruned.edges)
+        if (pruned.nodeMask[size_t(t)] && pruned.nodeMask[size_t(s)]) linked[size_t(t)] = linked[size_t(s)] = 1;
+    std::vector<int> order;
+    for (int i = 0; i < graph.nNodes(); ++i) {
+        const GraphNodeKind k = graph.nodes[size_t(i)].kind;
+        if (pruned.nodeMask[size_t(i)] && (linked[size_t(i)] || k == GraphNodeKind::Token || k == GraphNodeKind::Logit)) order.push_back(i);
+    }
+    const QJsonArray nodes = json.value(QStringLiteral("nodes")).toArray();
+    if (size_t(nodes.size()) != order.size())
+        throw InputError(QStringLiteral("attribution graph: %1 nodes written for %2 kept").arg(nodes.size()).arg(order.size()));
+    json.insert(QStringLiteral("links"), QJsonArray()); // links by graph index below: error ids may repeat a feature's
+    json.remove(QStringLiteral("qParams"));
+    GraphDocument doc;
+    doc.label = QStringLiteral("attribution graph");
+    readHeader(Reader(json, doc.label, QString()), doc);
+    std::vector<int> docIndex(size_t(graph.nNodes()), -1);
+    for (size_t i = 0; i < order.size(); ++i) {
+        GraphDocumentNode n = readNode(Reader(nodes[int(i)].toObject(), doc.label, QStringLiteral("nodes[%1]").arg(i)), int(doc.promptTokens.size()));
+        n.graphIndex = order[i];
+        docIndex[size_t(order[i])] = int(i);
+        doc.nodes.push_back(std::move(n));
+    }
+    for (const auto& [t, s] : pruned.edges)
+        if (docIndex[size_t(t)] >= 0 && docIndex[size_t(s)] >= 0)
+            doc.links.push_back({docIndex[size_t(s)], docIndex[size_t(t)], double(graph.adjacency(t, s))});
+    for (const QString& id : info.pinnedIds)
+        if (doc.indexOf(id) >= 0) doc.pinnedIds << id;
+    doc.supernodes = info.supernodes;
+    return doc;
+}
+
+QJsonObject graphDocumentToJson(const GraphDocument& doc) {
+    QJsonObject meta = doc.extraMetadata;
+    QJsonArray tokens;
+    for (const QString& t : doc.promptTokens) tokens.append(t);
+    meta.insert(QStringLiteral("slug"), doc.slug);
+    meta.insert(QStringLiteral("scan"), doc.scan);
+    meta.insert(QStringLiteral("prompt"), doc.prompt);
+    meta.insert(QStringLiteral("prompt_tokens"), tokens);
+    meta.insert(QStringLiteral("node_threshold"), doc.nodeThreshold);
+    QJsonArray nodes, links, supernodes;
+    for (const GraphDocumentNode& n : doc.nodes) {
+        const QString layer = n.kind == GraphNodeKind::Token ? QStringLiteral("E")
+                              : QString::number(n.kind == GraphNodeKind::Logit ? n.layer + 1 : n.layer);
+        QJsonObject o{{"node_id", n.nodeId}, {"feature", n.feature}, {"layer", layer}, {"ctx_idx", n.ctxIdx},
+                      {"feature_type", n.featureType}, {"jsNodeId", n.jsNodeId}, {"clerp", n.clerp}, {"influence", n.influence},
+                      {"activation", n.activation}, {"token_prob", n.tokenProb}, {"is_target_logit", n.isTargetLogit},
+                      {"run_idx", 0}, {"reverse_ctx_idx", 0}};
+        nodes.append(o);
+    }
+    for (const GraphDocumentLink& l : doc.links)
+        links.append(QJsonObject{{"source", doc.nodes[size_t(l.source)].nodeId}, {"target", doc.nodes[size_t(l.target)].nodeId}, {"weight", l.weight}});
+    for (const QStringList& s : doc.supernodes) supernodes.append(QJsonArray::fromStringList(s));
+    return QJsonObject{{"metadata", meta},
+                       {"qParams", QJsonObject{{"pinnedIds", QJsonArray::fromStringList(doc.pinnedIds)}, {"supernodes", supernodes},
+                                               {"linkType", QStringLiteral("both")}, {"clickedId", QString()}, {"sg_pos", QString()}}},
+                       {"nodes", nodes},
+                       {"links", links}};
+}
+
+GraphDocument readGraphFile(const QString& path) {
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) throw InputError(QStringLiteral("%1: cannot open: %2").arg(path, f.errorString()));
+    if (f.size() > kMaxGraphFileBytes)
+        throw InputError(QStringLiteral("%1: %2 MB, larger than the %3 MB a graph file may have").arg(path).arg(f.size() / 1000000).arg(kMaxGraphFileBytes / 1000000));
+    const QByteArray bytes = f.readAll();
+    QJsonParseError error;
+    const QJsonDocument json = QJsonDocument::fromJson(bytes, &error);
+    if (error.error != QJsonParseError::NoError)
+        throw InputError(QStringLiteral("%1: not JSON: %2 at byte %3").arg(path, error.errorString()).arg(error.offset));
+    if (!json.isObject()) throw InputError(QStringLiteral("%1: not a graph: the JSON is not an object").arg(path));
+    return graphDocumentFromJson(json.object(), path);
+}
+
+void writeGraphFile(const GraphDocument& doc, const QString& path) {
+    QSaveFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) throw InputError(QStringLiteral("%1: cannot write: %2").arg(path, f.errorString()));
+    f.write(QJsonDocument(graphDocumentToJson(doc)).toJson(QJsonDocument::Indented));
+    if (!f.commit()) throw InputError(QStringLiteral("%1: cannot write: %2").arg(path, f.errorString()));
+}
+
+} // namespace attnscope

@@ -1,0 +1,93 @@
+#pragma once
+// An attribution graph as the Graph tab shows it: Neuronpedia's layout (graph_json.h; neuronpedia
+// apps/webapp/app/api/graph/graph-schema.json) read into plain structs, from a graph built here or from a file made
+// elsewhere (circuit-tracer, Neuronpedia), with the user's pins and supernodes (qParams), written back in the same
+// layout. Node kinds come from feature_type: "embedding" → token, "logit" → logit, "mlp reconstruction error" →
+// error, anything else (e.g. "cross layer transcoder") → feature. Layers: embeddings −1 (Neuronpedia "E"), logits
+// n_layers (Neuronpedia writes n_layers + 1), features and errors their layer.
+
+#include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/graph_json.h"
+#include "model/analysis/graphs/graph_pruning.h"
+
+#include <QJsonObject>
+#include <QString>
+#include <QStringList>
+#include <vector>
+
+namespace attnscope {
+
+struct GraphDocumentNode {
+    QString nodeId;          ///< circuit-tracer's node_id ("L_F_P", "0_L_P", "E_TOKEN_P", "(n_layers+1)_TOKEN_P")
+    GraphNodeKind kind = GraphNodeKind::Feature;
+    int layer = 0;           ///< −1 embeddings, n_layers logits
+    int ctxIdx = 0;          ///< the position
+    int feature = -1;        ///< the file's "feature": feature id (features), −1 (errors), position (embeddings), token id (logits)
+    QString featureType;     ///< the file's feature_type
+    QString jsNodeId;        ///< the file's jsNodeId ("" when absent)
+    QString clerp;           ///< the file's label ("" when absent)
+    double influence = 0;    ///< cumulative influence (smaller = more influential); 0 when absent (logits)
+    double activation = 0;   ///< a feature's activation; 0 when absent
+    double tokenProb = 0;    ///< a logit's probability
+    bool isTargetLogit = false;
+    int graphIndex = -1;     ///< index into the AttributionGraph it was made from; −1 for a loaded file
+};
+
+struct GraphDocumentLink {
+    int source = 0, target = 0; ///< indices into GraphDocument::nodes
+    double weight = 0;
+};
+
+struct GraphDocument {
+    QString label;                  ///< where it came from (the file path, or "attribution graph"), for messages
+    // metadata
+    QString slug, scan, prompt;
+    QStringList promptTokens;       ///< [pos] as displayed
+    double nodeThreshold = 0.8;
+    QJsonObject extraMetadata;      ///< the file's other metadata members (kept when writing it back)
+    // qParams
+    QStringList pinnedIds;
+    std::vector<QStringList> supernodes; ///< each [name, node_id, …]
+    QStringList notes;              ///< what reading skipped (pins or supernode members naming no node), for the UI
+
+    std::vector<GraphDocumentNode> nodes;
+    std::vector<GraphDocumentLink> links;
+
+    int nLayers() const;            ///< the logits' layer (n_layers), or 1 + the highest feature/error layer without logits
+    int nPositions() const;         ///< prompt_tokens' count, at least 1 + the highest ctx_idx
+    int indexOf(const QString& nodeId) const; ///< −1 when absent (the first such node)
+    bool isOffline() const;         ///< read from a file: no graph behind it (every graphIndex −1)
+    /// A node's size weight in [0, 1]: a logit's probability; else 1 − its cumulative influence.
+    double sizeWeight(int node) const;
+    /// "L1 F17 @3", "error L0 @2", "emb @0 ' the'", "logit ' God' p=0.41".
+    QString nodeLabel(int node) const;
+    /// The node's incoming (target == node) or outgoing links, largest |weight| first, at most `k`.
+    std::vector<int> strongestLinks(int node, bool incoming, int k) const;
+};
+
+/// Reads a graph in Neuronpedia's layout. `label` (the file name) starts every error. Throws InputError
+/// "LABEL: WHAT" for every missing or mistyped member (metadata, metadata.prompt_tokens, nodes, links and each
+/// node's node_id, feature, layer, ctx_idx, feature_type, each link's source, target, weight), a layer that is
+/// neither a number nor "E", a ctx_idx outside prompt_tokens, a duplicate node_id, a link to a node_id not in nodes.
+/// Pins and supernode members naming no node are dropped and listed in notes.
+GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label);
+
+/// The kept nodes and edges of `graph` (pruned by `pruned`) as neuronpediaGraphJson writes them, each node's
+/// graphIndex set. Links come from the pruned edges (circuit-tracer's error ids can repeat a layer-0 feature's).
+GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
+                                     const PruneOptions& pruning, const NeuronpediaGraphInfo& info);
+
+/// The document in Neuronpedia's layout, with its current pins and supernodes in qParams.
+QJsonObject graphDocumentToJson(const GraphDocument& doc);
+
+/// Largest graph file readGraphFile accepts (Neuronpedia's largest graphs are a few hundred MB).
+inline constexpr qint64 kMaxGraphFileBytes = 1'000'000'000;
+
+/// Opens a Neuronpedia graph JSON file. Throws InputError "PATH: …" when it cannot be read, is larger than
+/// kMaxGraphFileBytes, is not JSON or not a graph (graphDocumentFromJson's checks).
+GraphDocument readGraphFile(const QString& path);
+
+/// Writes graphDocumentToJson(doc) to `path` (indented). Throws InputError "PATH: …" when it cannot be written.
+void writeGraphFile(const GraphDocument& doc, const QString& path);
+
+} // namespace attnscope

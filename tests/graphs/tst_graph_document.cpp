@@ -1,0 +1,253 @@
+// The Graph tab's document (model/analysis/graphs/graph_document.h): the demo model's attribution graph with its bundled
+// transcoders becomes the kept nodes and edges with each node's graph index, survives a write and a read exactly (ids,
+// layers, positions, weights, pins, supernodes); a hand-written Neuronpedia file is read member by member; hostile files
+// are refused with a message naming the file and what is wrong.
+#include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/graph_document.h"
+#include "model/analysis/graphs/graph_json.h"
+#include "model/analysis/graphs/graph_pruning.h"
+#include "model/analysis/graphs/replacement_model.h"
+#include "model/features/dictionary_set.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/prompt.h"
+#include "support/error_capture.h"
+#include "support/test_paths.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
+
+/// A small graph of a 2-layer model over 3 tokens: an embedding, a layer-0 feature, a layer-1 error, a logit.
+QJsonObject smallGraph() {
+    return QJsonObject{
+        {"metadata", QJsonObject{{"slug", "small"}, {"scan", "demo"}, {"prompt", "a b c"}, {"prompt_tokens", QJsonArray{"<s>", " b", " c"}},
+                                 {"node_threshold", 0.7}, {"transcoder_list", QJsonArray{"x"}}}},
+        {"qParams", QJsonObject{{"pinnedIds", QJsonArray{"0_17_1", "nowhere"}}, {"supernodes", QJsonArray{QJsonArray{"group", "0_17_1", "E_5_1"}}}}},
+        {"nodes", QJsonArray{
+                      QJsonObject{{"node_id", "E_5_1"}, {"feature", 1}, {"layer", "E"}, {"ctx_idx", 1}, {"feature_type", "embedding"}, {"influence", 0.2}},
+                      QJsonObject{{"node_id", "0_17_1"}, {"feature", 17}, {"layer", "0"}, {"ctx_idx", 1}, {"feature_type", "cross layer transcoder"},
+                                  {"influence", 0.5}, {"activation", 2.5}, {"clerp", "subject"}},
+                      QJsonObject{{"node_id", "0_1_2"}, {"feature", -1}, {"layer", 1}, {"ctx_idx", 2}, {"feature_type", "mlp reconstruction error"},
+                                  {"influence", 0.6}},
+                      QJsonObject{{"node_id", "3_42_2"}, {"feature", 42}, {"layer", "3"}, {"ctx_idx", 2}, {"feature_type", "logit"},
+                                  {"token_prob", 0.75}, {"is_target_logit", true}, {"clerp", "Output \" God\" (p=0.750)"}}}},
+        {"links", QJsonArray{QJsonObject{{"source", "E_5_1"}, {"target", "0_17_1"}, {"weight", 1.5}},
+                             QJsonObject{{"source", "0_17_1"}, {"target", "3_42_2"}, {"weight", -0.25}},
+                             QJsonObject{{"source", "0_1_2"}, {"target", "3_42_2"}, {"weight", 0.125}}}}};
+}
+
+QString writeTemp(const QTemporaryDir& dir, const QString& name, const QByteArray& bytes) {
+    const QString path = dir.filePath(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly)) return {};
+    f.write(bytes);
+    return path;
+}
+
+QByteArray json(const QJsonObject& o) { return QJsonDocument(o).toJson(); }
+} // namespace
+
+class TestGraphDocument : public QObject {
+    Q_OBJECT
+private slots:
+    void demoGraphRoundTrip();
+    void readsANeuronpediaFile();
+    void refusesHostileFiles();
+};
+
+void TestGraphDocument::demoGraphRoundTrip() {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+    QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
+#endif
+    const auto model = loadModel(demoDir());
+    const DictionarySet set = openDictionaries(kTranscoders);
+    const std::vector<int> tokens = tokenizePrompt(model->tokenizer(), QStringLiteral("In the beginning God created the"), true);
+    const ReplacementModel rm = buildReplacementModel(*model, set, tokens);
+    const AttributionGraph graph = attributeGraph(rm);
+    const PrunedGraph pruned = pruneGraph(graph);
+    NeuronpediaGraphInfo info;
+    info.slug = QStringLiteral("demo");
+    info.prompt = QStringLiteral("In the beginning God created the");
+    GraphDocument doc = graphDocumentFromGraph(graph, pruned, model->tokenizer(), {}, info);
+    // every kept node (pruning leaves none without an edge), each naming its graph node; every kept edge with its weight
+    QCOMPARE(int(doc.nodes.size()), pruned.keptNodes());
+    QCOMPARE(int(doc.nodes.size()), 52); // docs/graphs.md: 52 nodes and 611 edges
+    QCOMPARE(int(doc.links.size()), int(pruned.edges.size()));
+    QCOMPARE(doc.nLayers(), 2);
+    QCOMPARE(doc.nPositions(), 7);
+    QCOMPARE(doc.promptTokens.size(), 7);
+    for (const GraphDocumentNode& n : doc.nodes) {
+        QVERIFY(n.graphIndex >= 0);
+        const GraphNode& g = graph.nodes[size_t(n.graphIndex)];
+        QCOMPARE(n.nodeId, neuronpediaNodeId(graph, n.graphIndex));
+        QCOMPARE(n.kind, g.kind);
+        QCOMPARE(n.ctxIdx, g.position);
+        QCOMPARE(n.layer, g.kind == GraphNodeKind::Token ? -1 : g.layer); // logits: n_layers
+        if (g.kind == GraphNodeKind::Feature) {
+            QCOMPARE(n.feature, g.id);
+            QCOMPARE(n.activation, double(g.activation));
+            QCOMPARE(n.influence, pruned.cumulative[size_t(n.graphIndex)]);
+        }
+        if (g.kind == GraphNodeKind::Logit) QCOMPARE(n.tokenProb, double(g.activation));
+    }
+    for (const GraphDocumentLink& l : doc.links)
+        QCOMPARE(l.weight, double(graph.adjacency(doc.nodes[size_t(l.target)].graphIndex, doc.nodes[size_t(l.source)].graphIndex)));
+    QVERIFY(!doc.isOffline());
+
+    // pins and a supernode, written and read back
+    doc.pinnedIds = {doc.nodes[3].nodeId, doc.nodes[10].nodeId};
+    doc.supernodes = {{QStringLiteral("early"), doc.nodes[3].nodeId, doc.nodes[10].nodeId}};
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("demo-graph.json"));
+    writeGraphFile(doc, path);
+    const GraphDocument back = readGraphFile(path);
+    QVERIFY(back.isOffline());
+    QCOMPARE(back.label, path);
+    QCOMPARE(back.nodes.size(), doc.nodes.size());
+    QCOMPARE(back.links.size(), doc.links.size());
+    for (size_t i = 0; i < doc.nodes.size(); ++i) {
+        QCOMPARE(back.nodes[i].nodeId, doc.nodes[i].nodeId);
+        QCOMPARE(back.nodes[i].kind, doc.nodes[i].kind);
+        QCOMPARE(back.nodes[i].layer, doc.nodes[i].layer);
+        QCOMPARE(back.nodes[i].ctxIdx, doc.nodes[i].ctxIdx);
+        QCOMPARE(back.nodes[i].feature, doc.nodes[i].feature);
+        QCOMPARE(back.nodes[i].influence, doc.nodes[i].influence);
+        QCOMPARE(back.nodes[i].activation, doc.nodes[i].activation);
+    }
+    for (size_t i = 0; i < doc.links.size(); ++i) {
+        QCOMPARE(back.links[i].source, doc.links[i].source);
+        QCOMPARE(back.links[i].target, doc.links[i].target);
+        QCOMPARE(back.links[i].weight, doc.links[i].weight); // exact: JSON keeps the shortest round-trip form
+    }
+    QCOMPARE(back.pinnedIds, doc.pinnedIds);
+    QCOMPARE(back.supernodes.size(), size_t(1));
+    QCOMPARE(back.supernodes[0], doc.supernodes[0]);
+    QCOMPARE(back.promptTokens, doc.promptTokens);
+    QCOMPARE(back.slug, QStringLiteral("demo"));
+    QVERIFY(back.notes.isEmpty());
+    // the metadata members the document does not model are kept (the generator)
+    QCOMPARE(graphDocumentToJson(back).value("metadata").toObject().value("info").toObject().value("generator").toObject().value("name").toString(),
+             QStringLiteral("AttnScope"));
+}
+
+void TestGraphDocument::readsANeuronpediaFile() {
+    QTemporaryDir dir;
+    const QString path = writeTemp(dir, QStringLiteral("small.json"), json(smallGraph()));
+    const GraphDocument doc = readGraphFile(path);
+    QCOMPARE(int(doc.nodes.size()), 4);
+    QCOMPARE(doc.nodes[0].kind, GraphNodeKind::Token);
+    QCOMPARE(doc.nodes[0].layer, -1);
+    QCOMPARE(doc.nodes[0].ctxIdx, 1);
+    QCOMPARE(doc.nodes[1].kind, GraphNodeKind::Feature);
+    QCOMPARE(doc.nodes[1].layer, 0);
+    QCOMPARE(doc.nodes[1].feature, 17);
+    QCOMPARE(doc.nodes[1].activation, 2.5);
+    QCOMPARE(doc.nodes[1].clerp, QStringLiteral("subject"));
+    QCOMPARE(doc.nodes[2].kind, GraphNodeKind::Error);
+    QCOMPARE(doc.nodes[2].layer, 1); // a number is read as well as a string
+    QCOMPARE(doc.nodes[2].ctxIdx, 2);
+    QCOMPARE(doc.nodes[3].kind, GraphNodeKind::Logit);
+    QCOMPARE(doc.nodes[3].layer, 2); // Neuronpedia writes n_layers + 1
+    QCOMPARE(doc.nodes[3].tokenProb, 0.75);
+    QVERIFY(doc.nodes[3].isTargetLogit);
+    QCOMPARE(doc.nLayers(), 2);
+    QCOMPARE(doc.nPositions(), 3);
+    QCOMPARE(int(doc.links.size()), 3);
+    QCOMPARE(doc.links[1].source, 1);
+    QCOMPARE(doc.links[1].target, 3);
+    QCOMPARE(doc.links[1].weight, -0.25);
+    QCOMPARE(doc.nodeThreshold, 0.7);
+    QCOMPARE(doc.pinnedIds, QStringList{"0_17_1"});
+    QCOMPARE(doc.supernodes.size(), size_t(1));
+    QCOMPARE(doc.supernodes[0], (QStringList{"group", "0_17_1", "E_5_1"}));
+    QCOMPARE(doc.notes.size(), 1);
+    QVERIFY2(doc.notes[0].contains("nowhere"), qPrintable(doc.notes[0]));
+    QCOMPARE(doc.nodeLabel(1), QStringLiteral("L0 F17 @1"));
+    QCOMPARE(doc.nodeLabel(3), QStringLiteral("logit \" God\" (p=0.750)"));
+    QCOMPARE(doc.strongestLinks(3, true, 5), (std::vector<int>{1, 2}));
+    QCOMPARE(doc.strongestLinks(1, false, 5), (std::vector<int>{1}));
+    QCOMPARE(doc.sizeWeight(1), 0.5);
+    // written back: Neuronpedia's layers again ("E", n_layers + 1), the unknown metadata kept
+    const QJsonObject out = graphDocumentToJson(doc);
+    const QJsonArray nodes = out.value("nodes").toArray();
+    QCOMPARE(nodes[0].toObject().value("layer").toString(), QStringLiteral("E"));
+    QCOMPARE(nodes[3].toObject().value("layer").toString(), QStringLiteral("3"));
+    QCOMPARE(out.value("metadata").toObject().value("transcoder_list").toArray().size(), 1);
+}
+
+void TestGraphDocument::refusesHostileFiles() {
+    QTemporaryDir dir;
+    const auto refusal = [&](const QString& name, const QByteArray& bytes) {
+        const QString path = writeTemp(dir, name, bytes);
+        return inputErrorOf([&] { readGraphFile(path); });
+    };
+    const auto edited = [](const std::function<void(QJsonObject&)>& edit) {
+        QJsonObject o = smallGraph();
+        edit(o);
+        return json(o);
+    };
+    const auto editNode = [&](int i, const std::function<void(QJsonObject&)>& edit) {
+        return edited([&](QJsonObject& o) {
+            QJsonArray nodes = o.value("nodes").toArray();
+            QJsonObject n = nodes[i].toObject();
+            edit(n);
+            nodes[i] = n;
+            o.insert("nodes", nodes);
+        });
+    };
+    const QString p = dir.path() + QLatin1Char('/');
+    QCOMPARE(refusal("text.json", "this is not json"),
+             p + "text.json: not JSON: illegal value at byte 1");
+    QCOMPARE(refusal("array.json", "[1, 2]"), p + "array.json: not a graph: the JSON is not an object");
+    QCOMPARE(refusal("missing-node.json", edited([](QJsonObject& o) {
+                 QJsonArray links = o.value("links").toArray();
+                 links.append(QJsonObject{{"source", "0_17_1"}, {"target", "1_99_2"}, {"weight", 1.0}});
+                 o.insert("links", links);
+             })),
+             p + "missing-node.json: links[3].target \"1_99_2\" is not a node of the graph");
+    QCOMPARE(refusal("nodes-object.json", edited([](QJsonObject& o) { o.insert("nodes", QJsonObject{{"a", 1}}); })),
+             p + "nodes-object.json: nodes is not an array");
+    QCOMPARE(refusal("no-links.json", edited([](QJsonObject& o) { o.remove("links"); })), p + "no-links.json: links is missing");
+    QCOMPARE(refusal("no-metadata.json", edited([](QJsonObject& o) { o.remove("metadata"); })), p + "no-metadata.json: metadata is missing");
+    QCOMPARE(refusal("layer.json", editNode(1, [](QJsonObject& n) { n.insert("layer", "twelve"); })),
+             p + "layer.json: nodes[1].layer \"twelve\" is not a layer (a number or \"E\")");
+    QCOMPARE(refusal("layer-frac.json", editNode(1, [](QJsonObject& n) { n.insert("layer", 1.5); })),
+             p + "layer-frac.json: nodes[1].layer is not an integer");
+    QCOMPARE(refusal("type.json", editNode(2, [](QJsonObject& n) { n.remove("feature_type"); })),
+             p + "type.json: nodes[2].feature_type is missing");
+    QCOMPARE(refusal("feature.json", editNode(0, [](QJsonObject& n) { n.insert("feature", "one"); })),
+             p + "feature.json: nodes[0].feature is not an integer");
+    QCOMPARE(refusal("ctx.json", editNode(0, [](QJsonObject& n) { n.insert("ctx_idx", 3); })),
+             p + "ctx.json: nodes[0].ctx_idx 3 is outside the prompt's 3 tokens");
+    QCOMPARE(refusal("dup.json", editNode(2, [](QJsonObject& n) { n.insert("node_id", "E_5_1"); })),
+             p + "dup.json: nodes[2].node_id \"E_5_1\" repeats nodes[0]'s");
+    QCOMPARE(refusal("node-array.json", edited([](QJsonObject& o) {
+                 QJsonArray nodes = o.value("nodes").toArray();
+                 nodes.append(7);
+                 o.insert("nodes", nodes);
+             })),
+             p + "node-array.json: nodes[4] is not an object");
+    QCOMPARE(refusal("weight.json", edited([](QJsonObject& o) {
+                 QJsonArray links = o.value("links").toArray();
+                 QJsonObject l = links[0].toObject();
+                 l.insert("weight", "big");
+                 links[0] = l;
+                 o.insert("links", links);
+             })),
+             p + "weight.json: links[0].weight is not a finite number");
+    QCOMPARE(refusal("supernode.json", edited([](QJsonObject& o) {
+                 o.insert("qParams", QJsonObject{{"supernodes", QJsonArray{"flat"}}});
+             })),
+             p + "supernode.json: qParams.supernodes[0] is not an array");
+    QCOMPARE(inputErrorOf([&] { readGraphFile(p + "absent.json"); }), p + "absent.json: cannot open: No such file or directory");
+}
+
+QTEST_MAIN(TestGraphDocument)
+#include "tst_graph_document.moc"
