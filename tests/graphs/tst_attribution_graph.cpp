@@ -6,12 +6,14 @@
 
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/edge_routes.h"
+#include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/features/dictionary_set.h"
 #include "model/features/npz_archive.h"
 #include "model/features/sparse_coder.h"
 #include "model/formats/model_loader.h"
+#include "model/transformer/generate.h"
 #include "support/error_capture.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
@@ -44,6 +46,11 @@ private slots:
     void headRouteEqualsAForwardThroughThatHead();
     void refusesSetsItCannotUse();
     void refusesAGraphOverTheMemoryBudget();
+    void interventionsMatchTheReference();
+    void anEmptyInterventionIsTheCleanRun();
+    void frozenAblationMovesEachLogitByItsEdge();
+    void continuationCarriesTheIntervention();
+    void refusesInterventionsOutsideTheModel();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -311,6 +318,110 @@ void TestAttributionGraph::refusesAGraphOverTheMemoryBudget() {
     QCOMPARE(message, QStringLiteral("The attribution graph of 7 positions has 561 nodes (530 active features) and needs 5.5 MB, but the "
                                      "memory budget is 976.6 kB (set by ATTNSCOPE_MEMORY_BUDGET). Shorten the prompt or use a dictionary "
                                      "with fewer active features."));
+}
+
+void TestAttributionGraph::interventionsMatchTheReference() {
+    // circuit-tracer's feature_intervention defaults on the three most influential features: ablated, and doubled;
+    // the last position's logits of the graph's logit tokens and the active features afterwards, against the float64
+    // reference (patterns frozen, norms and real MLPs live)
+    const QJsonObject iv = ref_["intervention"].toObject();
+    const QJsonArray logitTokens = iv["graph_logit_tokens"].toArray();
+    const QJsonArray results = iv["results"].toArray();
+    QCOMPARE(results.size(), 2);
+    for (const QJsonValue& rv : results) {
+        const QJsonObject r = rv.toObject();
+        std::vector<FeatureIntervention> edits;
+        for (const QJsonValue& e : r["interventions"].toArray()) {
+            const QJsonObject o = e.toObject();
+            edits.push_back({o["layer"].toInt(), o["pos"].toInt(), o["feature"].toInt(), float(o["value"].toDouble())});
+            // the reference's edits are the graph's nodes scaled: scaleFeatureNodes gives the same
+            const int node = o["node_index"].toInt();
+            const float factor = r["name"].toString() == QStringLiteral("ablate") ? 0.0f : 2.0f;
+            const std::vector<FeatureIntervention> scaled = scaleFeatureNodes(graph_, std::span<const int>(&node, 1), factor);
+            QCOMPARE(int(scaled.size()), 1);
+            QCOMPARE(scaled[0].feature, o["feature"].toInt());
+            QVERIFY(std::abs(scaled[0].value - o["value"].toDouble()) <= 1e-5 * std::max(1.0, o["value"].toDouble()));
+        }
+        const InterventionResult out = interveneOnFeatures(rm_, edits);
+        const QJsonArray want = r["logits_last_for_graph_logit_tokens"].toArray();
+        QCOMPARE(want.size(), logitTokens.size());
+        for (int i = 0; i < want.size(); ++i) {
+            const double got = out.logits(6, logitTokens[i].toInt());
+            QVERIFY2(std::abs(got - want[i].toDouble()) <= 1e-4 * std::max(1.0, std::abs(want[i].toDouble())),
+                     qPrintable(QStringLiteral("%1, token %2: %3 against %4").arg(r["name"].toString()).arg(logitTokens[i].toInt())
+                                    .arg(got).arg(want[i].toDouble())));
+        }
+        QCOMPARE(out.activeFeatures, r["n_active_features_after"].toInt());
+        // the edited features hold their values in the activations returned
+        for (const FeatureIntervention& e : edits) QCOMPARE(out.activations[size_t(e.layer)](e.position, e.feature), e.value);
+    }
+}
+
+void TestAttributionGraph::anEmptyInterventionIsTheCleanRun() {
+    // frozen clean patterns are the patterns: no edit, the clean logits and the clean features
+    const InterventionResult out = interveneOnFeatures(rm_, {});
+    QVERIFY((out.logits - rm_.clean.logits).cwiseAbs().maxCoeff() <= 1e-5);
+    QCOMPARE(out.activeFeatures, graph_.nFeatures());
+    for (int l = 0; l < rm_.nLayers(); ++l) QVERIFY((out.activations[size_t(l)] - rm_.activations[size_t(l)]).cwiseAbs().maxCoeff() <= 1e-5);
+}
+
+void TestAttributionGraph::frozenAblationMovesEachLogitByItsEdge() {
+    // direct effects: with patterns, norm divisors and every other feature frozen, ablating feature j moves each logit
+    // node's value (the logit minus the mean logit) by exactly −A[logit, j], the graph's edge
+    const PrunedGraph p = pruneGraph(graph_);
+    int j = 0;
+    for (int i = 1; i < graph_.nFeatures(); ++i)
+        if (p.influence[size_t(i)] > p.influence[size_t(j)]) j = i;
+    InterventionOptions frozen;
+    frozen.mode = InterventionMode::Frozen;
+    const Matrix before = interveneOnFeatures(rm_, {}, frozen).logits;
+    const std::vector<FeatureIntervention> ablate = scaleFeatureNodes(graph_, std::span<const int>(&j, 1), 0.0f);
+    const InterventionResult after = interveneOnFeatures(rm_, ablate, frozen);
+    QCOMPARE(after.activeFeatures, graph_.nFeatures() - 1);
+    const Eigen::Index last = before.rows() - 1;
+    const double meanShift = (after.logits.row(last) - before.row(last)).cast<double>().mean();
+    double largest = 0;
+    for (int t = graph_.logitOffset; t < graph_.nNodes(); ++t) {
+        const int token = graph_.nodes[size_t(t)].id;
+        const double moved = double(after.logits(last, token) - before(last, token)) - meanShift;
+        const double edge = graph_.adjacency(t, j);
+        largest = std::max(largest, std::abs(edge));
+        QVERIFY2(std::abs(moved + edge) <= 1e-4 * std::max(1.0, std::abs(edge)),
+                 qPrintable(QStringLiteral("logit %1: moved %2, edge %3").arg(token).arg(moved).arg(edge)));
+    }
+    QVERIFY(largest > 1e-2); // the feature does reach the logits directly
+}
+
+void TestAttributionGraph::continuationCarriesTheIntervention() {
+    InterventionOptions o;
+    o.continuationTokens = 4;
+    // no edit: the model's own greedy continuation
+    QCOMPARE(interveneOnFeatures(rm_, {}, o).continuation, greedyContinuation(*model_, tokens_, 4));
+    // with an edit: the first token written is the intervened prediction
+    const QJsonArray edits = ref_["intervention"].toObject()["results"].toArray()[1].toObject()["interventions"].toArray();
+    std::vector<FeatureIntervention> scale;
+    for (const QJsonValue& e : edits)
+        scale.push_back({e["layer"].toInt(), e["pos"].toInt(), e["feature"].toInt(), float(10 * e["value"].toDouble())});
+    const InterventionResult out = interveneOnFeatures(rm_, scale, o);
+    QCOMPARE(int(out.continuation.size()), 4);
+    Eigen::Index best = 0;
+    out.logits.row(out.logits.rows() - 1).maxCoeff(&best);
+    QCOMPARE(out.continuation[0], int(best));
+}
+
+void TestAttributionGraph::refusesInterventionsOutsideTheModel() {
+    const QString label = QDir::toNativeSeparators(set_.path);
+    const std::vector<FeatureIntervention> layer{{2, 1, 0, 0.0f}}, position{{0, 7, 0, 0.0f}}, feature{{1, 1, 999999, 0.0f}},
+        value{{0, 1, 0, std::numeric_limits<float>::quiet_NaN()}};
+    QCOMPARE(inputErrorOf([&] { interveneOnFeatures(rm_, layer); }),
+             QStringLiteral("%1: an intervention names layer 2, but the model has 2 layers").arg(label));
+    QCOMPARE(inputErrorOf([&] { interveneOnFeatures(rm_, position); }),
+             QStringLiteral("%1: an intervention names position 7, but the prompt has 7 tokens").arg(label));
+    QCOMPARE(inputErrorOf([&] { interveneOnFeatures(rm_, feature); }),
+             QStringLiteral("%1: an intervention names feature 999999 of layer 1, but its transcoder has d_sae %2")
+                 .arg(label).arg(set_.coders[1].d_sae));
+    QCOMPARE(inputErrorOf([&] { interveneOnFeatures(rm_, value); }),
+             QStringLiteral("%1: an intervention sets feature 0 of layer 0 to nan").arg(label));
 }
 
 QTEST_GUILESS_MAIN(TestAttributionGraph)

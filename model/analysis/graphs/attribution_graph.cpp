@@ -12,11 +12,12 @@
 namespace attnscope {
 
 
-qint64 estimateGraphBytes(const ModelConfig& cfg, int nPositions, qint64 nFeatures, const AttributionOptions& options) {
+qint64 estimateGraphBytes(const ModelConfig& cfg, int nPositions, qint64 nFeatures, const AttributionOptions& options,
+                          double writesPerFeature) {
     const qint64 n = nFeatures + qint64(cfg.n_layers + 1) * nPositions + options.maxLogits;
     const qint64 width = std::max<qint64>(cfg.d_model, qint64(cfg.n_heads) * cfg.d_head);
     const qint64 rows = std::max<qint64>(options.batchRows, nPositions);
-    return n * n * 4 + 8 * n + nFeatures * cfg.d_model * 4 + 4 * rows * width * 4;
+    return n * n * 4 + 8 * n + qint64(double(nFeatures) * writesPerFeature) * cfg.d_model * 4 + 4 * rows * width * 4;
 }
 
 std::vector<GraphNode> selectLogitNodes(const ReplacementModel& rm, const AttributionOptions& options) {
@@ -56,22 +57,35 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
     gr.tokens = rm.tokens;
     gr.nLayers = nL;
 
-    // feature nodes and what each writes
+    // feature nodes, by (layer, position, feature)
+    std::vector<std::vector<int>> firstAt(static_cast<size_t>(nL)); // [layer][pos] index of its first node; [T] the end
+    for (int l = 0; l < nL; ++l) {
+        const Matrix& f = rm.activations[size_t(l)];
+        for (int p = 0; p < T; ++p) {
+            firstAt[size_t(l)].push_back(int(gr.nodes.size()));
+            for (int j = 0; j < f.cols(); ++j)
+                if (f(p, j) != 0.0f) gr.nodes.push_back({GraphNodeKind::Feature, l, p, j, f(p, j)});
+        }
+        firstAt[size_t(l)].push_back(int(gr.nodes.size()));
+    }
+    // what they write at each layer's MLP output: a per-layer transcoder's features at their own layer only, a
+    // cross-layer transcoder's at every layer from theirs up
     std::vector<LayerSources> sources(static_cast<size_t>(nL));
     for (int l = 0; l < nL; ++l) {
-        const SparseCoder& tc = rm.transcoders->coders[size_t(l)];
-        const Matrix& f = rm.activations[size_t(l)];
         const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(l)]);
+        const int lowest = rm.crossLayer() ? 0 : l;
+        std::vector<SparseCoder> into;
+        for (int i = lowest; i <= l; ++i) into.push_back(decoderInto(rm, i, l));
         LayerSources& s = sources[size_t(l)];
         std::vector<RowVector> rows;
         s.begin.assign(size_t(T) + 1, 0);
         for (int p = 0; p < T; ++p) {
             s.begin[size_t(p)] = int(rows.size());
-            for (int j = 0; j < f.cols(); ++j)
-                if (f(p, j) != 0.0f) {
-                    s.node.push_back(int(gr.nodes.size()));
-                    gr.nodes.push_back({GraphNodeKind::Feature, l, p, j, f(p, j)});
-                    rows.push_back(f(p, j) * decoderDirectionAt(tc, j, x.row(p)));
+            for (int i = lowest; i <= l; ++i)
+                for (int node = firstAt[size_t(i)][size_t(p)]; node < firstAt[size_t(i)][size_t(p) + 1]; ++node) {
+                    const GraphNode& fn = gr.nodes[size_t(node)];
+                    s.node.push_back(node);
+                    rows.push_back(fn.activation * decoderDirectionAt(into[size_t(i - lowest)], fn.id, x.row(p)));
                 }
         }
         s.begin[size_t(T)] = int(rows.size());
@@ -87,7 +101,9 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
     for (const GraphNode& n : selectLogitNodes(rm, options)) gr.nodes.push_back(n);
     const int n = gr.nNodes(), nFeat = gr.nFeatures();
 
-    const qint64 need = estimateGraphBytes(cfg, T, nFeat, options);
+    qint64 writes = 0; // the rows of every layer's sources
+    for (const LayerSources& s : sources) writes += s.vectors.rows();
+    const qint64 need = estimateGraphBytes(cfg, T, nFeat, options, nFeat ? double(writes) / double(nFeat) : 1.0);
     const CacheBudget budget = cacheBudget();
     if (budget.bytes >= 0 && need > budget.bytes)
         throw InputError(QStringLiteral("The attribution graph of %1 positions has %2 nodes (%3 active features) and needs %4, "

@@ -53,7 +53,10 @@ struct AttributionGraph {
 };
 
 /// Bytes the graph's adjacency and the backward batches need for nFeatures active features (float32).
-qint64 estimateGraphBytes(const ModelConfig& cfg, int nPositions, qint64 nFeatures, const AttributionOptions& options);
+/// `writesPerFeature`: the layers a feature writes at, on average (1 for per-layer transcoders; (n_layers + 1)/2 for
+/// a cross-layer transcoder whose features are spread evenly over the layers).
+qint64 estimateGraphBytes(const ModelConfig& cfg, int nPositions, qint64 nFeatures, const AttributionOptions& options,
+                          double writesPerFeature = 1);
 
 /// The logits a graph explains: circuit-tracer's selection from the last position's probabilities (after the
 /// final soft-cap), the top maxLogits by probability (ties: lower id) until their sum reaches desiredLogitProb.

@@ -121,7 +121,8 @@ void GraphBackward::contract(const std::vector<int>& targets, int l, const Matri
         if (n > 0) {
             E.noalias() = s.vectors.middleRows(r0, n) * Gp.transpose(); // [n, B]
             for (int i = 0; i < n; ++i)
-                for (Eigen::Index b = 0; b < B; ++b) graph.adjacency(targets[size_t(b)], s.node[size_t(r0 + i)]) = E(i, b);
+                for (Eigen::Index b = 0; b < B; ++b) // += : a cross-layer feature writes at several layers
+                    graph.adjacency(targets[size_t(b)], s.node[size_t(r0 + i)]) += E(i, b);
         }
         const RowVector e = rm_.errors[size_t(l)].row(p) * Gp.transpose();
         for (Eigen::Index b = 0; b < B; ++b) graph.adjacency(targets[size_t(b)], graph.errorIndex(l, p)) = e(b);

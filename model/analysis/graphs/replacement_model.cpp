@@ -16,9 +16,13 @@ QString setLabel(const DictionarySet& set) { return QDir::toNativeSeparators(set
 /// Checks that `set` is a per-layer transcoder set the replacement model can use; returns each layer's input hook.
 std::vector<HookPoint> requireTranscoderSet(const DictionarySet& set, const ModelConfig& cfg) {
     const QString label = setLabel(set);
-    if (set.kind == QStringLiteral("cross_layer_transcoder"))
-        throw InputError(QStringLiteral("%1: cross-layer transcoders are not supported by attribution graphs yet; open a "
-                                        "per-layer transcoder set").arg(label));
+    if (!set.crossLayerDecoders.empty()) {
+        bool whole = int(set.crossLayerDecoders.size()) == cfg.n_layers;
+        for (size_t i = 0; whole && i < set.crossLayerDecoders.size(); ++i) whole = int(set.crossLayerDecoders[i].size()) == cfg.n_layers - int(i);
+        if (!whole)
+            throw InputError(QStringLiteral("%1: a cross-layer transcoder for this model needs %2 source layers, each decoding into "
+                                            "every layer from its own up").arg(label).arg(cfg.n_layers));
+    }
     if (cfg.postNorms)
         throw InputError(QStringLiteral("%1: attribution graphs do not support models with post-attention and post-MLP "
                                         "norms (Gemma 2) yet").arg(label));
@@ -64,6 +68,25 @@ Vector normScale(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
 
 } // namespace
 
+SparseCoder decoderInto(const ReplacementModel& rm, int source, int target) {
+    SparseCoder c = rm.transcoders->coders[size_t(source)];
+    if (source == target) return c;
+    if (!rm.crossLayer() || source > target)
+        throw InputError(QStringLiteral("%1: layer %2's transcoder writes only into layer %2, not %3")
+                             .arg(setLabel(*rm.transcoders)).arg(source).arg(target));
+    c.W_dec = rm.transcoders->crossLayerDecoders[size_t(source)][size_t(target - source)];
+    c.b_dec = Weight{};
+    c.W_skip = Weight{};
+    return c;
+}
+
+Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& activations, int layer, const Matrix& x) {
+    Matrix out = decodeFeatures(rm.transcoders->coders[size_t(layer)], activations[size_t(layer)], x);
+    if (rm.crossLayer())
+        for (int i = 0; i < layer; ++i) out += decodeFeatures(decoderInto(rm, i, layer), activations[size_t(i)], x);
+    return out;
+}
+
 ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
                                        const Progress& progress) {
     const ModelConfig& cfg = model.config();
@@ -83,13 +106,10 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
         const LayerCache& c = rm.clean.stored(l);
         const LayerWeights& w = model.layer(l);
         const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(l)]);
-        Matrix f = encodeFeatures(tc, x);
-        Matrix err = c.mlp_out - decodeFeatures(tc, f, x);
-        if (bos) { // circuit-tracer zeroes the BOS position: its MLP output becomes a constant of the graph
-            f.row(0).setZero();
-            err.row(0).setZero();
-        }
-        rm.activations.push_back(std::move(f));
+        rm.activations.push_back(encodeFeatures(tc, x));
+        if (bos) rm.activations.back().row(0).setZero(); // circuit-tracer zeroes the BOS position: its MLP output is a constant
+        Matrix err = c.mlp_out - reconstructMlpOut(rm, rm.activations, l, x);
+        if (bos) err.row(0).setZero();
         rm.errors.push_back(std::move(err));
         rm.ln1Scale.push_back(normScale(cfg, c.resid_pre, w.ln1_w, w.ln1_b));
         rm.ln2Scale.push_back(normScale(cfg, c.resid_mid, w.ln2_w, w.ln2_b));
@@ -115,11 +135,10 @@ Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& 
             z.middleCols(Eigen::Index(h) * dh, dh).noalias() = held->pattern[size_t(h)] * v.middleCols(Eigen::Index(h / group) * dh, dh);
         weightGemm(z, w.W_O, w.b_O, attn);
         resid += attn;
-        const SparseCoder& tc = rm.transcoders->coders[size_t(l)];
         const Matrix x = rm.inputHook[size_t(l)].site == HookSite::ResidMid
                              ? resid
                              : frozenNorm(cfg, resid, rm.ln2Scale[size_t(l)], w.ln2_w, w.ln2_b);
-        Matrix mlp = decodeFeatures(tc, activations[size_t(l)], x) + errors[size_t(l)];
+        Matrix mlp = reconstructMlpOut(rm, activations, l, x) + errors[size_t(l)];
         if (bos) mlp.row(0) = rm.clean.stored(l).mlp_out.row(0);
         resid += mlp;
     }

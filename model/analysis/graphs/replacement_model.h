@@ -4,6 +4,7 @@
 // and every norm's divisor are frozen at the clean run, so the model is linear in the active features:
 //   mlp_out[L, p] = f[L, p]·W_dec + b_dec + err[L, p]      (p ≥ 1; err = the real MLP's output − the reconstruction)
 //   mlp_out[L, 0] = the real MLP's output                   (BOS: no feature or error carries it; a constant)
+// With a cross-layer transcoder set, f[L, p]·W_dec is Σ_{i ≤ L} f[i, p]·W_dec_i[:, L − i, :] (+ b_dec_L).
 // Attention still moves values through V and W_O with the clean patterns, and each norm still centres its input
 // (LayerNorm) and applies its gain and bias; only the divisor √(var + ε) is held. Axis names: pos, d_model, d_transcoder.
 
@@ -31,13 +32,26 @@ struct ReplacementModel {
 
     int nLayers() const { return int(activations.size()); }
     int nPositions() const { return int(tokens.size()); }
+    /// A cross-layer transcoder set: layer i's features write into every layer j ≥ i (DictionarySet::crossLayerDecoders).
+    bool crossLayer() const { return !transcoders->crossLayerDecoders.empty(); }
 };
 
+/// The transcoder that decodes layer `source`'s features into layer `target`'s MLP output (source ≤ target): a
+/// per-layer set's coders[source] when source == target; a cross-layer set's coders[source] with W_dec the slice
+/// W_dec_source[:, target − source, :], and b_dec (and W_skip) only when source == target. Throws InputError when a
+/// per-layer set is asked for source ≠ target.
+SparseCoder decoderInto(const ReplacementModel& rm, int source, int target);
+
+/// Layer `layer`'s MLP output as the transcoders reconstruct it from `activations` ([layer] [pos, d_transcoder]):
+/// per-layer, decode(f_layer); cross-layer, Σ_{i ≤ layer} f_i·W_dec_i[:, layer − i, :] + b_dec_layer. `x` is the
+/// layer's transcoder input [pos, d_model] (read by skip connections). [pos, d_model].
+Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& activations, int layer, const Matrix& x);
+
 /// Runs the clean forward on `tokens` and builds the replacement model with `transcoders`, a set with one
-/// transcoder per layer reading ln2.hook_normalized (mlp.hook_in) or hook_resid_mid and writing hook_mlp_out.
-/// Throws InputError naming the set's path when it is not such a set (an SAE, a missing layer, a transcoder
-/// that reads or writes elsewhere, d_model ≠ the model's, an input normalisation that is not linear, a
-/// cross-layer set: not yet supported) or when the model has post-attention/post-MLP norms (Gemma 2: not yet).
+/// transcoder per layer reading ln2.hook_normalized (mlp.hook_in) or hook_resid_mid and writing hook_mlp_out, or a
+/// cross-layer transcoder reading and writing the same hooks. Throws InputError naming the set's path when it is not
+/// such a set (an SAE, a missing layer, a transcoder that reads or writes elsewhere, d_model ≠ the model's, an input
+/// normalisation that is not linear) or when the model has post-attention/post-MLP norms (Gemma 2: not yet).
 /// Cancelled when `progress` says so.
 ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
                                        const Progress& progress = {});
