@@ -12,6 +12,12 @@ attribution graphs in AttnScope is tested against the files written here.
 Run from the repository root (a few seconds):
 
     nice -n 10 /usr/bin/python3 tools/graph_reference.py [--prompt TEXT] [--out tests/data/graphs]
+    nice -n 10 /usr/bin/python3 tools/graph_reference.py --set clt
+
+--set transcoders (default) uses the per-layer set resources/demo-features/transcoders and writes
+demo_graph_*; --set clt uses the cross-layer transcoder resources/demo-features/clt and writes
+demo_clt_graph_* (see "Cross-layer transcoder" below); --transcoders PATH reads another
+circuit-tracer folder of either kind (config.yaml's model_kind decides) under --set's file names.
 
 Debian packages: python3-torch, python3-numpy, python3-yaml, python3-regex (the last one because
 the tokenizer in tools/train_demo_model.py, imported here, uses it). Model code, safetensors reader
@@ -30,7 +36,10 @@ route 1) equals the one from knocking out each node in a separate numpy forward 
 replacement model (route 2) and the explicit backward recursion of attribution_direct_path
 (route 3, the algorithm the C++ implementation follows); every target value = sum of its incoming edges + its constant; the
 pruning masks are the same when computed from the float32-rounded adjacency; an intervention that
-sets the chosen features to their own values reproduces the clean logits.
+sets the chosen features to their own values reproduces the clean logits. For a cross-layer
+transcoder also: ablating the chosen features plus the most influential layer-0 one with
+everything else frozen (constrained_layers = every layer) changes every target by minus the sum of
+their edges.
 
 Writes into --out:
   demo_graph_reference.json   nodes, logits, completeness constants, influence, pruning masks,
@@ -87,6 +96,22 @@ Intervention (ReplacementModel.feature_intervention defaults: freeze_attention=T
   gets sum over intervened features of (value - current activation) * W_dec[f], the current
   activation being ReLU(encoder) on the current ln_2 output (zeroed at BOS).
 All computation in float64; the .npy holds the float64 adjacency rounded to float32.
+
+Cross-layer transcoder (--set clt; the JSON's conventions say the same)
+-----------------------------------------------------------------------
+Folder as circuit-tracer's load_clt reads it: W_enc_i.safetensors {W_enc_i [d_t, d_model], b_enc_i
+  [d_t], b_dec_i [d_model]}, W_dec_i.safetensors {W_dec_i [d_t, n_layers - i, d_model]}. Layer i's
+  features: pre = W_enc_i @ ln2_out[i] + b_enc_i, act = ReLU(pre) (zero at BOS); they write into
+  the MLP output of every layer j >= i: recon[j] = sum_{i<=j} act_i @ W_dec_i[:, j-i, :] + b_dec_j
+  (b_dec_j is layer j's output bias).
+Everything else as above, with: error(j, p) = mlp_out_real[j, p] - recon[j, p] (0 at p = 0); a
+  feature source (L, p, f) writes act * W_dec_L[f, j-L] into the MLP output of layer j at p for
+  every j >= L, and its edge into a target is the sum over those j that lie below the target
+  (j < target layer for a feature target; every j for a logit) of that vector . the gradient at
+  the MLP output of layer j; the intervention adds (value - current act) * W_dec_L[f, j-L] to the
+  MLP output of every layer j >= L (circuit-tracer's layer_deltas). Node order, node ids, logit
+  selection, completeness constants (now b_dec_j of every layer below the target), pruning and
+  scores are unchanged.
 """
 
 import argparse
@@ -157,12 +182,49 @@ CONVENTIONS = {
                  "prune_graph's cumulative_scores",
 }
 
+# --set: the bundled folder (relative to --root) and the output files' prefix
+SETS = {"transcoders": ("resources/demo-features/transcoders", "demo"),
+        "clt": ("resources/demo-features/clt", "demo_clt")}
+
+# The same conventions for a cross-layer transcoder (--set clt): only what differs is replaced.
+CLT_CONVENTIONS = dict(CONVENTIONS, **{
+    "edge": "A[t, s] = sum over the places the source writes to of (source vector there) . "
+            "d(target value)/d(that place); a cross-layer feature of layer L writes into the MLP "
+            "output of every layer j >= L, and only the layers j below the target contribute "
+            "(j < target layer for a feature target, every j for a logit); attention patterns and "
+            "all LayerNorm sigmas frozen at the clean run, stop-gradient through every MLP (no "
+            "skip path)",
+    "source_vectors": {
+        "feature": "activation * W_dec_L[f, j - L] added to the MLP output of every layer j >= L "
+                   "at its position (L = the feature's layer)",
+        "error": "mlp_out_real[j,p] - (sum_{i<=j} act[i,p] @ W_dec_i[:, j-i] + b_dec_j); zero at "
+                 "position 0 (BOS)",
+        "token": "wte[token id] at the embedding (positional embedding is not a node)",
+    },
+    "transcoder": "cross-layer (circuit-tracer load_clt): pre_i = W_enc_i @ x_i + b_enc_i with "
+                  "W_enc_i [d_transcoder, d_model], x_i = ln_2 output of layer i (with g, b); "
+                  "ReLU; recon[j] = sum_{i<=j} act_i @ W_dec_i[:, j-i, :] + b_dec_j (W_dec_i "
+                  "[d_transcoder, n_layers - i, d_model], b_dec_j = layer j's output bias); no "
+                  "b_dec subtraction, no skip",
+    "completeness": "value[t] = sum_s A[t, s] + constant[t]; constant = value in the frozen affine "
+                    "replacement model with every node vector set to zero (b_dec_j of the layers "
+                    "below the target included)",
+    "intervention": "feature_intervention defaults (freeze_attention=True, constrained_layers=None): "
+                    "attention patterns frozen, LayerNorm sigmas and real MLPs live, MLP output of "
+                    "layer j += sum over intervened features (L, f) with L <= j of (value - current "
+                    "act) * W_dec_L[f, j - L]; current act from layer L's current ln_2 output, zero "
+                    "at BOS",
+})
+
 
 # ----------------------------------------------------------------------------- loading
 
-def load(root):
+def load(root, tc_dir):
+    """Model, its config, the transcoders as a list per layer of {W_enc [d_t, d], b_enc, b_dec,
+    W_dec [d_t, d] (what layer L's features write into layer L), W_dec_later [W_dec_i[:, k]
+    for k >= 1] (what a cross-layer transcoder's layer-L features write into layer L + k; empty
+    for a per-layer set)}, the tokenizer, BOS id and config.yaml."""
     model_dir = os.path.join(root, "resources", "demo")
-    tc_dir = os.path.join(root, "resources", "demo-features", "transcoders")
     with open(os.path.join(model_dir, "vocab.json"), encoding="utf-8") as f:
         vocab = json.load(f)
     with open(os.path.join(model_dir, "merges.txt"), encoding="utf-8") as f:
@@ -182,12 +244,47 @@ def load(root):
         tcfg = yaml.safe_load(f)
     assert tcfg["feature_input_hook"] == "ln2.hook_normalized", tcfg
     assert tcfg["feature_output_hook"] == "hook_mlp_out", tcfg
+    if tcfg.get("model_kind") == "cross_layer_transcoder":
+        return model, cfg, load_clt(tc_dir, cfg["n_layer"]), enc, eot_id, tcfg
     tcs = []
     for path in tcfg["transcoders"]:
         t = {k: v.double() for k, v in demo.read_safetensors(os.path.join(tc_dir, path)).items()}
         assert "W_skip" not in t
+        t["W_dec_later"] = []
         tcs.append(t)
     return model, cfg, tcs, enc, eot_id, tcfg
+
+
+def load_clt(tc_dir, n_layers):
+    """circuit-tracer's load_clt layout: W_enc_i.safetensors {W_enc_i [d_t, d_model], b_enc_i
+    [d_t], b_dec_i [d_model] = layer i's output bias}, W_dec_i.safetensors {W_dec_i [d_t,
+    n_layers - i, d_model]}, slice k = what layer i's features write into layer i + k."""
+    tcs = []
+    for i in range(n_layers):
+        t = {}
+        for kind in ("enc", "dec"):
+            path = os.path.join(tc_dir, "W_%s_%d.safetensors" % (kind, i))
+            t.update({k: v.double() for k, v in demo.read_safetensors(path).items()})
+        assert sorted(t) == ["W_dec_%d" % i, "W_enc_%d" % i, "b_dec_%d" % i, "b_enc_%d" % i], \
+            sorted(t)  # ReLU only: no threshold_i, no skip
+        dec = t["W_dec_%d" % i]
+        d_t, d_model = t["W_enc_%d" % i].shape
+        assert dec.shape == (d_t, n_layers - i, d_model), dec.shape
+        tcs.append({"W_enc": t["W_enc_%d" % i], "b_enc": t["b_enc_%d" % i],
+                    "b_dec": t["b_dec_%d" % i], "W_dec": dec[:, 0].contiguous(),
+                    "W_dec_later": [dec[:, k].contiguous() for k in range(1, n_layers - i)]})
+    assert not os.path.exists(os.path.join(tc_dir, "W_enc_%d.safetensors" % n_layers))
+    return tcs
+
+
+def decoded(tcs, acts):
+    """What the features write into each layer's MLP output (no b_dec): layer L's own
+    acts[L] @ W_dec, then the writes of lower layers' cross-layer decoders."""
+    out = [acts[L] @ tcs[L]["W_dec"] for L in range(len(tcs))]
+    for i, t in enumerate(tcs):
+        for k, Wd in enumerate(t["W_dec_later"], start=1):
+            out[i + k] = out[i + k] + acts[i] @ Wd
+    return out
 
 
 def weights(model, cfg):
@@ -361,6 +458,8 @@ def attribution_autograd(W, ids, rec, tcs, feats, acts_dense, err, logit_vecs):
     rows = torch.zeros(B, n_feat + (n_layers + 1) * T, dtype=torch.float64)
     for j, (L, p, fi) in enumerate(feats):
         rows[:, j] = mlp_nodes[L].grad[:, p] @ (acts_dense[L, p, fi] * tcs[L]["W_dec"][fi])
+        for k, Wd in enumerate(tcs[L]["W_dec_later"], start=1):  # cross-layer writes
+            rows[:, j] += mlp_nodes[L + k].grad[:, p] @ (acts_dense[L, p, fi] * Wd[fi])
     for L in range(n_layers):
         for p in range(T):
             rows[:, n_feat + L * T + p] = mlp_nodes[L].grad[:, p] @ err[L, p]
@@ -389,6 +488,9 @@ def attribution_knockout(W, rec, tcs, ids, feats, acts_dense, err, mlp_const, lo
     emb[-1] = 0.0
     errn = np64(err)
     dec = [np64(acts_dense[L]) @ np64(tcs[L]["W_dec"]) for L in range(n_layers)]
+    for i in range(n_layers):
+        for k, Wd in enumerate(tcs[i]["W_dec_later"], start=1):
+            dec[i + k] = dec[i + k] + np64(acts_dense[i]) @ np64(Wd)
     mlp_outs = []
     for L in range(n_layers):
         mo = np.broadcast_to(np64(mlp_const[L]) + dec[L] + errn[L], (B, T, tok.shape[1])).copy()
@@ -396,6 +498,8 @@ def attribution_knockout(W, rec, tcs, ids, feats, acts_dense, err, mlp_const, lo
         mlp_outs.append(mo)
     for j, (L, p, fi) in enumerate(feats):
         mlp_outs[L][1 + j, p] -= float(acts_dense[L, p, fi]) * np64(tcs[L]["W_dec"][fi])
+        for k, Wd in enumerate(tcs[L]["W_dec_later"], start=1):
+            mlp_outs[L + k][1 + j, p] -= float(acts_dense[L, p, fi]) * np64(Wd[fi])
     for L in range(n_layers):
         for p in range(T):
             mlp_outs[L][1 + n_feat + L * T + p, p] -= errn[L, p]
@@ -463,6 +567,11 @@ def attribution_direct_path(W, rec, tcs, ids, feats, acts_dense, err, logit_vecs
             if L in grads_post:
                 rows[r, j] = grads_post[L][p] @ (float(acts_dense[L, p, f]) *
                                                  np64(tcs[L]["W_dec"][f]))
+                # a cross-layer feature's writes into layers L + k below the target
+                for k, Wd in enumerate(tcs[L]["W_dec_later"], start=1):
+                    if L + k in grads_post:
+                        rows[r, j] += grads_post[L + k][p] @ (float(acts_dense[L, p, f]) *
+                                                              np64(Wd[f]))
         for L in grads_post:
             rows[r, n_feat + L * T:n_feat + (L + 1) * T] = (grads_post[L] * np64(err[L])).sum(-1)
         rows[r, n_feat + n_layers * T:] = (G * wte[ids]).sum(-1)
@@ -554,14 +663,30 @@ def graph_scores(adj, logit_p, n_tokens, n_features, n_layers):
 
 # ----------------------------------------------------------------------------- intervention
 
+def decoder_writes(tcs, L, fi, dv):
+    """[(layer j, dv * decoder row of feature fi of layer L into layer j)]: layer L first, then
+    the later layers a cross-layer transcoder writes to."""
+    return [(L, dv * tcs[L]["W_dec"][fi])] + [
+        (L + k, dv * Wd[fi]) for k, Wd in enumerate(tcs[L]["W_dec_later"], start=1)]
+
+
 @torch.no_grad()
-def feature_intervention(W, ids, rec, tcs, interventions):
+def feature_intervention(W, ids, rec, tcs, interventions, constrained_acts=None):
     """ReplacementModel.feature_intervention with its defaults (freeze_attention=True,
     constrained_layers=None): patterns frozen to the clean run, LayerNorm sigmas live, real MLPs,
-    MLP output += sum (value - current activation) * W_dec[f]. Returns (logits, activations)."""
+    MLP output += sum (value - current activation) * W_dec[f]. Returns (logits, activations).
+
+    With `constrained_acts` (the clean activations [n_layers, T, d_t]) it is instead
+    constrained_layers = every layer: LayerNorm sigmas and MLP outputs frozen at the clean run
+    too, deltas from the clean activations, so the change is the sum of direct effects (a
+    self-check of the deltas, a cross-layer feature's included, against the adjacency)."""
+    if constrained_acts is not None:
+        return constrained_intervention(W, ids, rec, tcs, interventions, constrained_acts)
     T = len(ids)
     x = W["wte"][ids] + W["wpe"][:T]
     acts_all = []
+    # circuit-tracer's layer_deltas: a cross-layer feature's change also lands in later layers
+    pending = torch.zeros(len(W["layers"]), T, W["wte"].shape[1], dtype=W["wte"].dtype)
     for L, lw in enumerate(W["layers"]):
         a, _ = attention(layer_norm(x, lw["g1"], lw["b1"], sigma_of(x, W["eps"])), lw, W["H"],
                          pattern=rec["pattern"][L])
@@ -570,10 +695,14 @@ def feature_intervention(W, ids, rec, tcs, interventions):
         acts = torch.relu(encode(tcs[L], h2))
         acts[0] = 0  # zero_positions = slice(0, 1)
         m = mlp_real(h2, lw)
-        delta = torch.zeros_like(m)
+        delta = pending[L].clone()
         for (Li, p, fi, value) in interventions:
             if Li == L:
-                delta[p] += (value - acts[p, fi]) * tcs[L]["W_dec"][fi]
+                for j, vec in decoder_writes(tcs, L, fi, value - acts[p, fi]):
+                    if j == L:
+                        delta[p] += vec
+                    else:
+                        pending[j][p] += vec
         acts_new = acts.clone()
         for (Li, p, fi, value) in interventions:
             if Li == L:
@@ -582,6 +711,27 @@ def feature_intervention(W, ids, rec, tcs, interventions):
         x = x + m + delta
     logits = layer_norm(x, W["gf"], W["bf"], sigma_of(x, W["eps"])) @ W["wte"].t()
     return logits, torch.stack(acts_all)
+
+
+@torch.no_grad()
+def constrained_intervention(W, ids, rec, tcs, interventions, acts_clean):
+    """feature_intervention with constrained_layers = every layer (see there); returns (logits,
+    pre-activations of every layer [n_layers, T, d_t])."""
+    T = len(ids)
+    x = W["wte"][ids] + W["wpe"][:T]
+    deltas = torch.zeros(len(W["layers"]), T, W["wte"].shape[1], dtype=W["wte"].dtype)
+    for (L, p, fi, value) in interventions:
+        for j, vec in decoder_writes(tcs, L, fi, value - acts_clean[L, p, fi]):
+            deltas[j, p] += vec
+    pres = []
+    for L, lw in enumerate(W["layers"]):
+        a, _ = attention(layer_norm(x, lw["g1"], lw["b1"], rec["s1"][L]), lw, W["H"],
+                         pattern=rec["pattern"][L])
+        x = x + a
+        pres.append(encode(tcs[L], layer_norm(x, lw["g2"], lw["b2"], rec["s2"][L])))
+        x = x + rec["mlp_out"][L] + deltas[L]
+    logits = layer_norm(x, W["gf"], W["bf"], rec["sf"]) @ W["wte"].t()
+    return logits, torch.stack(pres)
 
 
 def to_json(v, ind=0):
@@ -616,12 +766,22 @@ def main():
     ap.add_argument("--prompt", default=DEFAULT_PROMPT)
     ap.add_argument("--out", default=os.path.join(root, "tests", "data", "graphs"))
     ap.add_argument("--root", default=root, help="repository root (resources/ is read there)")
+    ap.add_argument("--set", choices=sorted(SETS), default="transcoders",
+                    help="bundled feature set: transcoders (per-layer, writes demo_graph_*) or "
+                         "clt (cross-layer, writes demo_clt_graph_*)")
+    ap.add_argument("--transcoders", default=None,
+                    help="circuit-tracer folder to use instead of the --set one (relative to "
+                         "--root); the output file names still follow --set")
     args = ap.parse_args()
     t0 = time.time()
     torch.set_num_threads(1)
     torch.manual_seed(0)
 
-    model, cfg, tcs, enc, eot_id, tcfg = load(args.root)
+    tc_rel, prefix = SETS[args.set]
+    if args.transcoders:
+        tc_rel = args.transcoders
+    model, cfg, tcs, enc, eot_id, tcfg = load(args.root, os.path.join(args.root, tc_rel))
+    is_clt = tcfg.get("model_kind") == "cross_layer_transcoder"
     W = weights(model, cfg)
     n_layers, d_model = cfg["n_layer"], cfg["n_embd"]
     ids = [eot_id] + enc.encode(args.prompt)
@@ -639,7 +799,8 @@ def main():
     pre = torch.stack([encode(tcs[L], rec["mlp_in"][L]) for L in range(n_layers)])  # [L, T, F]
     acts = torch.relu(pre)
     acts[:, 0] = 0
-    recon = torch.stack([acts[L] @ tcs[L]["W_dec"] + tcs[L]["b_dec"] for L in range(n_layers)])
+    dec = decoded(tcs, acts)
+    recon = torch.stack([dec[L] + tcs[L]["b_dec"] for L in range(n_layers)])
     mlp_out = torch.stack(rec["mlp_out"])
     err = mlp_out - recon
     err[:, 0] = 0
@@ -653,8 +814,7 @@ def main():
     # replacement model reproduces the clean logits; it is affine in the feature activations
     def replacement_logits(a_scale):
         emb = W["wte"][idx][None].numpy()
-        mo = [(mlp_const[L] + a_scale * (acts[L] @ tcs[L]["W_dec"]) + err[L])[None].numpy()
-              for L in range(n_layers)]
+        mo = [(mlp_const[L] + a_scale * dec[L] + err[L])[None].numpy() for L in range(n_layers)]
         Wn = {"wpe": W["wpe"].numpy(), "gf": W["gf"].numpy(), "bf": W["bf"].numpy(), "H": W["H"],
               "layers": [{k: v.numpy() for k, v in lw.items()} for lw in W["layers"]]}
         recn = {"s1": [s.numpy() for s in rec["s1"]], "s2": [s.numpy() for s in rec["s2"]],
@@ -725,6 +885,23 @@ def main():
     lg_same, _ = feature_intervention(W, idx, rec, tcs,
                                       [(L, p, f, float(acts[L, p, f])) for L, p, f in chosen])
     assert (lg_same - rec["logits"]).abs().max().item() <= 1e-10
+    if is_clt:
+        # direct effects: ablating the chosen features with everything but them frozen changes
+        # each target (feature pre-activation, demeaned logit) by minus the sum of their edges
+        # (the chosen features plus the most influential one of layer 0, which writes into
+        # every layer)
+        abl = chosen + [feats[min((j for j in range(n_feat) if feats[j][0] == 0),
+                                  key=lambda j: (-infl[j], j))]]
+        abl = sorted(set(abl))
+        lg_c, pre_c = feature_intervention(W, idx, rec, tcs, [(L, p, f, 0.0) for L, p, f in abl],
+                                           constrained_acts=acts)
+        cols_c = [feats.index(c) for c in abl]
+        got = np.concatenate([
+            [float(pre_c[L, p, f] - pre[L, p, f]) for L, p, f in feats],
+            (lg_c[T - 1][logit_idx] - lg_c[T - 1].mean() - torch.tensor(logit_vals)).numpy()])
+        want = -rows[:, cols_c].sum(1)
+        d_direct = np.abs(got - want).max()
+        assert d_direct <= 1e-10 * scale, d_direct
     interventions_out = []
     for name, factor in (("ablate", 0.0), ("scale_2x", 2.0)):
         iv = [(L, p, f, factor * float(acts[L, p, f])) for L, p, f in chosen]
@@ -768,12 +945,13 @@ def main():
 
     out = {
         "description": "circuit-tracer attribution graph, float64 reference, written by "
-                       "tools/graph_reference.py",
-        "conventions": CONVENTIONS,
+                       "tools/graph_reference.py" + (" --set clt" if args.set == "clt" else ""),
+        "conventions": CLT_CONVENTIONS if is_clt else CONVENTIONS,
         "source": {"circuit_tracer": "decoderesearch/circuit-tracer 4bb8c0e (2026-04-18), "
                                      "safety-research/circuit-tracer d797c82 (2025-06-11)",
                    "torch": torch.__version__, "numpy": np.__version__},
-        "model": "resources/demo", "transcoders": "resources/demo-features/transcoders",
+        "model": "resources/demo", "transcoders": tc_rel,
+        **({"transcoder_kind": "cross_layer_transcoder"} if is_clt else {}),
         "scan": tcfg.get("scan"),
         "prompt": args.prompt, "bos_token_id": eot_id, "token_ids": ids,
         "tokens": [enc.decode([i]) for i in ids],
@@ -798,7 +976,7 @@ def main():
                         "probs": [float(q) for q in logit_p],
                         "prob_sum": float(logit_p.sum())},
         "nodes": nodes,
-        "adjacency_file": "demo_graph_adjacency.npy",
+        "adjacency_file": prefix + "_graph_adjacency.npy",
         "adjacency_stats": {"max_abs": float(np.abs(adj).max()),
                             "sum_abs": float(np.abs(adj).sum()),
                             "nonzero": int((adj != 0).sum())},
@@ -806,7 +984,9 @@ def main():
                    "linearity_2a_max_abs": float(d_lin2),
                    "autograd_vs_knockout_max_abs": float(d_routes),
                    "autograd_vs_direct_path_max_abs": float(d_routes3),
-                   "completeness_max_abs": float(d_complete)},
+                   "completeness_max_abs": float(d_complete),
+                   **({"constrained_ablation_vs_edges_max_abs": float(d_direct),
+                       "constrained_ablation_features": [list(c) for c in abl]} if is_clt else {})},
         "pruning": {
             "node_threshold_value": pr["node_threshold_value"],
             "node_influence_next_below_threshold": float(
@@ -827,15 +1007,15 @@ def main():
                    "from_float32_adjacency": {"replacement_score": sc32[0],
                                               "completeness_score": sc32[1]}},
         "intervention": {
-            "method": CONVENTIONS["intervention"],
+            "method": (CLT_CONVENTIONS if is_clt else CONVENTIONS)["intervention"],
             "features": "the %d feature nodes with the largest node influence" % N_INTERVENE,
             "graph_logit_tokens": [int(t) for t in logit_idx],
             "results": interventions_out,
         },
     }
     os.makedirs(args.out, exist_ok=True)
-    jpath = os.path.join(args.out, "demo_graph_reference.json")
-    npath = os.path.join(args.out, "demo_graph_adjacency.npy")
+    jpath = os.path.join(args.out, prefix + "_graph_reference.json")
+    npath = os.path.join(args.out, prefix + "_graph_adjacency.npy")
     np.save(npath, adj.astype("<f4"))
     with open(jpath, "w", encoding="utf-8") as f:
         f.write(to_json(out) + "\n")

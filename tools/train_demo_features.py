@@ -9,12 +9,21 @@ Writes into --out (default resources/demo-features/):
   transcoders/     circuit-tracer per-layer transcoder set: config.yaml + layer_L.safetensors
                    (W_enc [d_transcoder, d_model], W_dec [d_transcoder, d_model], b_enc, b_dec),
                    ReLU, reading blocks.L.ln2.hook_normalized, writing blocks.L.hook_mlp_out.
+  clt/             circuit-tracer cross-layer transcoder (load_clt layout): config.yaml +
+                   W_enc_i.safetensors {W_enc_i [d_transcoder, d_model], b_enc_i [d_transcoder],
+                   b_dec_i [d_model] (layer i's output bias)} + W_dec_i.safetensors {W_dec_i
+                   [d_transcoder, n_layers - i, d_model]}, ReLU; layer i's features read
+                   blocks.i.ln2.hook_normalized and write blocks.j.hook_mlp_out for every j >= i.
+                   Trained last, with its own generator; `--clt-only` trains just this one and
+                   rewrites only its README section (nothing else is evaluated or written).
   README.md        how they were made, evaluation table, example features.
 and the float64 reference tests/data/features/demo_reference.json, computed from the saved files.
 
 Needs the same Debian packages as tools/train_demo_model.py (bible-kjv, bible-kjv-text,
 python3-torch, python3-numpy, python3-regex) plus python3-yaml. Run:
   nice -n 10 /usr/bin/python3 tools/train_demo_features.py
+  nice -n 10 /usr/bin/python3 tools/train_demo_features.py --clt-only --windows 1000
+  (the other dictionaries' README command also used --windows 1000 --steps 1000)
 
 Corpus, tokenizer, model code and the safetensors reader/writer are imported from
 tools/train_demo_model.py. Activations come from the saved demo model run over the KJV in
@@ -225,6 +234,264 @@ def train_dictionary(d, x_in, x_out, args, gen, log, label):
             log("  %s step %d/%d  L0 %.1f  scaled MSE %.4f  (%.0fs)" % (
                 label, step, steps, a[0], a[1], time.time() - t0))
     return time.time() - t0
+
+
+# ----------------------------------------------------------------------------- CLT
+
+CLT_BEGIN = "<!-- clt: written by tools/train_demo_features.py --clt-only -->"
+CLT_END = "<!-- /clt -->"
+
+
+class CrossLayerTranscoder(torch.nn.Module):
+    """ReLU cross-layer transcoder (Ameisen et al. 2025; circuit-tracer's CrossLayerTranscoder):
+    layer i's features f_i = ReLU(x_i·W_enc[i] + b_enc[i]) read layer i's MLP input and write to
+    the MLP output of every layer j ≥ i: out[j] = Σ_{i≤j} f_i·W_dec[i][:, j − i] + b_dec[j].
+
+    Trained on scaled activations (x_i / s_in[i], out[j] / s_out[j]); `export` folds the scales
+    back and rescales each feature so its decoder (all output layers together) has unit norm.
+    """
+
+    def __init__(self, n_layers, d_model, d_dict, gen):
+        super().__init__()
+        self.n_layers, self.d_model = n_layers, d_model
+        w_enc = torch.randn(n_layers, d_model, d_dict, generator=gen)
+        self.W_enc = torch.nn.Parameter(w_enc / w_enc.norm(dim=1, keepdim=True) * 0.5)
+        self.b_enc = torch.nn.Parameter(torch.zeros(n_layers, d_dict))
+        decs = []
+        for i in range(n_layers):
+            w = torch.randn(d_dict, n_layers - i, d_model, generator=gen)
+            decs.append(torch.nn.Parameter(w / w.flatten(1).norm(dim=1)[:, None, None]))
+        self.W_dec = torch.nn.ParameterList(decs)
+        self.b_dec = torch.nn.Parameter(torch.zeros(n_layers, d_model))
+
+    def dec_norms(self, i):
+        return self.W_dec[i].flatten(1).norm(dim=1)
+
+    def forward(self, xs):
+        """xs: per-layer inputs [B, d] -> (features per layer, outputs per layer)."""
+        fs = [F.relu(x @ self.W_enc[i] + self.b_enc[i]) for i, x in enumerate(xs)]
+        outs = [self.b_dec[j].expand(xs[0].shape[0], -1) for j in range(self.n_layers)]
+        for i, f in enumerate(fs):
+            w = (f @ self.W_dec[i].flatten(1)).view(-1, self.n_layers - i, self.d_model)
+            for k in range(self.n_layers - i):
+                outs[i + k] = outs[i + k] + w[:, k]
+        return fs, outs
+
+    @torch.no_grad()
+    def export(self, s_in, s_out):
+        """circuit-tracer tensors {W_enc_i [d_t, d_model], b_enc_i, b_dec_i, W_dec_i [d_t,
+        n_layers − i, d_model]} acting on raw activations; decoder rows (over all output layers)
+        unit norm, activations in units of that norm."""
+        out = {}
+        for i in range(self.n_layers):
+            dec = self.W_dec[i] * torch.tensor(s_out[i:])[None, :, None]
+            nrm = dec.flatten(1).norm(dim=1).clamp_min(1e-12)
+            out["W_enc_%d" % i] = (self.W_enc[i] / s_in[i] * nrm).t().contiguous()
+            out["b_enc_%d" % i] = self.b_enc[i] * nrm
+            out["b_dec_%d" % i] = self.b_dec[i] * s_out[i]
+            out["W_dec_%d" % i] = dec / nrm[:, None, None]
+        return out
+
+
+def train_clt(clt, xs, ys, args, gen, log):
+    """Adam on Σ_j squared error of the scaled out[j] + λ·Σ_i Σ_f f_i·‖W_dec[i][f]‖ (the
+    decoder norm over all output layers, so the penalty cannot be dodged by shrinking the
+    encoder), λ warmed up over the first 10 % and the learning rate decayed over the last 20 %."""
+    n = xs[0].shape[0]
+    opt = torch.optim.Adam(clt.parameters(), lr=args.lr, betas=(0.9, 0.999))
+    with torch.no_grad():
+        clt.b_dec.copy_(torch.stack([y.mean(0) for y in ys]))
+    steps = args.clt_steps
+    t0 = time.time()
+    hist = collections.deque(maxlen=100)
+    for step in range(steps):
+        lr = args.lr * min(1.0, 5.0 * (1.0 - step / steps))
+        for g in opt.param_groups:
+            g["lr"] = lr
+        i = torch.randint(0, n, (args.batch,), generator=gen)
+        fs, outs = clt([x[i] for x in xs])
+        mses = [(o - y[i]).pow(2).sum(-1).mean() for o, y in zip(outs, ys)]
+        l1 = sum((f * clt.dec_norms(L)).sum(-1).mean() for L, f in enumerate(fs))
+        warm = min(1.0, (step + 1) / (0.1 * steps))
+        loss = sum(mses) + warm * args.clt_l1_coeff * l1
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        hist.append([(f > 0).float().sum(-1).mean().item() for f in fs] + [m.item() for m in mses])
+        if step % 500 == 0 or step == steps - 1:
+            a = np.mean(hist, axis=0)
+            log("  clt step %d/%d  L0 %s  scaled MSE %s  (%.0fs)" % (
+                step, steps, " ".join("%.1f" % v for v in a[:clt.n_layers]),
+                " ".join("%.4f" % v for v in a[clt.n_layers:]), time.time() - t0))
+    return time.time() - t0
+
+
+def clt_config(n_layers):
+    return {"model_name": MODEL_NAME, "model_kind": "cross_layer_transcoder",
+            "scan": "%s/clt" % MODEL_NAME,
+            "feature_input_hook": "ln2.hook_normalized", "feature_output_hook": "hook_mlp_out"}
+
+
+def save_clt(out_dir, tensors, n_layers):
+    os.makedirs(out_dir, exist_ok=True)
+    for i in range(n_layers):
+        demo.write_safetensors(os.path.join(out_dir, "W_enc_%d.safetensors" % i), [
+            (k, tensors[k]) for k in ("W_enc_%d" % i, "b_enc_%d" % i, "b_dec_%d" % i)])
+        demo.write_safetensors(os.path.join(out_dir, "W_dec_%d.safetensors" % i),
+                               [("W_dec_%d" % i, tensors["W_dec_%d" % i])])
+    with open(os.path.join(out_dir, "config.yaml"), "w") as f:
+        f.write("# circuit-tracer cross-layer transcoder for AttnScope's demo model; written by "
+                "tools/train_demo_features.py --clt-only.\n# Files W_enc_i.safetensors "
+                "(W_enc_i, b_enc_i, b_dec_i) and W_dec_i.safetensors (W_dec_i) in this folder.\n")
+        yaml.safe_dump(clt_config(n_layers), f, sort_keys=False)
+
+
+def load_clt(out_dir, n_layers, dtype):
+    """{name: tensor} of the saved CLT (circuit-tracer key names)."""
+    t = {}
+    for i in range(n_layers):
+        for kind in ("enc", "dec"):
+            path = os.path.join(out_dir, "W_%s_%d.safetensors" % (kind, i))
+            t.update({k: v.to(dtype) for k, v in demo.read_safetensors(path).items()})
+    return t
+
+
+def clt_apply(t, xs):
+    """Saved CLT on per-layer inputs xs[i] [..., d]: (features per layer, outputs per layer)."""
+    n = len(xs)
+    fs = [F.relu(x @ t["W_enc_%d" % i].t() + t["b_enc_%d" % i]) for i, x in enumerate(xs)]
+    outs = [sum(fs[i] @ t["W_dec_%d" % i][:, j - i] for i in range(j + 1)) + t["b_dec_%d" % j]
+            for j in range(n)]
+    return fs, outs
+
+
+@torch.no_grad()
+def evaluate_clt(hooks, t, n_layers, windows, batch=32):
+    """Held-out metrics over non-BOS positions: per layer L0 and FVU (x = true MLP output); CE
+    clean, with every layer's MLP output replaced by the CLT's output at every non-BOS position
+    (layer j's features read the spliced forward's own ln_2 output), and zero-ablated (every MLP
+    output 0)."""
+    ins = ["blocks.%d.ln2.hook_normalized" % L for L in range(n_layers)]
+    outs_n = ["blocks.%d.hook_mlp_out" % L for L in range(n_layers)]
+    l0 = [[] for _ in range(n_layers)]
+    err, xs = [0.0] * n_layers, [[] for _ in range(n_layers)]
+    ce = {"clean": [], "spliced": [], "zero": []}
+    for s in range(0, windows.shape[0], batch):
+        w = windows[s:s + batch]
+        ce["clean"].append(next_token_ce(hooks.run(w, record=ins + outs_n), w))
+        fs, rec = clt_apply(t, [hooks.cache[n][:, 1:] for n in ins])
+        for L in range(n_layers):
+            x = hooks.cache[outs_n[L]][:, 1:]
+            l0[L].append((fs[L] > 0).float().sum(-1).flatten())
+            err[L] += (x - rec[L]).pow(2).sum().item()
+            xs[L].append(x.reshape(-1, x.shape[-1]))
+        feats = {}
+
+        def splice(a, L):
+            x = hooks.cache[ins[L]]
+            feats[L] = F.relu(x @ t["W_enc_%d" % L].t() + t["b_enc_%d" % L])
+            r = sum(feats[i] @ t["W_dec_%d" % i][:, L - i] for i in range(L + 1)) + \
+                t["b_dec_%d" % L]
+            return torch.cat([a[:, :1], r[:, 1:]], dim=1)
+
+        patch = {outs_n[L]: (lambda a, L=L: splice(a, L)) for L in range(n_layers)}
+        ce["spliced"].append(next_token_ce(hooks.run(w, record=ins, patch=patch), w))
+        ce["zero"].append(next_token_ce(hooks.run(w, patch={n: torch.zeros_like
+                                                            for n in outs_n}), w))
+    res = {"L0": [], "fvu": []}
+    for L in range(n_layers):
+        x = torch.cat(xs[L])
+        res["L0"].append(torch.cat(l0[L]).mean().item())
+        res["fvu"].append(err[L] / (x - x.mean(0)).pow(2).sum().item())
+    res.update({"loss_%s" % k: float(np.mean(v)) for k, v in ce.items()})
+    res["loss_recovered"] = ((res["loss_zero"] - res["loss_spliced"])
+                             / (res["loss_zero"] - res["loss_clean"]))
+    return res
+
+
+def clt_section(r, args, n_tok, n_eval_tok, train_s, size, dead):
+    """The README entry for clt/ (between CLT_BEGIN and CLT_END)."""
+    per = ", ".join("layer %d: L0 %.1f, FVU %.3f" % (L, r["L0"][L], r["fvu"][L])
+                    for L in range(len(r["L0"])))
+    return """{begin}
+## Cross-layer transcoder (`clt/`)
+
+A ReLU cross-layer transcoder (Ameisen et al. 2025) in circuit-tracer's `load_clt` layout:
+layer i's 512 features read `blocks.i.ln2.hook_normalized` and write to the MLP output
+(`hook_mlp_out`) of every layer j ≥ i, out[j] = Σ_{{i≤j}} f_i·W_dec_i[:, j − i, :] + b_dec_j.
+`config.yaml` (`model_kind: cross_layer_transcoder`, `scan: attnscope-demo/clt`);
+`W_enc_i.safetensors` holds `W_enc_i` [512, 128] (encode x·W_enc_iᵀ + b_enc_i, no b_dec
+subtraction), `b_enc_i` [512], `b_dec_i` [128] (layer i's output bias); `W_dec_i.safetensors`
+holds `W_dec_i` [512, 2 − i, 128]. F32, {size:.2f} MB. Each feature's decoder over all its
+output layers has unit norm.
+
+Made by `{cmd}` ({train_min:.1f} min of training, {threads} thread): the same {n_tok} training
+positions as above, both layers trained jointly, Adam (lr {lr}, batch {batch}, {steps} steps), loss = Σ_j
+squared error of layer j's scaled MLP output + λ·Σ f·‖decoder‖ with λ = {l1}. Held out
+({n_eval_tok} non-BOS positions): {per}; {dead} dead features (never fired on the
+training activations). Cross-entropy clean {lc:.3f}, with both MLP outputs replaced by the CLT at non-BOS
+positions {ls:.3f}, both zero-ablated {lz:.3f}: {rec:.1f} % of the loss recovered.
+{end}
+""".format(begin=CLT_BEGIN, end=CLT_END, size=size / 1e6, threads=args.threads,
+           cmd="nice -n 10 /usr/bin/python3 " + " ".join(sys.argv),
+           train_min=train_s / 60, n_tok=n_tok, lr=args.lr, batch=args.batch,
+           steps=args.clt_steps, l1=args.clt_l1_coeff, n_eval_tok=n_eval_tok, per=per,
+           dead=dead, lc=r["loss_clean"], ls=r["loss_spliced"], lz=r["loss_zero"],
+           rec=100 * r["loss_recovered"])
+
+
+def readme_with_clt(text, section):
+    """README text with the CLT section replaced (or inserted before "## Reference") and the
+    clt/ row in the files table."""
+    row = ("| `clt/` | ReLU cross-layer transcoder (2 layers), d_transcoder 512 per layer | "
+           "circuit-tracer CLT: `config.yaml`, `W_enc_i.safetensors`, `W_dec_i.safetensors` "
+           "(below) |\n")
+    if row not in text:
+        a = text.index("\n", text.index("| `transcoders/` |")) + 1
+        text = text[:a] + row + text[a:]
+    if CLT_BEGIN in text:
+        a, b = text.index(CLT_BEGIN), text.index(CLT_END) + len(CLT_END) + 1
+        text = text[:a] + section + text[b:]
+    else:
+        a = text.index("## Reference")
+        text = text[:a] + section + "\n" + text[a:]
+    return text
+
+
+@torch.no_grad()
+def clt_dead(t, xs, n_layers, chunk=16384):
+    """Features that never fire on the training inputs, summed over layers."""
+    dead = 0
+    for i in range(n_layers):
+        fired = torch.zeros(t["b_enc_%d" % i].shape[0], dtype=torch.bool)
+        for s in range(0, xs[i].shape[0], chunk):
+            fired |= (F.relu(xs[i][s:s + chunk] @ t["W_enc_%d" % i].t() + t["b_enc_%d" % i])
+                      > 0).any(0)
+        dead += int((~fired).sum())
+    return dead
+
+
+def run_clt(hooks, flat, val_w, n_layer, args, log):
+    """Train, save, reload and evaluate the CLT; returns its README section."""
+    d_model = flat["blocks.0.hook_mlp_out"].shape[1]
+    xs = [flat["blocks.%d.ln2.hook_normalized" % L] for L in range(n_layer)]
+    ys = [flat["blocks.%d.hook_mlp_out" % L] for L in range(n_layer)]
+    s_in, s_out = [centred_scale(x) for x in xs], [centred_scale(y) for y in ys]
+    log("training clt (scales in %s, out %s)" % (s_in, s_out))
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    clt = CrossLayerTranscoder(n_layer, d_model, args.d_dict, gen)
+    train_s = train_clt(clt, [x / s for x, s in zip(xs, s_in)],
+                        [y / s for y, s in zip(ys, s_out)], args, gen, log)
+    out_dir = os.path.join(args.out, "clt")
+    save_clt(out_dir, clt.export(s_in, s_out), n_layer)
+    t = load_clt(out_dir, n_layer, torch.float32)
+    r = evaluate_clt(hooks, t, n_layer, val_w)
+    dead = clt_dead(t, xs, n_layer)
+    size = sum(os.path.getsize(os.path.join(out_dir, x)) for x in os.listdir(out_dir))
+    log("clt: L0 %s, FVU %s, CE clean %.3f spliced %.3f zero %.3f (%.1f %% recovered), "
+        "%d dead, %d bytes" % (r["L0"], r["fvu"], r["loss_clean"], r["loss_spliced"],
+                               r["loss_zero"], 100 * r["loss_recovered"], dead, size))
+    return clt_section(r, args, xs[0].shape[0], val_w.shape[0] * (CTX - 1), train_s, size, dead)
 
 
 # ----------------------------------------------------------------------------- data
@@ -654,7 +921,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--only", default="", help="comma list of resid-jumprelu,resid-topk,"
-                                               "transcoders to train (the others are reused)")
+                                               "transcoders,clt to train (the others are reused)")
+    ap.add_argument("--clt-only", action="store_true",
+                    help="train only the cross-layer transcoder (clt/), update its README "
+                         "section and stop (no other evaluation, no reference file)")
+    ap.add_argument("--clt-steps", type=int, default=1200)
+    ap.add_argument("--clt-l1-coeff", type=float, default=0.15)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -693,6 +965,22 @@ def main():
     train_w = windows_from(torch.tensor(train_ids), eot_id, args.windows)
     val_w = windows_from(torch.tensor(val_ids), eot_id)
     resid = "blocks.0.hook_resid_post"
+    if args.clt_only:
+        names = ["blocks.%d.ln2.hook_normalized" % L for L in range(n_layer)] + [
+            "blocks.%d.hook_mlp_out" % L for L in range(n_layer)]
+        t = time.time()
+        acts = collect(hooks, train_w, names)
+        flat = {n: a[:, 1:].reshape(-1, d_model) for n, a in acts.items()}  # drop BOS
+        log("activations: %d windows, %d positions (%.0fs)" % (
+            train_w.shape[0], flat[names[0]].shape[0], time.time() - t))
+        section = run_clt(hooks, flat, val_w, n_layer, args, log)
+        path = os.path.join(args.out, "README.md")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(readme_with_clt(text, section))
+        log("done in %.1f minutes" % ((time.time() - t_start) / 60))
+        return
     names = [resid] + ["blocks.%d.ln2.hook_normalized" % L for L in range(n_layer)] + [
         "blocks.%d.hook_mlp_out" % L for L in range(n_layer)]
     t = time.time()
@@ -703,7 +991,7 @@ def main():
         train_w.shape[0], flat[resid].shape[0], time.time() - t))
 
     only = set(filter(None, args.only.split(","))) or {"resid-jumprelu", "resid-topk",
-                                                       "transcoders"}
+                                                       "transcoders", "clt"}
     train_times = {}
     s_res = centred_scale(flat[resid])
     x_res = flat[resid] / s_res
@@ -738,6 +1026,9 @@ def main():
             f.write("# circuit-tracer transcoder set for AttnScope's demo model; written by "
                     "tools/train_demo_features.py.\n# Layer files are relative to this folder.\n")
             yaml.safe_dump(tc, f, sort_keys=False)
+
+    # Last, with its own generator, so the dictionaries above are trained as without it.
+    clt_md = run_clt(hooks, flat, val_w, n_layer, args, log) if "clt" in only else None
 
     # Everything below reads the saved files back.
     saved = load_saved(args.out, torch.float32)
@@ -778,7 +1069,15 @@ def main():
         batch=args.batch, steps=args.steps, l0=args.l0_coeff, bw=args.bandwidth, l1=args.l1_coeff,
         train_times=times, n_eval_win=val_w.shape[0], n_eval_tok=val_w.shape[0] * (CTX - 1),
         table=metrics_table(rows), features="\n".join(feats_md), prompt=PROMPT)
-    with open(os.path.join(args.out, "README.md"), "w") as f:
+    readme_path = os.path.join(args.out, "README.md")
+    if clt_md is None and os.path.exists(readme_path):  # keep the existing CLT entry
+        with open(readme_path) as f:
+            old = f.read()
+        if CLT_BEGIN in old:
+            clt_md = old[old.index(CLT_BEGIN):old.index(CLT_END) + len(CLT_END)] + "\n"
+    if clt_md is not None:
+        readme = readme_with_clt(readme, clt_md)
+    with open(readme_path, "w") as f:
         f.write(readme)
     log("done in %.1f minutes" % ((time.time() - t_start) / 60))
 
