@@ -291,6 +291,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                                 "influence (default 0.8).", "X");
     const QCommandLineOption edgeThresholdOpt("edge-threshold", "With --graph: keep the edges up to this share of the edge "
                                                                 "scores (default 0.98).", "X");
+    const QCommandLineOption graphInterveneOpt("graph-intervene", "With --graph: run the prompt with transcoder features set "
+                                                                  "(L:P:F=V) or scaled (L:P:F*K; *0 ablates), comma-separated, as "
+                                                                  "circuit-tracer's feature_intervention (attention patterns frozen); "
+                                                                  "adds \"graph_intervention\" (top logits before and after; with "
+                                                                  "--generate N the continuation).", "EDITS");
+    const QCommandLineOption edgeRoutesOpt("edge-routes", "With --graph: which heads carry the N strongest kept edges between "
+                                                          "positions (each edge split exactly by its first hop); adds \"edge_routes\".", "N");
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
@@ -299,6 +306,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt,
+                  graphInterveneOpt, edgeRoutesOpt,
                   nodeThresholdOpt, edgeThresholdOpt});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
@@ -592,7 +600,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.graph = p.isSet(graphOpt);
     c.transcoders = p.value(transcodersOpt);
     c.graphJson = p.value(graphJsonOpt);
-    if (!parseInt(maxLogitsOpt, &c.maxLogits, 1)) return false;
+    if (!parseInt(maxLogitsOpt, &c.maxLogits, 1) || !parseInt(edgeRoutesOpt, &c.edgeRoutes, 1)) return false;
+    for (const QString& v : p.values(graphInterveneOpt))
+        for (const QString& e : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) c.graphIntervene << e.trimmed();
+    if ((!c.graphIntervene.isEmpty() || c.edgeRoutes > 0) && !c.graph) {
+        *error = QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too");
+        return false;
+    }
     for (auto [opt, v] : {std::pair{&nodeThresholdOpt, &c.nodeThreshold}, std::pair{&edgeThresholdOpt, &c.edgeThreshold}}) {
         if (!p.isSet(*opt)) continue;
         bool okThreshold = false;

@@ -40,7 +40,7 @@
 //   attnscope --model M --contexts-db FILE --feature F --dump-json F      (a feature's top contexts)
 // Attribution graphs (README "Attribution graphs on the command line"):
 //   attnscope --model M --prompt T --transcoders PATH (--graph --dump-json F | --graph-json G) [--max-logits N]
-//             [--node-threshold 0.8] [--edge-threshold 0.98]
+//             [--node-threshold 0.8] [--edge-threshold 0.98] [--edge-routes N] [--graph-intervene L:P:F=V|L:P:F*K,…]
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
 // --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -134,6 +134,8 @@ struct CommandLine {
     QString graphJson;       ///< --graph-json FILE: the graph in Neuronpedia's layout (graph_json.h neuronpediaGraphJson)
     int maxLogits = 10;      ///< --max-logits N
     double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
+    QStringList graphIntervene; ///< --graph-intervene L:P:F=V | L:P:F*K (comma-separated, repeatable): add "graph_intervention"
+    int edgeRoutes = 0;      ///< --edge-routes N: add "edge_routes", the heads that carry the N strongest kept cross-position edges
 
     /// Whether any circuit mode that runs the prompt is asked for.
     bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }

@@ -9,6 +9,8 @@
 #include "model/features/dictionary_set.h"
 #include "model/analysis/common/input_checks.h"
 #include "model/analysis/gradients/attribution_patching.h"
+#include "model/analysis/graphs/edge_routes.h"
+#include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_json.h"
 #include "model/analysis/gradients/gradients_json.h"
 #include "model/analysis/residual/direct_logit_attribution.h"
@@ -226,6 +228,67 @@ std::unique_ptr<GraphDump> attributionGraphDump(const Model& model, const Comman
     return d;
 }
 
+/// The top `n` tokens of a logit row as [{id, token, logit}].
+QJsonArray topLogitsJson(const Tokenizer& tokenizer, const Eigen::Ref<const RowVector>& logits, int n) {
+    QJsonArray top;
+    for (const TokenScore& t : topTokens(logits, n))
+        top.append(QJsonObject{{"id", t.id}, {"token", tokenText(tokenizer, t.id)}, {"logit", double(t.logit)}});
+    return top;
+}
+
+/// --graph-intervene: "graph_intervention" (feature_intervention.h, Live mode).
+QJsonObject graphInterventionJson(const Model& model, const CommandLine& cmd, const GraphDump& g) {
+    std::vector<FeatureIntervention> edits;
+    for (const QString& e : cmd.graphIntervene) edits.push_back(parseFeatureIntervention(g.replacement, e));
+    InterventionOptions o;
+    o.continuationTokens = cmd.generate;
+    const InterventionResult r = interveneOnFeatures(g.replacement, edits, o);
+    QJsonArray applied;
+    for (const FeatureIntervention& e : edits)
+        applied.append(QJsonObject{{"layer", e.layer}, {"position", e.position}, {"feature", e.feature}, {"value", double(e.value)},
+                                   {"activation_before", double(g.replacement.activations[size_t(e.layer)](e.position, e.feature))}});
+    const Eigen::Index last = r.logits.rows() - 1;
+    QJsonObject out{{"conventions", QStringLiteral("circuit-tracer's feature_intervention (freeze_attention=True): the prompt's attention "
+                                                   "patterns frozen at the clean run, norms and MLPs live; at each edited layer the MLP output "
+                                                   "gets (value − current activation)·W_dec[f]")},
+                    {"edits", QJsonArray::fromStringList(cmd.graphIntervene)},
+                    {"interventions", applied},
+                    {"top_logits_before", topLogitsJson(model.tokenizer(), g.replacement.clean.logits.row(g.replacement.clean.logits.rows() - 1), 10)},
+                    {"top_logits_after", topLogitsJson(model.tokenizer(), r.logits.row(last), 10)},
+                    {"active_features_before", g.graph.nFeatures()},
+                    {"active_features_after", r.activeFeatures}};
+    if (cmd.generate > 0) {
+        out.insert(QStringLiteral("generated_ids"), tokenIdsJson(r.continuation));
+        out.insert(QStringLiteral("generated_tokens"), tokenTextsJson(model.tokenizer(), r.continuation));
+    }
+    return out;
+}
+
+/// --edge-routes N: the heads that carry the N strongest kept edges whose ends sit at different positions.
+QJsonArray edgeRoutesJson(const GraphDump& g, int n) {
+    std::vector<std::pair<int, int>> edges;
+    for (const auto& [t, s] : g.pruned.edges)
+        if (g.graph.nodes[size_t(t)].position != g.graph.nodes[size_t(s)].position) edges.push_back({t, s});
+    std::stable_sort(edges.begin(), edges.end(), [&](const auto& a, const auto& b) {
+        return std::abs(g.graph.adjacency(a.first, a.second)) > std::abs(g.graph.adjacency(b.first, b.second));
+    });
+    if (int(edges.size()) > n) edges.resize(size_t(n));
+    QJsonArray out;
+    for (const auto& [t, s] : edges) {
+        const EdgeRoutes r = edgeRoutes(g.replacement, g.graph, t, s);
+        QJsonArray heads;
+        for (size_t i = 0; i < std::min<size_t>(5, r.heads.size()); ++i) {
+            const HeadRoute& h = r.heads[i];
+            heads.append(QJsonObject{{"layer", h.layer}, {"head", h.head}, {"value", h.value}, {"share", r.edge != 0 ? h.value / r.edge : 0.0},
+                                     {"query", h.query}, {"query_value", h.queryValue}, {"pattern", double(h.pattern)}});
+        }
+        out.append(QJsonObject{{"target", t}, {"source", s}, {"target_id", neuronpediaNodeId(g.graph, t)},
+                               {"source_id", neuronpediaNodeId(g.graph, s)}, {"edge", r.edge}, {"residual", r.residual},
+                               {"skip", r.skip}, {"heads", heads}});
+    }
+    return out;
+}
+
 /// "features", "feature" and "intervention" of --sae (README "Features on the command line").
 void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
@@ -268,9 +331,7 @@ void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<i
         o.allLogits = false;
         o.hooks = hooks;
         const ActivationCache edited = runForward(model, ids, o);
-        QJsonArray top;
-        for (const TokenScore& t : topTokens(edited.logits.row(0), 10))
-            top.append(QJsonObject{{"id", t.id}, {"token", tokenText(model.tokenizer(), t.id)}, {"logit", double(t.logit)}});
+        const QJsonArray top = topLogitsJson(model.tokenizer(), edited.logits.row(0), 10);
         QJsonObject intervention{{"conventions", QStringLiteral("steer F=α adds α·W_dec[F] at the dictionary's output hook; ablate and clamp "
                                                                 "set the feature's activation and add the change of the reconstruction "
                                                                 "(the error term kept); positions: all unless @P,… is given")},
@@ -438,6 +499,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             if (cmd.graph)
                 dump.insert(QStringLiteral("graph"), attributionGraphToJson(graph->graph, graph->pruned, graph->scores, model->tokenizer(),
                                                                             graph->attribution, graph->pruning));
+            if (cmd.edgeRoutes > 0) dump.insert(QStringLiteral("edge_routes"), edgeRoutesJson(*graph, cmd.edgeRoutes));
+            if (!cmd.graphIntervene.isEmpty()) dump.insert(QStringLiteral("graph_intervention"), graphInterventionJson(*model, cmd, *graph));
             if (cmd.generate > 0) {
                 const std::vector<int> generated = greedyContinuation(*model, ids, cmd.generate);
                 dump.insert(QStringLiteral("generated_ids"), tokenIdsJson(generated));

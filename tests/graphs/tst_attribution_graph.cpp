@@ -19,12 +19,100 @@
 #include "support/test_paths.h"
 
 #include <QJsonArray>
+#include <numeric>
+#include <random>
 #include <QtTest>
 
 using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
+
+/// Random per-layer ReLU transcoders for `cfg` (reading ln2.hook_normalized, writing hook_mlp_out), the weights owned
+/// by the coders; b_enc leans negative so that about a quarter of the features fire. With `skipLayer` ≥ 0 that layer's
+/// transcoder also has a W_skip.
+DictionarySet randomTranscoders(const ModelConfig& cfg, int dSae, unsigned seed, int skipLayer = -1) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    DictionarySet set;
+    set.path = QStringLiteral("random transcoders");
+    set.kind = QStringLiteral("transcoder_set");
+    const int d = cfg.d_model;
+    auto owned = [&](size_t count, float scale, float shift) {
+        auto v = std::make_shared<std::vector<float>>(count);
+        for (float& x : *v) x = shift + scale * n(gen);
+        return v;
+    };
+    for (int l = 0; l < cfg.n_layers; ++l) {
+        SparseCoder c;
+        c.path = set.path;
+        c.hookIn = QStringLiteral("blocks.%1.ln2.hook_normalized").arg(l);
+        c.hookOut = QStringLiteral("blocks.%1.hook_mlp_out").arg(l);
+        c.d_in = c.d_out = d;
+        c.d_sae = dSae;
+        c.architecture = QStringLiteral("transcoder");
+        const auto enc = owned(size_t(d) * dSae, 1.0f / std::sqrt(float(d)), 0), dec = owned(size_t(dSae) * d, 1.0f / std::sqrt(float(dSae)), 0),
+                   be = owned(size_t(dSae), 0.3f, -0.6f), bd = owned(size_t(d), 0.05f, 0);
+        c.W_enc = Weight{enc->data(), d, dSae, dSae, WeightType::F32, false};
+        c.W_dec = Weight{dec->data(), dSae, d, d, WeightType::F32, false};
+        c.b_enc = Weight{be->data(), 1, dSae, dSae, WeightType::F32, false};
+        c.b_dec = Weight{bd->data(), 1, d, d, WeightType::F32, false};
+        c.owners = {enc, dec, be, bd};
+        if (l == skipLayer) {
+            const auto skip = owned(size_t(d) * d, 0.3f / std::sqrt(float(d)), 0);
+            c.W_skip = Weight{skip->data(), d, d, d, WeightType::F32, false};
+            c.owners.push_back(skip);
+            c.architecture = QStringLiteral("skip_transcoder");
+        }
+        set.coders.push_back(std::move(c));
+    }
+    return set;
+}
+
+/// Checks the columns of up to `maxSources` feature and error sources (the most influential, then every layer's
+/// error at the last position) by knock-out: the frozen replacement model run forward with the source removed moves
+/// each feature target's pre-activation by W_enc[f]·Δx and each logit node's value (logit − mean logit, before the
+/// soft-cap) by exactly −A[t, s]. An independent check of the backward: forward passes only.
+void checkEdgesByKnockOut(const ReplacementModel& rm, const AttributionGraph& g, int maxSources) {
+    const PrunedGraph p = pruneGraph(g);
+    std::vector<int> sources(size_t(g.nFeatures()));
+    std::iota(sources.begin(), sources.end(), 0);
+    std::stable_sort(sources.begin(), sources.end(), [&](int a, int b) { return p.influence[size_t(a)] > p.influence[size_t(b)]; });
+    sources.resize(std::min<size_t>(sources.size(), size_t(maxSources)));
+    for (int l = 0; l < g.nLayers; ++l) sources.push_back(g.errorIndex(l, g.nPositions() - 1));
+    std::vector<Matrix> xFull;
+    const Matrix full = replacementLogits(rm, rm.activations, rm.errors, &xFull);
+    const Eigen::Index last = full.rows() - 1;
+    double scale = 0;
+    for (int t = 0; t < g.nNodes(); ++t)
+        for (int s : sources) scale = std::max(scale, double(std::abs(g.adjacency(t, s))));
+    QVERIFY(scale > 0);
+    int checked = 0;
+    for (int s : sources) {
+        std::vector<Matrix> acts = rm.activations, errs = rm.errors, x;
+        const GraphNode& sn = g.nodes[size_t(s)];
+        if (sn.kind == GraphNodeKind::Feature) acts[size_t(sn.layer)](sn.position, sn.id) = 0;
+        else errs[size_t(sn.layer)].row(sn.position).setZero();
+        const Matrix knocked = replacementLogits(rm, acts, errs, &x);
+        const double meanShift = (full.row(last) - knocked.row(last)).cast<double>().mean();
+        for (int t = 0; t < g.nNodes(); ++t) {
+            const GraphNode& tn = g.nodes[size_t(t)];
+            double moved;
+            if (tn.kind == GraphNodeKind::Feature)
+                moved = encoderDirection(rm.transcoders->coders[size_t(tn.layer)], tn.id).cast<double>()
+                            .dot((xFull[size_t(tn.layer)].row(tn.position) - x[size_t(tn.layer)].row(tn.position)).cast<double>());
+            else if (tn.kind == GraphNodeKind::Logit)
+                moved = double(full(last, tn.id) - knocked(last, tn.id)) - meanShift;
+            else
+                continue;
+            QVERIFY2(std::abs(moved - g.adjacency(t, s)) <= 2e-4 * scale,
+                     qPrintable(QStringLiteral("edge %1 ← %2: knock-out %3, backward %4 (scale %5)").arg(t).arg(s).arg(moved)
+                                    .arg(g.adjacency(t, s)).arg(scale)));
+            checked += std::abs(g.adjacency(t, s)) > 1e-3 * scale;
+        }
+    }
+    QVERIFY(checked > 20); // the check saw real edges
+}
 
 const QString kGraphData = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/graphs/");
 const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
@@ -51,6 +139,8 @@ private slots:
     void frozenAblationMovesEachLogitByItsEdge();
     void continuationCarriesTheIntervention();
     void refusesInterventionsOutsideTheModel();
+    void edgesMatchKnockOut();
+    void gemma2PostNormsAndSoftcap();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -422,6 +512,42 @@ void TestAttributionGraph::refusesInterventionsOutsideTheModel() {
                  .arg(label).arg(set_.coders[1].d_sae));
     QCOMPARE(inputErrorOf([&] { interveneOnFeatures(rm_, value); }),
              QStringLiteral("%1: an intervention sets feature 0 of layer 0 to nan").arg(label));
+}
+
+void TestAttributionGraph::edgesMatchKnockOut() {
+    checkEdgesByKnockOut(rm_, graph_, 40);
+}
+
+void TestAttributionGraph::gemma2PostNormsAndSoftcap() {
+    // a post-norm model (Gemma 2: RMSNorm, post-attention and post-MLP norms, grouped-query heads, a sliding window,
+    // attention and final soft-caps) with random transcoders, one of them a skip transcoder: the replacement model
+    // reproduces the clean logits, every checked edge equals its knock-out, routes sum to their edges, and an empty
+    // intervention is the clean run
+    const std::shared_ptr<const Model> gemma = loadModel(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/gradients/gemma2-softcap"));
+    const ModelConfig& cfg = gemma->config();
+    QVERIFY(cfg.postNorms);
+    QVERIFY(cfg.final_logit_softcap > 0);
+    const DictionarySet set = randomTranscoders(cfg, 48, 7, 1);
+    const std::vector<int> tokens{cfg.bos_token_id, 17, 5, 42, 9, 33, 17};
+    const ReplacementModel rm = buildReplacementModel(*gemma, set, tokens);
+    const Matrix logits = replacementLogits(rm, rm.activations, rm.errors);
+    const float cap = float(cfg.final_logit_softcap);
+    const Matrix capped = (logits / cap).array().tanh() * cap;
+    QVERIFY2((capped - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-4, qPrintable(QString::number((capped - rm.clean.logits).cwiseAbs().maxCoeff())));
+    const AttributionGraph g = attributeGraph(rm);
+    QVERIFY(g.nFeatures() > 40);
+    checkEdgesByKnockOut(rm, g, 60);
+    // the strongest cross-position edges into features: residual + skip + heads = the edge
+    int routes = 0;
+    for (int t = 0; t < g.nFeatures(); ++t)
+        for (int s = 0; s < g.nFeatures() && routes < 12; ++s)
+            if (g.nodes[size_t(s)].position < g.nodes[size_t(t)].position && std::abs(g.adjacency(t, s)) > 0.05) {
+                const EdgeRoutes r = edgeRoutes(rm, g, t, s);
+                QVERIFY2(std::abs(r.sum() - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge)), qPrintable(QStringLiteral("%1 ← %2").arg(t).arg(s)));
+                ++routes;
+            }
+    QVERIFY(routes > 0);
+    QVERIFY((interveneOnFeatures(rm, {}).logits - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-5);
 }
 
 QTEST_GUILESS_MAIN(TestAttributionGraph)

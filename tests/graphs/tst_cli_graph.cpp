@@ -4,6 +4,8 @@
 // the listed nodes), and bad invocations fail with their messages.
 
 #include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/edge_routes.h"
+#include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/features/dictionary_set.h"
@@ -33,11 +35,13 @@ private slots:
     void graphDumpEqualsTheLibrary();
     void neuronpediaLayout();
     void badInvocations();
+    void interventionAndRoutes();
 
 private:
     QTemporaryDir tmp_;
     std::shared_ptr<const Model> model_;
     DictionarySet set_;
+    ReplacementModel rm_;
     AttributionGraph graph_;
     PrunedGraph pruned_;
 };
@@ -45,8 +49,8 @@ private:
 void TestCliGraph::initTestCase() {
     model_ = loadModel(demoDir());
     set_ = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders"));
-    const ReplacementModel rm = buildReplacementModel(*model_, set_, tokenizePrompt(model_->tokenizer(), kPrompt, true));
-    graph_ = attributeGraph(rm);
+    rm_ = buildReplacementModel(*model_, set_, tokenizePrompt(model_->tokenizer(), kPrompt, true));
+    graph_ = attributeGraph(rm_);
     pruned_ = pruneGraph(graph_, {0.7, 0.95});
 }
 
@@ -148,6 +152,59 @@ void TestCliGraph::badInvocations() {
     QVERIFY2(r.err.contains(QStringLiteral("an attribution graph needs one transcoder per layer: the set has 1 but the model has 2 layers")),
              qPrintable(r.err));
     QVERIFY(!QFileInfo::exists(tmp_.filePath("c.json")));
+}
+
+void TestCliGraph::interventionAndRoutes() {
+    // the three most influential features of tests/data/graphs ablated (one by value, two by factor), and the routes
+    // of the three strongest kept cross-position edges: each equal to the library's in this process
+    const QString file = tmp_.filePath(QStringLiteral("intervened.json"));
+    const CliRun run = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
+                                                             "--graph-intervene", "0:6:104=0,1:6:48*0", "--graph-intervene", "0:6:164*0",
+                                                             "--edge-routes", "3", "--generate", "3", "--dump-json", file});
+    QVERIFY2(run.exitCode == 0, qPrintable(run.err));
+    const QJsonObject dump = readJsonObject(file);
+    const QJsonObject iv = dump["graph_intervention"].toObject();
+    QCOMPARE(iv["edits"].toArray().size(), 3);
+    const std::vector<FeatureIntervention> edits{{0, 6, 104, 0.0f}, {1, 6, 48, 0.0f}, {0, 6, 164, 0.0f}};
+    InterventionOptions o;
+    o.continuationTokens = 3;
+    const InterventionResult r = interveneOnFeatures(rm_, edits, o);
+    const QJsonArray after = iv["top_logits_after"].toArray();
+    QCOMPARE(after.size(), 10);
+    for (const QJsonValue& v : after)
+        QVERIFY(std::abs(v["logit"].toDouble() - r.logits(6, v["id"].toInt())) < 1e-5);
+    QCOMPARE(after[0]["token"].toString(), QStringLiteral(" word")); // the reference's top token after the ablation
+    QCOMPARE(iv["active_features_after"].toInt(), r.activeFeatures);
+    QCOMPARE(iv["interventions"].toArray()[1].toObject()["activation_before"].toDouble(), double(rm_.activations[1](6, 48)));
+    QCOMPARE(iv["generated_ids"].toArray().size(), 3);
+    QCOMPARE(iv["generated_ids"].toArray()[0].toInt(), r.continuation[0]);
+    const QJsonArray routes = dump["edge_routes"].toArray();
+    QCOMPARE(routes.size(), 3);
+    double previous = std::numeric_limits<double>::infinity();
+    for (const QJsonValue& v : routes) {
+        const int t = v["target"].toInt(), s = v["source"].toInt();
+        QVERIFY(graph_.nodes[size_t(t)].position != graph_.nodes[size_t(s)].position);
+        QVERIFY(std::abs(v["edge"].toDouble()) <= previous);
+        previous = std::abs(v["edge"].toDouble());
+        const EdgeRoutes lib = edgeRoutes(rm_, graph_, t, s);
+        QCOMPARE(v["edge"].toDouble(), lib.edge);
+        const QJsonArray heads = v["heads"].toArray();
+        QVERIFY(!heads.isEmpty());
+        QCOMPARE(heads[0].toObject()["layer"].toInt(), lib.heads[0].layer);
+        QCOMPARE(heads[0].toObject()["head"].toInt(), lib.heads[0].head);
+        QVERIFY(std::abs(heads[0].toObject()["value"].toDouble() - lib.heads[0].value) < 1e-12);
+    }
+    // a malformed edit: exit 1, the form to write, and no file
+    const CliRun bad = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
+                                                             "--graph-intervene", "0:6=1", "--dump-json", tmp_.filePath("bad.json")});
+    QCOMPARE(bad.exitCode, 1);
+    QVERIFY2(bad.err.contains(QStringLiteral("'0:6=1' is not an intervention: write LAYER:POS:FEATURE=VALUE")), qPrintable(bad.err));
+    QVERIFY(!QFileInfo::exists(tmp_.filePath("bad.json")));
+    // and without --graph
+    const CliRun alone = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+                                                               "--graph-json", tmp_.filePath("g.json"), "--edge-routes", "2"});
+    QCOMPARE(alone.exitCode, 2);
+    QVERIFY2(alone.err.contains(QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too")), qPrintable(alone.err));
 }
 
 QTEST_GUILESS_MAIN(TestCliGraph)

@@ -24,19 +24,28 @@ EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph,
     const GraphNode& s = graph.nodes[size_t(source)];
     const int sourceLayer = s.kind == GraphNodeKind::Token ? -1 : s.layer, ps = s.position;
     const TargetGradient tg = targetGradient(rm, graph, target);
-    const RowVector v = sourceVector(rm, graph, source);
+    // what the source writes below the target's input (a cross-layer feature: at several layers)
+    std::vector<std::pair<int, RowVector>> writes = sourceWrites(rm, graph, source);
+    std::erase_if(writes, [&](const auto& w) { return !(w.first < tg.layer || (w.first == tg.layer && !tg.atResidMid)); });
+    // the part of it written below layer L, which L's heads and skip can carry
+    auto writtenBelow = [&](int layer) {
+        RowVector v = RowVector::Zero(cfg.d_model);
+        for (const auto& [l, w] : writes)
+            if (l < layer) v += w;
+        return v;
+    };
 
     EdgeRoutes r;
     r.target = target;
     r.source = source;
     r.edge = graph.adjacency(target, source);
-    const bool above = sourceLayer < tg.layer || (sourceLayer == tg.layer && !tg.atResidMid);
-    if (!above) return r; // the source is written above the target's input: no path
-    r.residual = v.cast<double>().dot(tg.G.row(ps).cast<double>());
+    if (writes.empty()) return r; // the source is written above the target's input: no path
+    r.residual = writtenBelow(cfg.n_layers).cast<double>().dot(tg.G.row(ps).cast<double>());
 
     const GraphBackward backward(rm);
     backward.run({target}, tg.G, tg.layer, tg.atResidMid, nullptr, nullptr, [&](int layer, BackwardHop hop, const Matrix& G) {
         if (layer <= sourceLayer) return; // below the source: no path starts there
+        const RowVector v = writtenBelow(layer);
         if (hop == BackwardHop::Mlp) {
             if (const Matrix back = backward.skipBack(layer, G); back.size()) r.skip += v.cast<double>().dot(back.row(ps).cast<double>());
             return;
@@ -47,7 +56,7 @@ EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph,
         rs = rs.cwiseProduct(backward.ln1Gain(layer)) / rm.ln1Scale[size_t(layer)](ps);
         Matrix a, Y;
         weightGemm(Matrix(rs), rm.model->layer(layer).W_V, Weight{}, a); // [1, n_kv_heads·d_head]
-        timesTransposed(G, rm.model->layer(layer).W_O, Y);             // [pos, n_heads·d_head]
+        timesTransposed(backward.beforeAttnPostNorm(layer, G), rm.model->layer(layer).W_O, Y); // [pos, n_heads·d_head]
         const std::shared_ptr<const LayerCache> c = rm.clean.layer(layer);
         for (int h = 0; h < H; ++h) {
             HeadRoute hr{layer, h};

@@ -10,6 +10,7 @@
 //                    source's position as a key; G_L is the target's gradient at layer L's attention output, every
 //                    later path included. Per query position q it is P_h[q, p_s]·(r·W_V^h)·(W_O^h·G_L[q]) with
 //                    r = w_1 ⊙ C(v_s)/σ_1[p_s], so the query the head moves the signal to is known too.
+// A cross-layer transcoder's feature writes at several layers: v_s in head_{L,h} is then the sum of its writes below L.
 // The head's pattern cell P_h[q, p_s] is then explained by the QK split (model/analysis/circuits/attention_score_split.h).
 
 #include "model/analysis/graphs/attribution_graph.h"

@@ -44,6 +44,7 @@ int countActive(const std::vector<Matrix>& activations, bool bos) {
 struct LiveState {
     Matrix residMid;
     std::vector<Matrix> activations;
+    std::vector<Matrix> deltas; ///< [layer] value − current activation where edited [pos, d_transcoder]; empty elsewhere
     bool record = true;
 };
 
@@ -70,22 +71,35 @@ std::shared_ptr<ForwardHooks> liveHooks(const ReplacementModel& rm, std::span<co
     const ReplacementModel* r = &rm;
     hooks->mlp_out = [r, byLayer, state, bos](int layer, Matrix& mlpOut) {
         const std::vector<FeatureIntervention>& edits = (*byLayer)[size_t(layer)];
-        if (edits.empty() && !state->record) return;
+        const int lowest = r->crossLayer() ? 0 : layer; // the layers whose features write here
+        bool steered = false;
+        for (int i = lowest; i < layer; ++i) steered = steered || state->deltas[size_t(i)].size() > 0;
+        if (edits.empty() && !state->record && !steered) return;
         const Model& m = *r->model;
         const LayerWeights& w = m.layer(layer);
-        const SparseCoder& tc = r->transcoders->coders[size_t(layer)];
         const Matrix x = r->inputHook[size_t(layer)].site == HookSite::ResidMid ? state->residMid
                                                                                 : applyNorm(m.config(), state->residMid, w.ln2_w, w.ln2_b);
-        Matrix f = encodeFeatures(tc, x);
-        if (bos) f.row(0).setZero();
-        Matrix delta = Matrix::Zero(f.rows(), f.cols());
-        for (const FeatureIntervention& iv : edits) {
-            delta(iv.position, iv.feature) += iv.value - f(iv.position, iv.feature);
-            f(iv.position, iv.feature) = iv.value;
+        if (!edits.empty() || state->record) {
+            Matrix f = encodeFeatures(r->transcoders->coders[size_t(layer)], x);
+            if (bos) f.row(0).setZero();
+            if (!edits.empty()) {
+                Matrix& delta = state->deltas[size_t(layer)];
+                delta = Matrix::Zero(f.rows(), f.cols());
+                for (const FeatureIntervention& iv : edits) {
+                    delta(iv.position, iv.feature) += iv.value - f(iv.position, iv.feature);
+                    f(iv.position, iv.feature) = iv.value;
+                }
+            }
+            if (state->record) state->activations[size_t(layer)] = std::move(f);
         }
-        if (!edits.empty()) // the steering vector decode(f′) − decode(f) = Δ·W_dec (b_dec and W_skip cancel)
-            mlpOut += decodeFeatures(tc, delta, x) - decodeFeatures(tc, Matrix::Zero(f.rows(), f.cols()), x);
-        if (state->record) state->activations[size_t(layer)] = std::move(f);
+        // the steering vector decode(f′) − decode(f) = Δ·W_dec, for a cross-layer set from every edited layer below too
+        for (int i = lowest; i <= layer; ++i) {
+            if (state->deltas[size_t(i)].size() == 0) continue;
+            SparseCoder linear = decoderInto(*r, i, layer);
+            linear.b_dec = Weight{};
+            linear.W_skip = Weight{};
+            mlpOut += decodeFeatures(linear, state->deltas[size_t(i)], x);
+        }
     };
     return hooks;
 }
@@ -109,6 +123,7 @@ InterventionResult interveneOnFeatures(const ReplacementModel& rm, std::span<con
     const int passes = 1 + std::max(0, options.continuationTokens);
     auto state = std::make_shared<LiveState>();
     state->activations.resize(size_t(rm.nLayers()));
+    state->deltas.resize(size_t(rm.nLayers()));
     ForwardOptions fo;
     fo.cacheHeadResults = false;
     fo.cacheLayers = false;

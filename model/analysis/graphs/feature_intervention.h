@@ -5,7 +5,8 @@
 //   Live (circuit-tracer's defaults, freeze_attention=True): the attention patterns of the prompt are the clean run's;
 //     the norms and the real MLPs run on the intervened stream, so downstream features respond. At each layer with an
 //     intervention, the MLP output gets Σ (value − current activation)·W_dec[f], the current activation read from
-//     the transcoder on this run's MLP input (zero at BOS). Features of later layers are read the same way.
+//     the transcoder on this run's MLP input (zero at BOS); with a cross-layer set, every layer from there up gets
+//     its decoder slice's share. Features of later layers are read the same way.
 //   Frozen (direct_effects=True): patterns, norm divisors and every other feature are held at the clean run
 //     (replacementLogits with the edited activations and the error nodes). Then a logit's change is exactly the sum
 //     of the graph's edges from the edited features (× −1 for an ablation), which the tests check.

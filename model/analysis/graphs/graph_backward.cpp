@@ -80,10 +80,22 @@ RowVector sourceVector(const ReplacementModel& rm, const AttributionGraph& graph
     throw InputError(QStringLiteral("node %1 is a logit: it is no edge's source").arg(node));
 }
 
+std::vector<std::pair<int, RowVector>> sourceWrites(const ReplacementModel& rm, const AttributionGraph& graph, int node) {
+    const GraphNode& n = graph.nodes[size_t(node)];
+    std::vector<std::pair<int, RowVector>> out{{n.kind == GraphNodeKind::Token ? -1 : n.layer, sourceVector(rm, graph, node)}};
+    if (n.kind == GraphNodeKind::Feature && rm.crossLayer())
+        for (int j = n.layer + 1; j < rm.nLayers(); ++j) {
+            const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(j)]);
+            out.push_back({j, n.activation * decoderDirectionAt(decoderInto(rm, n.layer, j), n.id, x.row(n.position))});
+        }
+    return out;
+}
+
 GraphBackward::GraphBackward(const ReplacementModel& rm) : rm_(rm), cfg_(rm.model->config()), T_(rm.nPositions()) {
     for (int l = 0; l < cfg_.n_layers; ++l) {
         w1_.push_back(rowOf(rm.model->layer(l).ln1_w));
         w2_.push_back(rowOf(rm.model->layer(l).ln2_w));
+        w1post_.push_back(cfg_.postNorms ? rowOf(rm.model->layer(l).ln1_post_w) : RowVector());
     }
 }
 
@@ -141,13 +153,20 @@ Matrix GraphBackward::skipBack(int l, const Matrix& G) const {
     return out;
 }
 
+Matrix GraphBackward::beforeAttnPostNorm(int l, const Matrix& G) const {
+    if (!cfg_.postNorms) return G;
+    Matrix out = Matrix::Zero(G.rows(), G.cols());
+    addFrozenNormBackward(cfg_, G, w1post_[size_t(l)], rm_.ln1PostScale[size_t(l)], T_, out);
+    return out;
+}
+
 Matrix GraphBackward::attentionBack(int l, const Matrix& G) const {
     const LayerWeights& w = rm_.model->layer(l);
     const std::shared_ptr<const LayerCache> c = rm_.clean.layer(l);
     const int H = cfg_.n_heads, dh = cfg_.d_head, group = cfg_.groupSize();
     const Eigen::Index BT = G.rows(), B = BT / T_;
     Matrix Y, back;
-    timesTransposed(G, w.W_O, Y); // [B·T, n_heads·d_head]: ∂/∂z
+    timesTransposed(cfg_.postNorms ? beforeAttnPostNorm(l, G) : G, w.W_O, Y); // [B·T, n_heads·d_head]: ∂/∂z
     Matrix dV = Matrix::Zero(BT, Eigen::Index(H / group) * dh);
     for (int h = 0; h < H; ++h) {
         const Matrix Pt = c->pattern[size_t(h)].transpose();

@@ -28,8 +28,12 @@ RowVector meanUnembedding(const Model& model);
 TargetGradient targetGradient(const ReplacementModel& rm, const AttributionGraph& graph, int node, const RowVector* meanU = nullptr);
 
 /// What a source node writes [d_model]: a feature a·∂x̂/∂f (a·W_dec[f]) at its layer's MLP output, an error node its
-/// error vector there, a token its embedding row at hook_embed.
+/// error vector there, a token its embedding row at hook_embed (a cross-layer feature: what it writes at its own layer).
 RowVector sourceVector(const ReplacementModel& rm, const AttributionGraph& graph, int node);
+
+/// Where a source node writes and what: (layer, vector) pairs, the layer −1 for a token (hook_embed). One pair but for
+/// a cross-layer transcoder's feature, which writes a·W_dec_i[f, j − i] at every layer j ≥ its layer i.
+std::vector<std::pair<int, RowVector>> sourceWrites(const ReplacementModel& rm, const AttributionGraph& graph, int node);
 
 /// The feature sources written at one layer, grouped by position: rows [begin[p], begin[p + 1]) are position p's.
 struct LayerSources {
@@ -55,8 +59,11 @@ public:
     Matrix run(const std::vector<int>& targets, Matrix G, int layer, bool atResidMid, AttributionGraph* graph,
                const std::vector<LayerSources>* sources, const Observer& observer = {}) const;
 
-    /// Layer l's attention alone: ln_1ᵀ(W_V (Pᵀ (G W_Oᵀ))) per head summed, σ of ln_1 frozen ([rows, d_model]).
+    /// Layer l's attention alone: ln_1ᵀ(W_V (Pᵀ (G' W_Oᵀ))) per head summed, σ of ln_1 frozen ([rows, d_model]); G' is G
+    /// carried back through the post-attention norm with its σ frozen (Gemma 2), else G itself.
     Matrix attentionBack(int l, const Matrix& G) const;
+    /// G' above: the gradient at z·W_O + b_O, before a post-attention norm [rows, d_model] (G itself without one).
+    Matrix beforeAttnPostNorm(int l, const Matrix& G) const;
     /// A skip transcoder's linear path back to resid_mid (empty matrix when layer l's transcoder has no W_skip).
     Matrix skipBack(int l, const Matrix& G) const;
 
@@ -69,7 +76,7 @@ private:
     const ReplacementModel& rm_;
     const ModelConfig& cfg_;
     const int T_;
-    std::vector<RowVector> w1_, w2_;
+    std::vector<RowVector> w1_, w2_, w1post_;
 };
 
 /// The backward of a norm whose divisor σ [pos] is frozen, added into G: G.row(r) += C(dy.row(r) ⊙ w) / σ[r mod T]

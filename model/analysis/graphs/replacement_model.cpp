@@ -23,9 +23,6 @@ std::vector<HookPoint> requireTranscoderSet(const DictionarySet& set, const Mode
             throw InputError(QStringLiteral("%1: a cross-layer transcoder for this model needs %2 source layers, each decoding into "
                                             "every layer from its own up").arg(label).arg(cfg.n_layers));
     }
-    if (cfg.postNorms)
-        throw InputError(QStringLiteral("%1: attribution graphs do not support models with post-attention and post-MLP "
-                                        "norms (Gemma 2) yet").arg(label));
     if (int(set.coders.size()) != cfg.n_layers)
         throw InputError(QStringLiteral("%1: an attribution graph needs one transcoder per layer: the set has %2 but the "
                                         "model has %3 layers").arg(label).arg(set.coders.size()).arg(cfg.n_layers));
@@ -113,18 +110,21 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
         rm.errors.push_back(std::move(err));
         rm.ln1Scale.push_back(normScale(cfg, c.resid_pre, w.ln1_w, w.ln1_b));
         rm.ln2Scale.push_back(normScale(cfg, c.resid_mid, w.ln2_w, w.ln2_b));
+        rm.ln1PostScale.push_back(cfg.postNorms ? normScale(cfg, rm.clean.layer(l)->attn_out_pre_norm, w.ln1_post_w, Weight{}) : Vector());
     }
     rm.lnFinalScale = normScale(cfg, rm.clean.stored(cfg.n_layers - 1).resid_post, g.ln_final_w, g.ln_final_b);
     return rm;
 }
 
-Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors) {
+Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
+                         std::vector<Matrix>* inputs) {
     const Model& model = *rm.model;
     const ModelConfig& cfg = model.config();
     const GlobalWeights& g = model.globals();
     const bool bos = !rm.tokens.empty() && rm.tokens.front() == cfg.bos_token_id;
     const int H = cfg.n_heads, dh = cfg.d_head, group = cfg.groupSize();
     Matrix resid = rm.clean.embed + rm.clean.pos_embed;
+    if (inputs) inputs->clear();
     for (int l = 0; l < cfg.n_layers; ++l) {
         const LayerWeights& w = model.layer(l);
         const std::shared_ptr<const LayerCache> held = rm.clean.layer(l);
@@ -134,11 +134,13 @@ Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& 
         for (int h = 0; h < H; ++h) // frozen pattern · V (a grouped-query head reads its shared V head)
             z.middleCols(Eigen::Index(h) * dh, dh).noalias() = held->pattern[size_t(h)] * v.middleCols(Eigen::Index(h / group) * dh, dh);
         weightGemm(z, w.W_O, w.b_O, attn);
+        if (cfg.postNorms) attn = frozenNorm(cfg, attn, rm.ln1PostScale[size_t(l)], w.ln1_post_w, Weight{});
         resid += attn;
         const Matrix x = rm.inputHook[size_t(l)].site == HookSite::ResidMid
                              ? resid
                              : frozenNorm(cfg, resid, rm.ln2Scale[size_t(l)], w.ln2_w, w.ln2_b);
         Matrix mlp = reconstructMlpOut(rm, activations, l, x) + errors[size_t(l)];
+        if (inputs) inputs->push_back(x);
         if (bos) mlp.row(0) = rm.clean.stored(l).mlp_out.row(0);
         resid += mlp;
     }

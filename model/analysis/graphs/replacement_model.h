@@ -6,7 +6,7 @@
 //   mlp_out[L, 0] = the real MLP's output                   (BOS: no feature or error carries it; a constant)
 // With a cross-layer transcoder set, f[L, p]·W_dec is Σ_{i ≤ L} f[i, p]·W_dec_i[:, L − i, :] (+ b_dec_L).
 // Attention still moves values through V and W_O with the clean patterns, and each norm still centres its input
-// (LayerNorm) and applies its gain and bias; only the divisor √(var + ε) is held. Axis names: pos, d_model, d_transcoder.
+// (LayerNorm) and applies its gain and bias; only the divisor √(var + ε) is held (Gemma 2's post-attention norm's too). Axis names: pos, d_model, d_transcoder.
 
 #include "model/core/progress.h"
 #include "model/features/dictionary_set.h"
@@ -28,6 +28,7 @@ struct ReplacementModel {
     std::vector<Matrix> activations;     ///< [layer] [pos, d_transcoder] feature activations; row 0 zeroed
     std::vector<Matrix> errors;          ///< [layer] [pos, d_model] real mlp_out − reconstruction; row 0 zeroed
     std::vector<Vector> ln1Scale, ln2Scale; ///< [layer] [pos] the frozen divisors of ln_1 and ln_2
+    std::vector<Vector> ln1PostScale;    ///< [layer] [pos] the frozen divisor of the post-attention norm (Gemma 2; else empty)
     Vector lnFinalScale;                 ///< [pos] the frozen divisor of ln_final
 
     int nLayers() const { return int(activations.size()); }
@@ -51,7 +52,9 @@ Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& 
 /// transcoder per layer reading ln2.hook_normalized (mlp.hook_in) or hook_resid_mid and writing hook_mlp_out, or a
 /// cross-layer transcoder reading and writing the same hooks. Throws InputError naming the set's path when it is not
 /// such a set (an SAE, a missing layer, a transcoder that reads or writes elsewhere, d_model ≠ the model's, an input
-/// normalisation that is not linear) or when the model has post-attention/post-MLP norms (Gemma 2: not yet).
+/// normalisation that is not linear). With post-attention and post-MLP norms (Gemma 2), the post-attention norm's
+/// divisor is frozen too, and the transcoders write hook_mlp_out after the post-MLP norm (as Gemma Scope's do), so
+/// their output reaches the residual stream directly.
 /// Cancelled when `progress` says so.
 ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
                                        const Progress& progress = {});
@@ -59,7 +62,10 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
 /// The frozen replacement model run forward with the given feature activations ([layer] [pos, d_transcoder], e.g.
 /// rm.activations edited) and error terms (rm.errors, or zero matrices to leave them out): logits at every
 /// position [pos, d_vocab], before the final soft-cap. With rm.activations and rm.errors it reproduces the clean
-/// logits (up to float rounding); it is affine in the activations.
-Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors);
+/// logits (up to float rounding); it is affine in the activations. `inputs`, when given, receives each layer's transcoder
+/// input in this run ([layer] [pos, d_model]): a feature's pre-activation moves by W_enc[f]·Δx, so knocking a source out
+/// and reading the change checks an edge by a forward pass (the tests).
+Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
+                         std::vector<Matrix>* inputs = nullptr);
 
 } // namespace attnscope
