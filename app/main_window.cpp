@@ -30,6 +30,7 @@
 #include "views/attention/head_grid.h"
 #include "views/residual/residual_panel.h"
 #include "views/features/features_panel.h"
+#include "views/graphs/graph_panel.h"
 #include "model/features/dictionary_set.h"
 #include "model/core/errors.h"
 #include "views/common/top_tokens_view.h"
@@ -107,19 +108,26 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     addPanel(new ProjectionsPanel);
     addPanel(new ModelComparePanel);
     addPanel(new CircuitsPanel);
-    {   // the Features tab: the window opens the dictionaries it asks for (read-only, memory-mapped)
-        features_ = new FeaturesPanel;
-        addPanel(features_);
-        connect(features_, &FeaturesPanel::dictionaryRequested, this, [this](const QString& path) {
-            try {
-                features_->setDictionaries(std::make_shared<const DictionarySet>(openDictionaries(path)), path);
-            } catch (const ModelError& e) {
-                features_->setDictionaries(nullptr, path, e.message());
-            } catch (const InputError& e) {
-                features_->setDictionaries(nullptr, path, e.message());
-            }
-        });
-    }
+    // the Features and Graph tabs: the window opens the dictionaries they ask for (read-only, memory-mapped)
+    const auto openFor = [](const QString& path, const std::function<void(std::shared_ptr<const DictionarySet>, const QString&)>& apply) {
+        try {
+            apply(std::make_shared<const DictionarySet>(openDictionaries(path)), QString());
+        } catch (const ModelError& e) {
+            apply(nullptr, e.message());
+        } catch (const InputError& e) {
+            apply(nullptr, e.message());
+        }
+    };
+    features_ = new FeaturesPanel;
+    addPanel(features_);
+    connect(features_, &FeaturesPanel::dictionaryRequested, this, [this, openFor](const QString& path) {
+        openFor(path, [&](std::shared_ptr<const DictionarySet> set, const QString& error) { features_->setDictionaries(std::move(set), path, error); });
+    });
+    graph_ = new GraphPanel;
+    addPanel(graph_);
+    connect(graph_, &GraphPanel::transcodersRequested, this, [this, openFor](const QString& path) {
+        openFor(path, [&](std::shared_ptr<const DictionarySet> set, const QString& error) { graph_->setTranscoders(std::move(set), path, error); });
+    });
     connect(&session_, &ModelSession::modelLoaded, this, &MainWindow::onModelLoaded);
     connect(&session_, &ModelSession::forwardFinished, this, &MainWindow::onForwardFinished);
     connect(&session_, &ModelSession::busyChanged, this, &MainWindow::onBusyChanged);
@@ -448,6 +456,11 @@ void MainWindow::onModelLoaded() {
         if (!features_->dictionaries() && !bundled.isEmpty())
             emit features_->dictionaryRequested(bundled.contains(QStringLiteral(":/demo-features/resid-topk")) ? QStringLiteral(":/demo-features/resid-topk")
                                                                                                               : bundled.first());
+        const QString transcoders = QStringLiteral(":/demo-features/transcoders");
+        if (bundled.contains(transcoders)) {
+            graph_->setKnownTranscoders({transcoders});
+            if (!graph_->transcoders()) emit graph_->transcodersRequested(transcoders);
+        }
     }
     statusLabel_->showFinished(tr("Opened %1.").arg(model->info().path));
     watcher_->watch(modelFilesOnDisk(model->info()));
@@ -769,6 +782,7 @@ void MainWindow::buildViewMenu() {
     for (int i = 0; i < tabs_->count(); ++i) {
         QAction* a = viewMenu_->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
         if (i < 9) a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+        else if (i == 9) a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0)); // the tenth tab (Graph)
     }
     viewMenu_->addSeparator();
     viewMenu_->addMenu(Appearance::instance().createMenu(this)); // Theme and colour maps

@@ -114,6 +114,7 @@ protected:
 
 private:
     class FeaturesPanel* features_ = nullptr; ///< the Features tab (opens what it asks for through the window)
+    class GraphPanel* graph_ = nullptr;       ///< the Graph tab (likewise, for transcoder sets)
     void buildUi();
     void buildMenus();
     void onModelLoaded();

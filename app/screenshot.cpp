@@ -23,7 +23,8 @@ const QString kDetectors = QStringLiteral("head-detectors"), kAblation = QString
 const QString kStitch = QStringLiteral("stitch"), kFinetune = QStringLiteral("finetune-directions"); // Compare tab sub-tabs
 const QStringList kTabs{QStringLiteral("attention"),  QStringLiteral("logit-attribution"), QStringLiteral("attention-steps"),
                         QStringLiteral("attention-by-hand"), QStringLiteral("logit-lens"), QStringLiteral("embedding-space"),
-                        QStringLiteral("compare-models"), QStringLiteral("circuits"), QStringLiteral("features")};
+                        QStringLiteral("compare-models"), QStringLiteral("circuits"), QStringLiteral("features"),
+                        QStringLiteral("graphs")};
 } // namespace
 
 QSize fitWindow(QMainWindow& window, QSize size) {

@@ -16,6 +16,7 @@ QString viewIdOf(const AnalysisPanel* panel) {
         {QStringLiteral("attnscope::ModelComparePanel"), QStringLiteral("compare-models")},
         {QStringLiteral("attnscope::CircuitsPanel"), QStringLiteral("circuits")},
         {QStringLiteral("attnscope::FeaturesPanel"), QStringLiteral("features")},
+        {QStringLiteral("attnscope::GraphPanel"), QStringLiteral("graphs")},
     };
     const QString cls = QString::fromLatin1(panel->metaObject()->className());
     return ids.value(cls, cls.section(QStringLiteral("::"), -1).toLower());

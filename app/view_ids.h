@@ -1,7 +1,7 @@
 #pragma once
 // Stable names of the main window's tabs, used by session files, the help topics
 // (resources/help/<id>.md) and `--screenshot <id>`: "attention", "logit-attribution",
-// "attention-steps", "attention-by-hand", "logit-lens", "embedding-space", "compare-models", "circuits".
+// "attention-steps", "attention-by-hand", "logit-lens", "embedding-space", "compare-models", "circuits", "features", "graphs".
 
 #include <QString>
 

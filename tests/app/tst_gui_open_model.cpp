@@ -285,11 +285,14 @@ void TestGuiOpenModel::ctrlNumberSelectsTabs() {
     w_->activateWindow(); // shortcuts go to the active window; the dialogs before took that away
     QVERIFY(QTest::qWaitForWindowActive(w_.get()));
     QTabWidget* tabs = w_->tabs();
-    QCOMPARE(tabs->count(), 9);
+    QCOMPARE(tabs->count(), 10);
     for (int i : {2, 6, 8, 0, 4}) {
         QTest::keyClick(w_.get(), Qt::Key(Qt::Key_1 + i), Qt::ControlModifier);
         QCOMPARE(tabs->currentIndex(), i);
     }
+    QTest::keyClick(w_.get(), Qt::Key_0, Qt::ControlModifier); // the tenth tab
+    QCOMPARE(w_->currentViewId(), QString("graphs"));
+    QTest::keyClick(w_.get(), Qt::Key_5, Qt::ControlModifier);
     QCOMPARE(w_->currentViewId(), QString("logit-lens"));
 }
 
@@ -323,7 +326,8 @@ void TestGuiOpenModel::everyTabHasAGuide() {
                                      {"embedding-space", "E · W_V^h · W_O^h · Eᵀ"},
                                      {"compare-models", "Interpreting fine-tuning"},
                                      {"circuits", "(m_patched − m_corrupt) / (m_clean − m_corrupt)"},
-                                     {"features", "ReLU(pre)·(pre > θ)"}};
+                                     {"features", "ReLU(pre)·(pre > θ)"},
+                                     {"graphs", "A[t, s] = v_s · ∂value_t/∂x"}};
     QTabWidget* tabs = w_->tabs();
     for (int i = 0; i < tabs->count(); ++i) {
         const QString id = w_->viewIdAt(i);

@@ -154,7 +154,7 @@ void TestGuiSessions::roundTripsEverySetting() {
     QCOMPARE(saved["version"].toInt(), kSessionVersion);
     QCOMPARE(saved["model"].toString(), model_);
     QCOMPARE(saved["panels"].toObject().keys(),
-             QStringList({"attention-by-hand", "attention-steps", "circuits", "compare-models", "embedding-space", "features",
+             QStringList({"attention-by-hand", "attention-steps", "circuits", "compare-models", "embedding-space", "features", "graphs",
                           "logit-attribution", "logit-lens"}));
 
     QSettings().clear(); // a fresh window with the defaults (a saved its settings)

@@ -166,7 +166,7 @@ void TestCliModelNames::screenshotUsageErrors() {
     CliRun r = runExe({"--screenshot", "sideways", "--out", tmp_.filePath("x.png")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains("--screenshot must be one of attention, logit-attribution, attention-steps, attention-by-hand, "
-                            "logit-lens, embedding-space, compare-models, circuits, features, head-detectors, ablation, stitch, "
+                            "logit-lens, embedding-space, compare-models, circuits, features, graphs, head-detectors, ablation, stitch, "
                             "finetune-directions, got 'sideways'"),
              qPrintable(r.err));
     r = runExe({"--screenshot", "attention"});

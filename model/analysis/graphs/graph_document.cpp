@@ -301,7 +301,12 @@ GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const Pruned
             doc.links.push_back({docIndex[size_t(s)], docIndex[size_t(t)], double(graph.adjacency(t, s))});
     for (const QString& id : info.pinnedIds)
         if (doc.indexOf(id) >= 0) doc.pinnedIds << id;
-    doc.supernodes = info.supernodes;
+    for (const QStringList& s : info.supernodes) { // members no longer kept are left out
+        QStringList group{s.value(0)};
+        for (int k = 1; k < s.size(); ++k)
+            if (doc.indexOf(s[k]) >= 0) group << s[k];
+        doc.supernodes.push_back(group);
+    }
     return doc;
 }
 

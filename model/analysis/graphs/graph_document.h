@@ -73,7 +73,8 @@ struct GraphDocument {
 GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label);
 
 /// The kept nodes and edges of `graph` (pruned by `pruned`) as neuronpediaGraphJson writes them, each node's
-/// graphIndex set. Links come from the pruned edges (circuit-tracer's error ids can repeat a layer-0 feature's).
+/// graphIndex set; info's pins and supernode members that are not kept nodes are left out. Links come from the pruned
+/// edges (circuit-tracer's error ids can repeat a layer-0 feature's).
 GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
                                      const PruneOptions& pruning, const NeuronpediaGraphInfo& info);
 

@@ -1,0 +1,281 @@
+// The Graph tab offscreen on the demo model with its bundled transcoders: the graph it builds is the one
+// attributeGraph + pruneGraph give (counts, scores); a feature node's card names its layer, feature and decoder
+// readings; hovering a node shows its card; an edge's head routes are edgeRoutes'; pin + supernode + ablate shows the
+// logits and continuation interveneOnFeatures gives; the pinned subgraph shows only the pinned nodes; the exported PNG
+// has the plot's size and drawn content; a saved graph opens offline with the same nodes, pins and supernode, and
+// refuses interventions; a bad file shows its error.
+
+#include "model/analysis/common/top_tokens.h"
+#include "model/analysis/features/feature_readout.h"
+#include "model/analysis/graphs/edge_routes.h"
+#include "model/analysis/graphs/feature_intervention.h"
+#include "model/features/dictionary_set.h"
+#include "model/formats/model_loader.h"
+#include "model/transformer/forward.h"
+#include "model/transformer/prompt.h"
+#include "support/test_paths.h"
+#include "views/figures/figure_actions.h"
+#include "views/graphs/graph_panel.h"
+#include "views/graphs/graph_plot.h"
+
+#include <QLabel>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace attnscope;
+using namespace attnscope::test;
+
+namespace {
+const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
+} // namespace
+
+class TestGuiGraphs : public QObject {
+    Q_OBJECT
+private slots:
+    void initTestCase();
+    void buildsTheGraph();
+    void featureCard();
+    void hoverShowsTheCard();
+    void edgeRoutesOfASelectedEdge();
+    void supernodeAblation();
+    void pinnedSubgraph();
+    void exportsThePng();
+    void savedGraphOpensOffline();
+    void badFileSaysWhy();
+
+private:
+    /// The document's feature nodes, most influential (smallest cumulative influence) first.
+    std::vector<int> featuresByInfluence() const {
+        const GraphDocument* doc = panel_->document();
+        std::vector<int> out;
+        for (size_t i = 0; i < doc->nodes.size(); ++i)
+            if (doc->nodes[i].kind == GraphNodeKind::Feature) out.push_back(int(i));
+        std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return doc->nodes[size_t(a)].influence < doc->nodes[size_t(b)].influence; });
+        return out;
+    }
+    QLabel* labelContaining(const QString& text) const {
+        for (QLabel* l : panel_->findChildren<QLabel*>())
+            if (l->text().contains(text)) return l;
+        return nullptr;
+    }
+
+    std::shared_ptr<const Model> model_;
+    std::shared_ptr<const ActivationCache> cache_;
+    std::shared_ptr<const DictionarySet> set_;
+    ReplacementModel rm_;
+    AttributionGraph graph_;
+    PrunedGraph pruned_;
+    std::unique_ptr<GraphPanel> panel_;
+    QTemporaryDir tmp_;
+};
+
+void TestGuiGraphs::initTestCase() {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+    QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
+#endif
+    model_ = loadModel(demoDir());
+    ForwardOptions o;
+    o.allLogits = false; // as the window runs a prompt
+    cache_ = std::make_shared<const ActivationCache>(
+        runForward(*model_, tokenizePrompt(model_->tokenizer(), QStringLiteral("In the beginning God created the"), true), o));
+    set_ = std::make_shared<const DictionarySet>(openDictionaries(kTranscoders));
+    rm_ = buildReplacementModel(*model_, *set_, cache_->tokens);
+    graph_ = attributeGraph(rm_);
+    pruned_ = pruneGraph(graph_);
+    panel_ = std::make_unique<GraphPanel>();
+    panel_->resize(1500, 900);
+    panel_->show();
+    panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
+    panel_->setTranscoders(set_, kTranscoders); // builds
+    panel_->waitForIdle();
+    QCoreApplication::processEvents();
+}
+
+void TestGuiGraphs::buildsTheGraph() {
+    QVERIFY(panel_->built());
+    const GraphDocument* doc = panel_->document();
+    QVERIFY(doc);
+    QCOMPARE(int(doc->nodes.size()), pruned_.keptNodes());
+    QCOMPARE(int(doc->links.size()), int(pruned_.edges.size()));
+    QCOMPARE(panel_->built()->graph.nNodes(), graph_.nNodes());
+    QCOMPARE(panel_->plot()->shownNodeCount(), pruned_.keptNodes());
+    const GraphScores s = graphScores(graph_);
+    QVERIFY2(panel_->summaryText().contains(QStringLiteral("Replacement score %1, completeness %2").arg(s.replacement, 0, 'f', 3).arg(s.completeness, 0, 'f', 3)),
+             qPrintable(panel_->summaryText()));
+    QVERIFY(panel_->summaryText().contains(QStringLiteral("kept %1 nodes and %2 edges").arg(pruned_.keptNodes()).arg(pruned_.edges.size())));
+}
+
+void TestGuiGraphs::featureCard() {
+    const int node = featuresByInfluence().front();
+    const GraphDocumentNode& n = panel_->document()->nodes[size_t(node)];
+    panel_->selectNode(node);
+    const QString card = panel_->cardText();
+    QVERIFY2(card.contains(QStringLiteral("layer %1").arg(n.layer)) && card.contains(QStringLiteral("feature %1").arg(n.feature)), qPrintable(card));
+    QVERIFY(card.contains(QStringLiteral("position %1").arg(n.ctxIdx)));
+    QVERIFY(card.contains(QStringLiteral("activation %1").arg(n.activation, 0, 'f', 4)));
+    const FeatureReadout r = readFeature(*model_, set_->coders[size_t(n.layer)], n.feature, 6);
+    QVERIFY2(card.contains(tokenLabels(model_->tokenizer(), {r.decoderTop[0].id}).value(0).toHtmlEscaped()), qPrintable(card));
+    QVERIFY(card.contains(QStringLiteral("No corpus contexts"))); // the bundled set has none, and says so
+    // the edge list: up to 8 strongest incoming, then up to 8 outgoing
+    auto* edges = panel_->findChildren<QTableWidget*>().at(0);
+    for (QTableWidget* t : panel_->findChildren<QTableWidget*>())
+        if (t->horizontalHeaderItem(0) && t->horizontalHeaderItem(0)->text() == QStringLiteral("edge")) edges = t;
+    const int in = int(panel_->document()->strongestLinks(node, true, 8).size()), out = int(panel_->document()->strongestLinks(node, false, 8).size());
+    QVERIFY(in + out > 0);
+    QCOMPARE(edges->rowCount(), in + out);
+}
+
+void TestGuiGraphs::hoverShowsTheCard() {
+    panel_->selectNode(-1);
+    GraphPlot* plot = panel_->plot();
+    const int node = featuresByInfluence().at(1);
+    const QPoint at = plot->nodeCenter(node).toPoint();
+    QCOMPARE(plot->nodeAt(at), node);
+    QTest::mouseMove(plot, at);
+    QCoreApplication::processEvents();
+    QVERIFY2(panel_->cardText().contains(panel_->document()->nodes[size_t(node)].nodeId), qPrintable(panel_->cardText()));
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    QCOMPARE(plot->selectedNode(), node);
+}
+
+void TestGuiGraphs::edgeRoutesOfASelectedEdge() {
+    // the strongest link into a feature from a node at an earlier position: it crosses attention
+    const GraphDocument* doc = panel_->document();
+    int link = -1;
+    for (size_t i = 0; i < doc->links.size(); ++i) {
+        const GraphDocumentNode &s = doc->nodes[size_t(doc->links[i].source)], &t = doc->nodes[size_t(doc->links[i].target)];
+        if (t.kind == GraphNodeKind::Feature && t.ctxIdx > s.ctxIdx &&
+            (link < 0 || std::abs(doc->links[i].weight) > std::abs(doc->links[size_t(link)].weight)))
+            link = int(i);
+    }
+    QVERIFY(link >= 0);
+    panel_->selectLink(link);
+    panel_->waitForIdle();
+    const EdgeRoutes r = edgeRoutes(rm_, graph_, doc->nodes[size_t(doc->links[size_t(link)].target)].graphIndex,
+                                    doc->nodes[size_t(doc->links[size_t(link)].source)].graphIndex);
+    QTableWidget* routes = panel_->routesTable();
+    QVERIFY(routes->rowCount() >= 2);
+    QCOMPARE(routes->item(0, 1)->text(), QString::number(r.residual, 'g', 4));
+    QCOMPARE(routes->item(1, 0)->text(), QStringLiteral("L%1H%2").arg(r.heads[0].layer).arg(r.heads[0].head));
+    QCOMPARE(routes->item(1, 1)->text(), QString::number(r.heads[0].value, 'g', 4));
+    QCOMPARE(routes->item(1, 3)->text().section(QLatin1Char(' '), 0, 0).toInt(), r.heads[0].query);
+    QCOMPARE(routes->item(1, 4)->text(), QString::number(double(r.heads[0].pattern), 'f', 3));
+    QVERIFY(std::abs(r.sum() - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge)));
+}
+
+void TestGuiGraphs::supernodeAblation() {
+    const std::vector<int> top = featuresByInfluence();
+    QVERIFY(top.size() >= 3);
+    std::vector<int> graphNodes;
+    for (int i = 0; i < 3; ++i) {
+        panel_->setPinned(top[size_t(i)], true);
+        graphNodes.push_back(panel_->document()->nodes[size_t(top[size_t(i)])].graphIndex);
+    }
+    QCOMPARE(panel_->document()->pinnedIds.size(), 3);
+    QCOMPARE(panel_->groupPinned(QStringLiteral("top three")), 0);
+    QCOMPARE(panel_->document()->supernodes.size(), size_t(1));
+    QCOMPARE(panel_->document()->supernodes[0].size(), 4); // the name and three ids
+    panel_->intervene(0, 0.0);
+    panel_->waitForIdle();
+    InterventionOptions o;
+    o.mode = InterventionMode::Live;
+    o.continuationTokens = 8;
+    const std::vector<FeatureIntervention> edits = scaleFeatureNodes(graph_, graphNodes, 0.0f);
+    QCOMPARE(int(edits.size()), 3);
+    const InterventionResult after = interveneOnFeatures(rm_, edits, o);
+    const InterventionResult clean = interveneOnFeatures(rm_, {}, o);
+    const std::vector<TokenScore> want = topTokens(after.logits.row(after.logits.rows() - 1), 10);
+    const std::vector<TokenScore> wantClean = topTokens(clean.logits.row(clean.logits.rows() - 1), 10);
+    const GraphInterventionView& v = panel_->lastIntervention();
+    QCOMPARE(v.after.size(), want.size());
+    bool changed = false;
+    for (size_t i = 0; i < want.size(); ++i) {
+        QCOMPARE(v.after[i].id, want[i].id);
+        QCOMPARE(v.after[i].prob, want[i].prob);
+        QCOMPARE(v.clean[i].id, wantClean[i].id);
+        changed |= v.after[i].id != v.clean[i].id || v.after[i].prob != v.clean[i].prob;
+    }
+    QVERIFY(changed); // ablating the three most influential features moves the prediction
+    QCOMPARE(v.afterText, model_->tokenizer().decode(after.continuation));
+    QCOMPARE(v.cleanText, model_->tokenizer().decode(clean.continuation));
+    QVERIFY(labelContaining(QStringLiteral("<b>top three × 0</b>: …%1").arg(v.afterText.toHtmlEscaped())));
+}
+
+void TestGuiGraphs::pinnedSubgraph() {
+    GraphPlot* plot = panel_->plot();
+    const GraphDocument* doc = panel_->document();
+    std::vector<char> pinned(doc->nodes.size(), 0);
+    for (const QString& id : doc->pinnedIds) pinned[size_t(doc->indexOf(id))] = 1;
+    int among = 0;
+    for (const GraphDocumentLink& l : doc->links) among += pinned[size_t(l.source)] && pinned[size_t(l.target)];
+    plot->setPinnedOnly(true);
+    QCOMPARE(plot->shownNodeCount(), 3);
+    QCOMPARE(plot->shownLinkCount(), among);
+    QCOMPARE(plot->figureValues().cells.size(), size_t(among));
+    plot->setPinnedOnly(false);
+    QCOMPARE(plot->shownNodeCount(), int(doc->nodes.size()));
+    QCOMPARE(plot->shownLinkCount(), int(doc->links.size()));
+}
+
+void TestGuiGraphs::exportsThePng() {
+    GraphPlot* plot = panel_->plot();
+    const QString path = tmp_.filePath(QStringLiteral("graph.png"));
+    QCOMPARE(plot->actions()->exportTo(path, 1.0), QString());
+    const QImage image(path);
+    QCOMPARE(image.size(), plot->size());
+    // drawn content: the background is the corner's colour; nodes (orange features, green embeddings) and red edges
+    const QRgb background = image.pixel(0, 0);
+    int other = 0, orange = 0, green = 0;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) {
+            const QColor c = image.pixelColor(x, y);
+            other += image.pixel(x, y) != background;
+            orange += c.red() > 220 && c.green() > 140 && c.green() < 180 && c.blue() < 80;
+            green += c.green() > 170 && c.red() < 120 && c.blue() < 120;
+        }
+    QVERIFY2(other > image.width() * image.height() / 50, qPrintable(QString::number(other)));
+    QVERIFY2(orange > 200 && green > 200, qPrintable(QStringLiteral("%1 %2").arg(orange).arg(green)));
+}
+
+void TestGuiGraphs::savedGraphOpensOffline() {
+    const QString path = tmp_.filePath(QStringLiteral("saved.json"));
+    QCOMPARE(panel_->saveGraphFile(path), QString());
+    const size_t nodes = panel_->document()->nodes.size(), links = panel_->document()->links.size();
+    const QStringList pins = panel_->document()->pinnedIds;
+    QCOMPARE(panel_->openGraphFile(path), QString());
+    QVERIFY(!panel_->built());
+    QVERIFY(panel_->document()->isOffline());
+    QCOMPARE(panel_->document()->nodes.size(), nodes);
+    QCOMPARE(panel_->document()->links.size(), links);
+    QCOMPARE(panel_->document()->pinnedIds, pins);
+    QCOMPARE(panel_->document()->supernodes.size(), size_t(1));
+    QCOMPARE(panel_->plot()->shownNodeCount(), int(nodes));
+    QVERIFY2(panel_->summaryText().startsWith(QStringLiteral("Offline: saved.json — %1 nodes, %2 edges").arg(nodes).arg(links)), qPrintable(panel_->summaryText()));
+    // the card from the file's data; no interventions
+    const int node = featuresByInfluence().front();
+    panel_->selectNode(node);
+    QVERIFY(panel_->cardText().contains(QStringLiteral("feature %1").arg(panel_->document()->nodes[size_t(node)].feature)));
+    QVERIFY(panel_->cardText().contains(QStringLiteral("Opened from a file")));
+    panel_->intervene(0, 0.0);
+    QVERIFY(labelContaining(QStringLiteral("Interventions need a graph built here")));
+    // a new prompt run leaves the opened file shown
+    panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
+    panel_->waitForIdle();
+    QVERIFY(panel_->document() && panel_->document()->isOffline());
+}
+
+void TestGuiGraphs::badFileSaysWhy() {
+    const QString path = tmp_.filePath(QStringLiteral("bad.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"metadata": {"prompt_tokens": ["a"]}, "nodes": {}, "links": []})");
+    f.close();
+    const QString error = panel_->openGraphFile(path);
+    QCOMPARE(error, path + QStringLiteral(": nodes is not an array"));
+    QCOMPARE(panel_->summaryText(), QStringLiteral("Cannot open the graph: ") + error);
+    QVERIFY(panel_->document()); // the graph shown before stays
+}
+
+QTEST_MAIN(TestGuiGraphs)
+#include "tst_gui_graphs.moc"

@@ -1,0 +1,332 @@
+#include "views/graphs/graph_plot.h"
+
+#include "views/figures/figure_actions.h"
+#include "views/figures/palettes.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <qcustomplot.h>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace attnscope {
+
+namespace {
+constexpr double kMargin = 10, kLeftAxis = 54, kMaxRadius = 11, kMinRadius = 3;
+
+QColor kindFill(GraphNodeKind k) {
+    switch (k) {
+    case GraphNodeKind::Feature: return QColor(244, 162, 59);
+    case GraphNodeKind::Error: return QColor(170, 170, 170);
+    case GraphNodeKind::Token: return QColor(102, 187, 106);
+    case GraphNodeKind::Logit: break;
+    }
+    return QColor(149, 117, 205);
+}
+
+const QColor kPinColor(230, 81, 0);
+} // namespace
+
+GraphPlot::GraphPlot(QWidget* parent) : PaintedFigure(parent) {
+    setMinimumSize(360, 260);
+    actions_ = new FigureActions(this, this, QStringLiteral("attribution_graph"));
+}
+
+void GraphPlot::invalidate() {
+    layoutValid_ = false;
+    update();
+}
+
+void GraphPlot::setDocument(std::shared_ptr<const GraphDocument> doc, const QString& title) {
+    doc_ = std::move(doc);
+    title_ = title;
+    pinned_.assign(doc_ ? doc_->nodes.size() : 0, 0);
+    if (doc_)
+        for (const QString& id : doc_->pinnedIds)
+            if (const int i = doc_->indexOf(id); i >= 0) pinned_[size_t(i)] = 1;
+    selectedNode_ = selectedLink_ = hovered_ = -1;
+    invalidate();
+}
+
+void GraphPlot::clear(const QString& text) {
+    doc_.reset();
+    pinned_.clear();
+    title_.clear();
+    empty_ = text;
+    selectedNode_ = selectedLink_ = hovered_ = -1;
+    invalidate();
+}
+
+void GraphPlot::setPinned(const std::vector<int>& nodes) {
+    pinned_.assign(doc_ ? doc_->nodes.size() : 0, 0);
+    for (int i : nodes)
+        if (i >= 0 && size_t(i) < pinned_.size()) pinned_[size_t(i)] = 1;
+    invalidate();
+}
+
+void GraphPlot::setPinnedOnly(bool on) {
+    pinnedOnly_ = on;
+    invalidate();
+}
+
+void GraphPlot::setSelection(int node, int link) {
+    selectedNode_ = node;
+    selectedLink_ = link;
+    update();
+}
+
+bool GraphPlot::isNodeShown(int node) const {
+    if (!doc_ || node < 0 || size_t(node) >= doc_->nodes.size()) return false;
+    return !pinnedOnly_ || pinned_[size_t(node)];
+}
+
+int GraphPlot::shownNodeCount() const {
+    int n = 0;
+    for (size_t i = 0; doc_ && i < doc_->nodes.size(); ++i) n += isNodeShown(int(i));
+    return n;
+}
+
+int GraphPlot::shownLinkCount() const {
+    int n = 0;
+    if (doc_)
+        for (const GraphDocumentLink& l : doc_->links) n += isNodeShown(l.source) && isNodeShown(l.target);
+    return n;
+}
+
+const GraphPlot::Layout& GraphPlot::layoutFor(QSizeF size) const {
+    if (layoutValid_ && layout_.size == size) return layout_;
+    Layout& L = layout_;
+    L = Layout{};
+    L.size = size;
+    layoutValid_ = true;
+    if (!doc_) return L;
+    const QFontMetricsF fm(font());
+    const int rows = doc_->nLayers() + 2, cols = std::max(1, doc_->nPositions());
+    const double top = kMargin + fm.height() + 6 + 2 * fm.height() + 4; // title, then two lines for the logits' labels
+    const double bottom = kMargin + 2 * fm.height() + 6;                // the token labels: position, token
+    L.plot = QRectF(kLeftAxis, top, std::max(10.0, size.width() - kLeftAxis - kMargin), std::max(10.0, size.height() - top - bottom));
+    L.rowHeight = L.plot.height() / rows;
+    // the shown nodes by cell (row, column), most influential first
+    std::map<std::pair<int, int>, std::vector<int>> cells;
+    for (size_t i = 0; i < doc_->nodes.size(); ++i)
+        if (isNodeShown(int(i))) cells[{doc_->nodes[i].layer + 1, doc_->nodes[i].ctxIdx}].push_back(int(i));
+    // a column is as wide as its most crowded cell (14 px a node) or its token label needs, as Neuronpedia's viewer does
+    std::vector<double> weight(size_t(cols), 0);
+    for (int c = 0; c < cols; ++c) weight[size_t(c)] = std::max(28.0, std::min(fm.horizontalAdvance(doc_->promptTokens.value(c)) + 10, 160.0));
+    for (const auto& [cell, nodes] : cells) weight[size_t(cell.second)] = std::max(weight[size_t(cell.second)], 14.0 * double(nodes.size()));
+    double total = 0;
+    for (double w : weight) total += w;
+    L.columnLeft.assign(size_t(cols) + 1, L.plot.left());
+    for (int c = 0; c < cols; ++c) L.columnLeft[size_t(c) + 1] = L.columnLeft[size_t(c)] + L.plot.width() * weight[size_t(c)] / total;
+    L.center.assign(doc_->nodes.size(), QPointF());
+    L.radius.assign(doc_->nodes.size(), 0);
+    for (auto& [cell, nodes] : cells) {
+        std::stable_sort(nodes.begin(), nodes.end(), [&](int a, int b) { return doc_->sizeWeight(a) > doc_->sizeWeight(b); });
+        const int m = int(nodes.size());
+        // side by side across 90% of the column, in as many sub-rows as needed to keep nodes ≥ 7 px apart
+        const double columnWidth = L.columnLeft[size_t(cell.second) + 1] - L.columnLeft[size_t(cell.second)];
+        const double width = 0.9 * columnWidth, height = 0.8 * L.rowHeight;
+        const int perRow = std::max(1, std::min(m, int(width / 7.0)));
+        const int subRows = (m + perRow - 1) / perRow;
+        const double dx = width / perRow, dy = height / subRows;
+        const double rMax = std::clamp(std::min(dx, dy) / 2 - 0.5, kMinRadius, kMaxRadius);
+        const double cx = L.columnLeft[size_t(cell.second)] + columnWidth / 2;
+        const double cy = L.plot.top() + (rows - 1 - cell.first + 0.5) * L.rowHeight;
+        for (int k = 0; k < m; ++k) {
+            const int r = k / perRow, c = k % perRow;
+            const int inRow = std::min(perRow, m - r * perRow);
+            const int node = nodes[size_t(k)];
+            L.center[size_t(node)] = QPointF(cx + (c - (inRow - 1) / 2.0) * dx, cy + (r - (subRows - 1) / 2.0) * dy);
+            L.radius[size_t(node)] = kMinRadius + (rMax - kMinRadius) * std::sqrt(doc_->sizeWeight(node));
+        }
+    }
+    return L;
+}
+
+QPointF GraphPlot::nodeCenter(int node) const { return layoutFor(QSizeF(size())).center[size_t(node)]; }
+double GraphPlot::nodeRadius(int node) const { return layoutFor(QSizeF(size())).radius[size_t(node)]; }
+
+int GraphPlot::nodeAt(const QPointF& pos) const {
+    if (!doc_) return -1;
+    const Layout& L = layoutFor(QSizeF(size()));
+    int best = -1;
+    double bestD = 0;
+    for (size_t i = 0; i < doc_->nodes.size(); ++i) {
+        if (!isNodeShown(int(i))) continue;
+        const QPointF d = L.center[i] - pos;
+        const double dist = std::hypot(d.x(), d.y());
+        if (dist <= L.radius[i] + 2 && (best < 0 || dist < bestD)) {
+            best = int(i);
+            bestD = dist;
+        }
+    }
+    return best;
+}
+
+double GraphPlot::maxShownWeight() const {
+    double maxAbs = 0;
+    if (doc_)
+        for (const GraphDocumentLink& l : doc_->links)
+            if (isNodeShown(l.source) && isNodeShown(l.target) && std::isfinite(l.weight)) maxAbs = std::max(maxAbs, std::abs(l.weight));
+    return maxAbs;
+}
+
+double GraphPlot::linkWidth(int link, double maxAbs) const {
+    const double w = std::abs(doc_->links[size_t(link)].weight);
+    return 0.4 + 4.6 * (maxAbs > 0 && std::isfinite(w) ? w / maxAbs : 0.0);
+}
+
+double GraphPlot::linkWidth(int link) const { return linkWidth(link, maxShownWeight()); }
+
+void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) const {
+    p.setRenderHint(QPainter::Antialiasing);
+    p.setFont(font());
+    if (!hasFigureData()) {
+        p.setPen(palette.color(QPalette::PlaceholderText));
+        p.drawText(QRectF(QPointF(0, 0), size).adjusted(20, 0, -20, 0), Qt::AlignCenter | Qt::TextWordWrap, empty_);
+        return;
+    }
+    const Layout& L = layoutFor(size);
+    const QFontMetricsF fm(font());
+    const QColor text = palette.color(QPalette::WindowText);
+    QFont bold = font();
+    bold.setBold(true);
+    p.setFont(bold);
+    p.setPen(text);
+    p.drawText(QRectF(kMargin, kMargin, size.width() - 2 * kMargin, fm.height()), Qt::AlignCenter,
+               QFontMetricsF(bold).elidedText(title_, Qt::ElideRight, size.width() - 2 * kMargin));
+    p.setFont(font());
+    // rows: alternate bands and the layer names at the left
+    const int rows = doc_->nLayers() + 2;
+    QColor band = palette.color(QPalette::AlternateBase);
+    for (int r = 0; r < rows; ++r) {
+        const QRectF row(L.plot.left(), L.plot.top() + (rows - 1 - r) * L.rowHeight, L.plot.width(), L.rowHeight);
+        if (r % 2 == 1) p.fillRect(row, band);
+        const QString name = r == 0 ? tr("emb") : r == rows - 1 ? tr("logits") : QStringLiteral("L%1").arg(r - 1);
+        p.setPen(palette.color(QPalette::PlaceholderText));
+        p.drawText(QRectF(kMargin, row.top(), kLeftAxis - kMargin - 4, row.height()), Qt::AlignRight | Qt::AlignVCenter, name);
+    }
+    // the token labels under their columns: position, then the token (elided to the column)
+    p.setPen(palette.color(QPalette::PlaceholderText));
+    for (int c = 0; c < doc_->nPositions(); ++c) {
+        const double width = L.columnLeft[size_t(c) + 1] - L.columnLeft[size_t(c)];
+        const QRectF col(L.columnLeft[size_t(c)], L.plot.bottom() + 3, width, fm.height());
+        p.drawText(col, Qt::AlignHCenter | Qt::AlignTop, QString::number(c));
+        p.save();
+        p.setPen(text);
+        const QString token = doc_->promptTokens.value(c);
+        p.drawText(col.translated(0, fm.height()), Qt::AlignHCenter | Qt::AlignTop, fm.elidedText(token, Qt::ElideRight, width - 4));
+        p.restore();
+    }
+    // the links, thinnest first; those of the selected node stand out
+    std::vector<int> order;
+    for (size_t i = 0; i < doc_->links.size(); ++i)
+        if (isNodeShown(doc_->links[i].source) && isNodeShown(doc_->links[i].target)) order.push_back(int(i));
+    std::vector<double> width(doc_->links.size(), 0);
+    const double maxAbs = maxShownWeight();
+    for (int i : order) width[size_t(i)] = linkWidth(i, maxAbs);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return width[size_t(a)] < width[size_t(b)]; });
+    QCPColorGradient rb = redBlueGradient();
+    p.setBrush(Qt::NoBrush);
+    const auto linkPath = [&](const GraphDocumentLink& l) {
+        const QPointF a = L.center[size_t(l.source)], b = L.center[size_t(l.target)];
+        QPainterPath path(a);
+        const double dy = (b.y() - a.y()) / 2;
+        path.cubicTo(a + QPointF(0, dy), b - QPointF(0, dy), b);
+        return path;
+    };
+    for (int i : order) {
+        const GraphDocumentLink& l = doc_->links[size_t(i)];
+        const bool touches = selectedNode_ >= 0 && (l.source == selectedNode_ || l.target == selectedNode_);
+        QColor c = rb.color(l.weight >= 0 ? 0.85 : -0.85, QCPRange(-1, 1));
+        const double rel = (width[size_t(i)] - 0.4) / 4.6;
+        c.setAlphaF(selectedNode_ < 0 ? 0.2 + 0.6 * rel : touches ? 0.9 : 0.06);
+        p.setPen(QPen(c, width[size_t(i)], Qt::SolidLine, Qt::RoundCap));
+        p.drawPath(linkPath(l));
+    }
+    if (selectedLink_ >= 0 && size_t(selectedLink_) < doc_->links.size() && isNodeShown(doc_->links[size_t(selectedLink_)].source) &&
+        isNodeShown(doc_->links[size_t(selectedLink_)].target)) {
+        p.setPen(QPen(text, width[size_t(selectedLink_)] + 2.5, Qt::DashLine, Qt::RoundCap));
+        p.drawPath(linkPath(doc_->links[size_t(selectedLink_)]));
+    }
+    // the nodes
+    for (size_t i = 0; i < doc_->nodes.size(); ++i) {
+        if (!isNodeShown(int(i))) continue;
+        const GraphDocumentNode& n = doc_->nodes[i];
+        const QPointF c = L.center[i];
+        const double r = L.radius[i];
+        const QRectF box(c.x() - r, c.y() - r, 2 * r, 2 * r);
+        p.setBrush(kindFill(n.kind));
+        p.setPen(QPen(text, int(i) == selectedNode_ ? 2.2 : int(i) == hovered_ ? 1.6 : 0.7));
+        if (n.kind == GraphNodeKind::Feature) p.drawEllipse(box);
+        else if (n.kind == GraphNodeKind::Error) p.drawRect(box);
+        else p.drawRoundedRect(box, r / 3, r / 3);
+        if (pinned_[i]) {
+            p.setBrush(Qt::NoBrush);
+            p.setPen(QPen(kPinColor, 2.4));
+            p.drawEllipse(box.adjusted(-3.5, -3.5, 3.5, 3.5));
+        }
+    }
+    // the logits' tokens above them, the most probable first, on one of two lines; a label that would overlap one
+    // already placed is left out (the card names every node)
+    std::vector<int> logits;
+    for (size_t i = 0; i < doc_->nodes.size(); ++i)
+        if (isNodeShown(int(i)) && doc_->nodes[i].kind == GraphNodeKind::Logit) logits.push_back(int(i));
+    std::stable_sort(logits.begin(), logits.end(), [&](int a, int b) { return doc_->nodes[size_t(a)].tokenProb > doc_->nodes[size_t(b)].tokenProb; });
+    std::vector<QRectF> placed;
+    p.setPen(text);
+    for (int i : logits) {
+        const QString label = doc_->nodeLabel(i).mid(6).section(QStringLiteral(" (p="), 0, 0); // the token, without "logit " and p
+        const double w = std::min(fm.horizontalAdvance(label) + 4, 120.0);
+        for (int line = 0; line < 2; ++line) {
+            const QRectF box(L.center[size_t(i)].x() - w / 2, L.center[size_t(i)].y() - L.radius[size_t(i)] - (line + 1) * fm.height() - 1, w, fm.height());
+            if (std::any_of(placed.begin(), placed.end(), [&](const QRectF& r) { return r.intersects(box); })) continue;
+            p.drawText(box, Qt::AlignCenter, fm.elidedText(label, Qt::ElideRight, w));
+            placed.push_back(box);
+            break;
+        }
+    }
+}
+
+ValueTable GraphPlot::figureValues() const {
+    ValueTable t;
+    t.colLabels = {tr("source"), tr("target"), tr("weight")};
+    if (!doc_) return t;
+    for (const GraphDocumentLink& l : doc_->links)
+        if (isNodeShown(l.source) && isNodeShown(l.target))
+            t.cells.push_back({doc_->nodes[size_t(l.source)].nodeId, doc_->nodes[size_t(l.target)].nodeId, exactNumber(l.weight)});
+    return t;
+}
+
+QString GraphPlot::toolTipAt(const QPointF& pos) const {
+    const int i = nodeAt(pos);
+    return i < 0 ? QString() : doc_->nodeLabel(i);
+}
+
+void GraphPlot::mouseMoveEvent(QMouseEvent* event) {
+    const int i = nodeAt(event->position());
+    if (i != hovered_) {
+        hovered_ = i;
+        update();
+        emit nodeHovered(i);
+    }
+    PaintedFigure::mouseMoveEvent(event);
+}
+
+void GraphPlot::mousePressEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton) emit nodeClicked(nodeAt(event->position()));
+    PaintedFigure::mousePressEvent(event);
+}
+
+void GraphPlot::leaveEvent(QEvent* event) {
+    if (hovered_ >= 0) {
+        hovered_ = -1;
+        update();
+        emit nodeHovered(-1);
+    }
+    PaintedFigure::leaveEvent(event);
+}
+
+} // namespace attnscope
