@@ -456,9 +456,9 @@ void MainWindow::onModelLoaded() {
         if (!features_->dictionaries() && !bundled.isEmpty())
             emit features_->dictionaryRequested(bundled.contains(QStringLiteral(":/demo-features/resid-topk")) ? QStringLiteral(":/demo-features/resid-topk")
                                                                                                               : bundled.first());
-        const QString transcoders = QStringLiteral(":/demo-features/transcoders");
+        const QString transcoders = QStringLiteral(":/demo-features/transcoders"), clt = QStringLiteral(":/demo-features/clt");
         if (bundled.contains(transcoders)) {
-            graph_->setKnownTranscoders({transcoders});
+            graph_->setKnownTranscoders(bundled.contains(clt) ? QStringList{transcoders, clt} : QStringList{transcoders});
             if (!graph_->transcoders()) emit graph_->transcodersRequested(transcoders);
         }
     }

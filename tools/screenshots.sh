@@ -54,4 +54,7 @@ shot finetune-directions finetune-directions.png \
 prompt='In the beginning God created the heaven and the earth. And God'
 shot circuits circuits.png \
   "$(session circuits 1 1 '{"circuits": {"tab": "patching", "corrupt_prompt": "In the beginning God made the heaven and the earth. And God", "metric": "logit_diff", "token": " created", "counter_token": " made", "activation": "z", "by_position": true, "autorun": true}}')"
+# Graph: the demo's attribution graph through its bundled transcoders, the most influential feature selected
+prompt='In the beginning God created the'
+shot graphs graph.png "$(session graph 0 0 '{"graphs": {"selected": "0_104_6"}}')"
 ls -l "$out"

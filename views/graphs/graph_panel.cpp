@@ -117,8 +117,9 @@ GraphPanel::GraphPanel(QWidget* parent)
     edges_->setToolTip(tr("The selected node's strongest edges; click one for the heads that carry it"));
     routes_ = makeScoreTable({tr("route"), tr("part"), tr("share"), tr("query"), tr("pattern")}, QStringLiteral("graph_edge_routes"),
                              tr("Click an edge for the heads that carry it."));
-    routes_->setToolTip(tr("The edge split by its first hop: no hop (same position), a skip transcoder, or a head reading the "
-                           "source's position (query: where it moves the signal; pattern: P[query, source position])"));
+    routes_->setToolTip(tr("The edge split by its first hop: no hop (source and target at the same position), a skip transcoder, "
+                           "or a head reading the source's position (query: where it moves the signal; pattern: P[query, source "
+                           "position])"));
     pin_ = new QPushButton(tr("Pin"));
     pin_->setEnabled(false);
     supernodeName_ = new QLineEdit;
@@ -285,6 +286,8 @@ void GraphPanel::build() {
                                   .arg(b->graph.nFeatures()).arg(b->graph.nNodes()).arg(doc->nodes.size()).arg(doc->links.size())
                                   .arg(pruning.nodeThreshold, 0, 'f', 2).arg(pruning.edgeThreshold, 0, 'f', 2));
             tool_.setStatus(tr("Built. Hover a node for its card; click one to select it and list its edges."));
+            if (const int i = doc_->indexOf(pendingSelection_); i >= 0) selectNode(i); // a session's selected node
+            pendingSelection_.clear();
         });
     });
 }
@@ -443,7 +446,7 @@ void GraphPanel::selectLink(int link) {
         const EdgeRoutes r = edgeRoutes(b->rm, b->graph, target, source);
         return std::function<void()>([this, b, r, name] {
             const auto share = [&](double v) { return r.edge != 0 ? QString::number(100 * v / r.edge, 'f', 1) + QLatin1Char('%') : QString(); };
-            std::vector<QStringList> rows{{tr("no hop (same position)"), QString::number(r.residual, 'g', 4), share(r.residual), QString(), QString()}};
+            std::vector<QStringList> rows{{tr("no hop"), QString::number(r.residual, 'g', 4), share(r.residual), QString(), QString()}};
             if (r.skip != 0) rows.push_back({tr("skip transcoder"), QString::number(r.skip, 'g', 4), share(r.skip), QString(), QString()});
             for (const HeadRoute& h : r.heads) {
                 if (rows.size() >= 14) break;
@@ -559,7 +562,8 @@ void GraphPanel::intervene(int supernode, double factor) {
 
 QJsonObject GraphPanel::saveState() const {
     return QJsonObject{{"transcoders", setPath_}, {"node_threshold", nodeThreshold_->value()}, {"edge_threshold", edgeThreshold_->value()},
-                       {"pinned_only", pinnedOnly_->isChecked()}, {"factor", factor_->value()}};
+                       {"pinned_only", pinnedOnly_->isChecked()}, {"factor", factor_->value()},
+                       {"selected", doc_ && selected_ >= 0 ? doc_->nodes[size_t(selected_)].nodeId : QString()}};
 }
 
 void GraphPanel::restoreState(const QJsonObject& state, QStringList* problems) {
@@ -568,6 +572,8 @@ void GraphPanel::restoreState(const QJsonObject& state, QStringList* problems) {
     edgeThreshold_->setValue(state.value(QStringLiteral("edge_threshold")).toDouble(edgeThreshold_->value()));
     pinnedOnly_->setChecked(state.value(QStringLiteral("pinned_only")).toBool(pinnedOnly_->isChecked()));
     factor_->setValue(state.value(QStringLiteral("factor")).toDouble(factor_->value()));
+    pendingSelection_ = state.value(QStringLiteral("selected")).toString(); // selected once a graph with that node is built
+    if (doc_ && doc_->indexOf(pendingSelection_) >= 0) selectNode(doc_->indexOf(pendingSelection_));
     const QString path = state.value(QStringLiteral("transcoders")).toString();
     if (!path.isEmpty() && path != setPath_) emit transcodersRequested(path);
 }

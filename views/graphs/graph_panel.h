@@ -116,6 +116,7 @@ private:
     std::shared_ptr<const BuiltGraph> built_;
     std::shared_ptr<GraphDocument> doc_;
     int selected_ = -1, hovered_ = -1, link_ = -1;
+    QString pendingSelection_; ///< a session's selected node id, until a graph holding it is shown
     GraphInterventionView intervention_;
 
     BackgroundTool tool_;
