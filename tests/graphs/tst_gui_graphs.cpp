@@ -41,6 +41,7 @@ private slots:
     void supernodeAblation();
     void pinnedSubgraph();
     void exportsThePng();
+    void scaleAndThresholdsAndState();
     void savedGraphOpensOffline();
     void badFileSaysWhy();
 
@@ -104,6 +105,16 @@ void TestGuiGraphs::buildsTheGraph() {
     QVERIFY2(panel_->summaryText().contains(QStringLiteral("Replacement score %1, completeness %2").arg(s.replacement, 0, 'f', 3).arg(s.completeness, 0, 'f', 3)),
              qPrintable(panel_->summaryText()));
     QVERIFY(panel_->summaryText().contains(QStringLiteral("kept %1 nodes and %2 edges").arg(pruned_.keptNodes()).arg(pruned_.edges.size())));
+    // the layout: layers up (embeddings lowest, logits highest), positions left to right, size by influence
+    GraphPlot* plot = panel_->plot();
+    for (size_t a = 0; a < doc->nodes.size(); ++a)
+        for (size_t b = 0; b < doc->nodes.size(); ++b) {
+            const GraphDocumentNode &na = doc->nodes[a], &nb = doc->nodes[b];
+            if (na.layer < nb.layer) QVERIFY(plot->nodeCenter(int(a)).y() > plot->nodeCenter(int(b)).y());
+            if (na.ctxIdx < nb.ctxIdx) QVERIFY(plot->nodeCenter(int(a)).x() < plot->nodeCenter(int(b)).x());
+            if (na.layer == nb.layer && na.ctxIdx == nb.ctxIdx && na.kind == nb.kind && doc->sizeWeight(int(a)) > doc->sizeWeight(int(b)))
+                QVERIFY(plot->nodeRadius(int(a)) >= plot->nodeRadius(int(b)));
+        }
 }
 
 void TestGuiGraphs::featureCard() {
@@ -236,6 +247,45 @@ void TestGuiGraphs::exportsThePng() {
         }
     QVERIFY2(other > image.width() * image.height() / 50, qPrintable(QString::number(other)));
     QVERIFY2(orange > 200 && green > 200, qPrintable(QStringLiteral("%1 %2").arg(orange).arg(green)));
+}
+
+void TestGuiGraphs::scaleAndThresholdsAndState() {
+    // Scale ×3 on the supernode: interveneOnFeatures with each feature at 3 × its activation
+    std::vector<int> graphNodes;
+    for (int k = 1; k < panel_->document()->supernodes[0].size(); ++k)
+        graphNodes.push_back(panel_->document()->nodes[size_t(panel_->document()->indexOf(panel_->document()->supernodes[0][k]))].graphIndex);
+    panel_->intervene(0, 3.0);
+    panel_->waitForIdle();
+    InterventionOptions o;
+    o.continuationTokens = 8;
+    const InterventionResult after = interveneOnFeatures(rm_, scaleFeatureNodes(graph_, graphNodes, 3.0f), o);
+    const std::vector<TokenScore> want = topTokens(after.logits.row(after.logits.rows() - 1), 10);
+    QCOMPARE(panel_->lastIntervention().factor, 3.0f);
+    for (size_t i = 0; i < want.size(); ++i) {
+        QCOMPARE(panel_->lastIntervention().after[i].id, want[i].id);
+        QCOMPARE(panel_->lastIntervention().after[i].prob, want[i].prob);
+    }
+    // other thresholds from a session, and the selected node: the rebuilt graph is pruneGraph's with them
+    const QString id = panel_->document()->nodes[size_t(featuresByInfluence().front())].nodeId;
+    panel_->restoreState(QJsonObject{{"node_threshold", 0.6}, {"edge_threshold", 0.9}, {"selected", id}}, nullptr);
+    panel_->build();
+    panel_->waitForIdle();
+    const PrunedGraph tighter = pruneGraph(graph_, {0.6, 0.9});
+    QCOMPARE(int(panel_->document()->nodes.size()), tighter.keptNodes());
+    QVERIFY(tighter.keptNodes() < pruned_.keptNodes());
+    QCOMPARE(int(panel_->document()->links.size()), int(tighter.edges.size()));
+    QCOMPARE(panel_->plot()->selectedNode(), panel_->document()->indexOf(id));
+    const QJsonObject saved = panel_->saveState();
+    QCOMPARE(saved.value("node_threshold").toDouble(), 0.6);
+    QCOMPARE(saved.value("edge_threshold").toDouble(), 0.9);
+    QCOMPARE(saved.value("selected").toString(), id);
+    QCOMPARE(saved.value("transcoders").toString(), kTranscoders);
+    // back to the defaults for the tests below
+    panel_->restoreState(QJsonObject{{"node_threshold", 0.8}, {"edge_threshold", 0.98}}, nullptr);
+    panel_->build();
+    panel_->waitForIdle();
+    QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
+    QCOMPARE(panel_->document()->supernodes.size(), size_t(1)); // kept through the rebuilds
 }
 
 void TestGuiGraphs::savedGraphOpensOffline() {

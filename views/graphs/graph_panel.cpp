@@ -294,6 +294,7 @@ void GraphPanel::build() {
 
 void GraphPanel::showDocument(std::shared_ptr<GraphDocument> doc, const QString& title) {
     doc_ = std::move(doc);
+    readings_.clear();
     selected_ = hovered_ = link_ = -1;
     routesTool_.discard();
     interveneTool_.discard();
@@ -345,6 +346,37 @@ QString GraphPanel::saveGraphFile(const QString& path) {
 QString GraphPanel::cardText() const { return card_->text(); }
 QString GraphPanel::summaryText() const { return summary_->text(); }
 
+QString GraphPanel::featureReadings(const BuiltGraph& built, const GraphDocumentNode& n) const {
+    QString html;
+    const SparseCoder& coder = built.transcoders->coders[size_t(n.layer)];
+    try {
+        const FeatureReadout r = readFeature(*built.model, coder, n.feature, 6);
+        html += tr("<b>Writes</b> (W_dec[f] through ln_final and W_U) — promotes: %1<br>suppresses: %2<br>")
+                    .arg(scoredTokens(*built.model, r.decoderTop), scoredTokens(*built.model, r.decoderBottom));
+    } catch (const InputError& e) {
+        html += e.message().toHtmlEscaped() + QStringLiteral("<br>");
+    }
+    const QString db = coder.path.startsWith(QLatin1Char(':')) ? QString() : defaultContextsDb(coder, 0, 1);
+    if (!db.isEmpty() && QFileInfo::exists(db)) {
+        try {
+            QStringList lines;
+            for (const FeatureContext& c : ContextStore(db, false).topContexts(n.feature, 3)) {
+                const int from = std::max(0, c.position - 8);
+                std::vector<int> before(c.ids.begin() + from, c.ids.begin() + c.position);
+                lines << QStringLiteral("%1: …%2<b>[%3]</b>").arg(double(c.activation), 0, 'f', 2)
+                             .arg(built.model->tokenizer().decode(before).toHtmlEscaped(), tokenText(*built.model, c.ids[size_t(c.position)]).toHtmlEscaped());
+            }
+            html += tr("<b>Top corpus contexts</b>: %1<br>").arg(lines.isEmpty() ? tr("none (it never fired there)") : lines.join(QStringLiteral("<br>")));
+        } catch (const InputError& e) {
+            html += tr("Top corpus contexts: %1<br>").arg(e.message().toHtmlEscaped());
+        }
+    } else {
+        html += tr("<i>No corpus contexts for this set (attnscope --sae SET --feature-contexts CORPUS writes them beside a set "
+                   "on disk; the bundled demo set has none).</i><br>");
+    }
+    return html;
+}
+
 void GraphPanel::showCard(int node) {
     if (!doc_ || node < 0 || size_t(node) >= doc_->nodes.size()) {
         card_->setText(tr("Hover or click a node to read it."));
@@ -365,32 +397,8 @@ void GraphPanel::showCard(int node) {
     // a feature's decoder row read in embedding space, when the graph was built here
     const BuiltGraph* b = built_.get();
     if (n.kind == GraphNodeKind::Feature && b && n.graphIndex >= 0 && n.layer < int(b->transcoders->coders.size())) {
-        const SparseCoder& coder = b->transcoders->coders[size_t(n.layer)];
-        try {
-            const FeatureReadout r = readFeature(*b->model, coder, n.feature, 6);
-            html += tr("<b>Writes</b> (W_dec[f] through ln_final and W_U) — promotes: %1<br>suppresses: %2<br>")
-                        .arg(scoredTokens(*b->model, r.decoderTop), scoredTokens(*b->model, r.decoderBottom));
-        } catch (const InputError& e) {
-            html += e.message().toHtmlEscaped() + QStringLiteral("<br>");
-        }
-        const QString db = coder.path.startsWith(QLatin1Char(':')) ? QString() : defaultContextsDb(coder, 0, 1);
-        if (!db.isEmpty() && QFileInfo::exists(db)) {
-            try {
-                QStringList lines;
-                for (const FeatureContext& c : ContextStore(db, false).topContexts(n.feature, 3)) {
-                    const int from = std::max(0, c.position - 8);
-                    std::vector<int> before(c.ids.begin() + from, c.ids.begin() + c.position);
-                    lines << QStringLiteral("%1: …%2<b>[%3]</b>").arg(double(c.activation), 0, 'f', 2)
-                                 .arg(b->model->tokenizer().decode(before).toHtmlEscaped(), tokenText(*b->model, c.ids[size_t(c.position)]).toHtmlEscaped());
-                }
-                html += tr("<b>Top corpus contexts</b>: %1<br>").arg(lines.isEmpty() ? tr("none (it never fired there)") : lines.join(QStringLiteral("<br>")));
-            } catch (const InputError& e) {
-                html += tr("Top corpus contexts: %1<br>").arg(e.message().toHtmlEscaped());
-            }
-        } else {
-            html += tr("<i>No corpus contexts for this set (attnscope --sae SET --feature-contexts CORPUS writes them beside a set "
-                       "on disk; the bundled demo set has none).</i><br>");
-        }
+        if (!readings_.contains(node)) readings_.insert(node, featureReadings(*b, n)); // hovering again is free
+        html += readings_.value(node);
     } else if (n.kind == GraphNodeKind::Feature && !b) {
         html += tr("<i>Opened from a file: embedding-space readings need the graph built here.</i><br>");
     }

@@ -20,6 +20,7 @@
 #include "views/common/analysis_panel.h"
 #include "views/common/background_tool.h"
 
+#include <QHash>
 #include <memory>
 #include <vector>
 
@@ -104,6 +105,8 @@ signals:
 private:
     void showDocument(std::shared_ptr<GraphDocument> doc, const QString& title);
     void showCard(int node);
+    /// A feature's decoder row in embedding space and its corpus contexts (HTML lines).
+    QString featureReadings(const BuiltGraph& built, const GraphDocumentNode& n) const;
     void refreshPins();
     void refreshSupernodes();
     std::vector<int> pinnedNodes() const;
@@ -116,6 +119,7 @@ private:
     std::shared_ptr<const BuiltGraph> built_;
     std::shared_ptr<GraphDocument> doc_;
     int selected_ = -1, hovered_ = -1, link_ = -1;
+    QHash<int, QString> readings_; ///< featureReadings by node, for the shown document
     QString pendingSelection_; ///< a session's selected node id, until a graph holding it is shown
     GraphInterventionView intervention_;
 
