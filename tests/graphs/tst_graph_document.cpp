@@ -36,6 +36,9 @@ QJsonObject smallGraph() {
                                   {"influence", 0.5}, {"activation", 2.5}, {"clerp", "subject"}},
                       QJsonObject{{"node_id", "0_1_2"}, {"feature", -1}, {"layer", 1}, {"ctx_idx", 2}, {"feature_type", "mlp reconstruction error"},
                                   {"influence", 0.6}},
+                      // circuit-tracer with the width known: feature = 23 + 1000 · layer, the id in node_id; influence null
+                      QJsonObject{{"node_id", "1_23_2"}, {"feature", 1023}, {"layer", "1"}, {"ctx_idx", 2}, {"feature_type", "cross layer transcoder"},
+                                  {"influence", QJsonValue::Null}, {"activation", 0.5}},
                       QJsonObject{{"node_id", "3_42_2"}, {"feature", 42}, {"layer", "3"}, {"ctx_idx", 2}, {"feature_type", "logit"},
                                   {"token_prob", 0.75}, {"is_target_logit", true}, {"clerp", "Output \" God\" (p=0.750)"}}}},
         {"links", QJsonArray{QJsonObject{{"source", "E_5_1"}, {"target", "0_17_1"}, {"weight", 1.5}},
@@ -141,7 +144,7 @@ void TestGraphDocument::readsANeuronpediaFile() {
     QTemporaryDir dir;
     const QString path = writeTemp(dir, QStringLiteral("small.json"), json(smallGraph()));
     const GraphDocument doc = readGraphFile(path);
-    QCOMPARE(int(doc.nodes.size()), 4);
+    QCOMPARE(int(doc.nodes.size()), 5);
     QCOMPARE(doc.nodes[0].kind, GraphNodeKind::Token);
     QCOMPARE(doc.nodes[0].layer, -1);
     QCOMPARE(doc.nodes[0].ctxIdx, 1);
@@ -153,15 +156,20 @@ void TestGraphDocument::readsANeuronpediaFile() {
     QCOMPARE(doc.nodes[2].kind, GraphNodeKind::Error);
     QCOMPARE(doc.nodes[2].layer, 1); // a number is read as well as a string
     QCOMPARE(doc.nodes[2].ctxIdx, 2);
-    QCOMPARE(doc.nodes[3].kind, GraphNodeKind::Logit);
-    QCOMPARE(doc.nodes[3].layer, 2); // Neuronpedia writes n_layers + 1
-    QCOMPARE(doc.nodes[3].tokenProb, 0.75);
-    QVERIFY(doc.nodes[3].isTargetLogit);
+    QCOMPARE(doc.nodes[3].kind, GraphNodeKind::Feature);
+    QCOMPARE(doc.nodes[3].feature, 23);
+    QCOMPARE(doc.nodes[3].fileFeature, 1023);
+    QCOMPARE(doc.nodes[3].influence, 0.0);
+    QCOMPARE(doc.nodes[4].kind, GraphNodeKind::Logit);
+    QCOMPARE(doc.nodes[4].layer, 2); // Neuronpedia writes n_layers + 1
+    QCOMPARE(doc.nodes[4].feature, 42);
+    QCOMPARE(doc.nodes[4].tokenProb, 0.75);
+    QVERIFY(doc.nodes[4].isTargetLogit);
     QCOMPARE(doc.nLayers(), 2);
     QCOMPARE(doc.nPositions(), 3);
     QCOMPARE(int(doc.links.size()), 3);
     QCOMPARE(doc.links[1].source, 1);
-    QCOMPARE(doc.links[1].target, 3);
+    QCOMPARE(doc.links[1].target, 4);
     QCOMPARE(doc.links[1].weight, -0.25);
     QCOMPARE(doc.nodeThreshold, 0.7);
     QCOMPARE(doc.pinnedIds, QStringList{"0_17_1"});
@@ -170,15 +178,17 @@ void TestGraphDocument::readsANeuronpediaFile() {
     QCOMPARE(doc.notes.size(), 1);
     QVERIFY2(doc.notes[0].contains("nowhere"), qPrintable(doc.notes[0]));
     QCOMPARE(doc.nodeLabel(1), QStringLiteral("L0 F17 @1"));
-    QCOMPARE(doc.nodeLabel(3), QStringLiteral("logit \" God\" (p=0.750)"));
-    QCOMPARE(doc.strongestLinks(3, true, 5), (std::vector<int>{1, 2}));
+    QCOMPARE(doc.nodeLabel(4), QStringLiteral("logit \" God\" (p=0.750)"));
+    QCOMPARE(doc.nodeLabel(3), QStringLiteral("L1 F23 @2"));
+    QCOMPARE(doc.strongestLinks(4, true, 5), (std::vector<int>{1, 2}));
     QCOMPARE(doc.strongestLinks(1, false, 5), (std::vector<int>{1}));
     QCOMPARE(doc.sizeWeight(1), 0.5);
     // written back: Neuronpedia's layers again ("E", n_layers + 1), the unknown metadata kept
     const QJsonObject out = graphDocumentToJson(doc);
     const QJsonArray nodes = out.value("nodes").toArray();
     QCOMPARE(nodes[0].toObject().value("layer").toString(), QStringLiteral("E"));
-    QCOMPARE(nodes[3].toObject().value("layer").toString(), QStringLiteral("3"));
+    QCOMPARE(nodes[4].toObject().value("layer").toString(), QStringLiteral("3"));
+    QCOMPARE(nodes[3].toObject().value("feature").toInt(), 1023); // as the file had it
     QCOMPARE(out.value("metadata").toObject().value("transcoder_list").toArray().size(), 1);
 }
 
@@ -233,7 +243,7 @@ void TestGraphDocument::refusesHostileFiles() {
                  nodes.append(7);
                  o.insert("nodes", nodes);
              })),
-             p + "node-array.json: nodes[4] is not an object");
+             p + "node-array.json: nodes[5] is not an object");
     QCOMPARE(refusal("weight.json", edited([](QJsonObject& o) {
                  QJsonArray links = o.value("links").toArray();
                  QJsonObject l = links[0].toObject();

@@ -133,6 +133,15 @@ GraphDocumentNode readNode(const Reader& r, int nTokens) {
         n.layer = n.kind == GraphNodeKind::Logit ? l - 1 : l;
     }
     if (n.kind == GraphNodeKind::Token) n.layer = -1;
+    // circuit-tracer writes feature = id + 10^⌈log10 d_transcoder⌉ · layer when it knows the width: the id is node_id's
+    // middle part ("L_F_P")
+    n.fileFeature = n.feature;
+    if (n.kind == GraphNodeKind::Feature) {
+        const QStringList parts = n.nodeId.split(QLatin1Char('_'));
+        bool okLayer = false, okFeature = false;
+        const int idLayer = parts.size() == 3 ? parts[0].toInt(&okLayer) : -1, id = parts.size() == 3 ? parts[1].toInt(&okFeature) : -1;
+        if (okLayer && okFeature && idLayer == n.layer && id >= 0) n.feature = id;
+    }
     n.jsNodeId = r.optString(QStringLiteral("jsNodeId"));
     n.clerp = r.optString(QStringLiteral("clerp"));
     n.influence = r.optNumber(QStringLiteral("influence"), 0);
@@ -323,7 +332,7 @@ QJsonObject graphDocumentToJson(const GraphDocument& doc) {
     for (const GraphDocumentNode& n : doc.nodes) {
         const QString layer = n.kind == GraphNodeKind::Token ? QStringLiteral("E")
                               : QString::number(n.kind == GraphNodeKind::Logit ? n.layer + 1 : n.layer);
-        QJsonObject o{{"node_id", n.nodeId}, {"feature", n.feature}, {"layer", layer}, {"ctx_idx", n.ctxIdx},
+        QJsonObject o{{"node_id", n.nodeId}, {"feature", n.fileFeature}, {"layer", layer}, {"ctx_idx", n.ctxIdx},
                       {"feature_type", n.featureType}, {"jsNodeId", n.jsNodeId}, {"clerp", n.clerp}, {"influence", n.influence},
                       {"activation", n.activation}, {"token_prob", n.tokenProb}, {"is_target_logit", n.isTargetLogit},
                       {"run_idx", 0}, {"reverse_ctx_idx", 0}};

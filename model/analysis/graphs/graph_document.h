@@ -22,7 +22,8 @@ struct GraphDocumentNode {
     GraphNodeKind kind = GraphNodeKind::Feature;
     int layer = 0;           ///< −1 embeddings, n_layers logits
     int ctxIdx = 0;          ///< the position
-    int feature = -1;        ///< the file's "feature": feature id (features), −1 (errors), position (embeddings), token id (logits)
+    int feature = -1;        ///< feature id (features: from node_id "L_F_P"), −1 (errors), position (embeddings), token id (logits)
+    int fileFeature = -1;    ///< the file's "feature" as written (circuit-tracer may add layer × 10^k to a feature id)
     QString featureType;     ///< the file's feature_type
     QString jsNodeId;        ///< the file's jsNodeId ("" when absent)
     QString clerp;           ///< the file's label ("" when absent)
