@@ -286,9 +286,34 @@ void TestGuiGraphs::scaleAndThresholdsAndState() {
     panel_->waitForIdle();
     QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
     QCOMPARE(panel_->document()->supernodes.size(), size_t(1)); // kept through the rebuilds
+    // the same prompt run again: the same graph, supernodes included; another prompt: a new graph
+    const BuiltGraph* before = panel_->built();
+    panel_->setContext(model_, std::make_shared<const ActivationCache>(*cache_), tokenLabels(model_->tokenizer(), cache_->tokens));
+    panel_->waitForIdle();
+    QCOMPARE(panel_->built(), before);
+    QCOMPARE(panel_->document()->supernodes.size(), size_t(1));
+    ForwardOptions o2;
+    o2.allLogits = false;
+    const auto other = std::make_shared<const ActivationCache>(
+        runForward(*model_, tokenizePrompt(model_->tokenizer(), QStringLiteral("And God said, Let there be light"), true), o2));
+    panel_->setContext(model_, other, tokenLabels(model_->tokenizer(), other->tokens));
+    panel_->waitForIdle();
+    QVERIFY(panel_->built() && panel_->built() != before);
+    QCOMPARE(panel_->built()->rm.tokens, other->tokens);
+    QCOMPARE(int(panel_->document()->nodes.size()), pruneGraph(attributeGraph(buildReplacementModel(*model_, *set_, other->tokens))).keptNodes());
+    QVERIFY(panel_->document()->supernodes.empty());
+    // back to the test's prompt
+    panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
+    panel_->waitForIdle();
+    QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
 }
 
 void TestGuiGraphs::savedGraphOpensOffline() {
+    const std::vector<int> top = featuresByInfluence();
+    panel_->setPinned(top[0], true);
+    panel_->setPinned(top[1], true);
+    QCOMPARE(panel_->groupPinned(QStringLiteral("saved pair")), 0);
+    const QStringList group = panel_->document()->supernodes[0];
     const QString path = tmp_.filePath(QStringLiteral("saved.json"));
     QCOMPARE(panel_->saveGraphFile(path), QString());
     const size_t nodes = panel_->document()->nodes.size(), links = panel_->document()->links.size();
@@ -299,7 +324,9 @@ void TestGuiGraphs::savedGraphOpensOffline() {
     QCOMPARE(panel_->document()->nodes.size(), nodes);
     QCOMPARE(panel_->document()->links.size(), links);
     QCOMPARE(panel_->document()->pinnedIds, pins);
+    QCOMPARE(pins.size(), 2);
     QCOMPARE(panel_->document()->supernodes.size(), size_t(1));
+    QCOMPARE(panel_->document()->supernodes[0], group);
     QCOMPARE(panel_->plot()->shownNodeCount(), int(nodes));
     QVERIFY2(panel_->summaryText().startsWith(QStringLiteral("Offline: saved.json — %1 nodes, %2 edges").arg(nodes).arg(links)), qPrintable(panel_->summaryText()));
     // the card from the file's data; no interventions

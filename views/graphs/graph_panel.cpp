@@ -239,6 +239,8 @@ void GraphPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<
     model_ = std::move(model);
     cache_ = std::move(cache);
     labels_ = tokenLabels;
+    if (built_ && doc_ && built_->model == model_ && cache_ && built_->rm.tokens == cache_->tokens && !tool_.isRunning())
+        return; // the same model and prompt (run again): the graph, pins and supernodes stay
     tool_.newContext();
     routesTool_.newContext();
     interveneTool_.newContext();
