@@ -141,6 +141,7 @@ private slots:
     void refusesInterventionsOutsideTheModel();
     void edgesMatchKnockOut();
     void gemma2PostNormsAndSoftcap();
+    void crossLayerTranscoderMatchesTheReference();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -548,6 +549,86 @@ void TestAttributionGraph::gemma2PostNormsAndSoftcap() {
             }
     QVERIFY(routes > 0);
     QVERIFY((interveneOnFeatures(rm, {}).logits - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-5);
+}
+
+void TestAttributionGraph::crossLayerTranscoderMatchesTheReference() {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+    QSKIP("the demo's cross-layer transcoder is a circuit-tracer config.yaml: this build has no yaml-cpp");
+#endif
+    // the bundled demo cross-layer transcoder (layer 0's features write into layers 0 and 1) against
+    // tools/graph_reference.py --set clt: the replacement model, every node and edge, completeness, pruning, scores,
+    // and an intervention whose edit reaches both layers
+    const DictionarySet clt = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/clt"));
+    QCOMPARE(clt.kind, QStringLiteral("cross_layer_transcoder"));
+    const QJsonObject ref = readJsonObject(kGraphData + QStringLiteral("demo_clt_graph_reference.json"));
+    const ReplacementModel rm = buildReplacementModel(*model_, clt, tokens_);
+    QVERIFY(rm.crossLayer());
+    QVERIFY((replacementLogits(rm, rm.activations, rm.errors) - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-4);
+    const AttributionGraph g = attributeGraph(rm);
+    const QJsonArray nodes = ref["nodes"].toArray();
+    QCOMPARE(g.nNodes(), nodes.size());
+    QCOMPARE(g.nFeatures(), ref["n_features"].toInt());
+    QCOMPARE(g.logitOffset, ref["offsets"].toObject()["logit"].toInt());
+    for (int i = 0; i < g.nNodes(); ++i) {
+        const QJsonObject r = nodes[i].toObject();
+        const GraphNode& n = g.nodes[size_t(i)];
+        QCOMPARE(n.position, r["pos"].toInt());
+        if (n.kind == GraphNodeKind::Feature) {
+            QCOMPARE(n.layer, r["layer"].toInt());
+            QCOMPARE(n.id, r["feature"].toInt());
+            QVERIFY(std::abs(n.activation - r["activation"].toDouble()) <= 1e-4 * std::max(1.0, r["activation"].toDouble()));
+        }
+        if (n.kind == GraphNodeKind::Logit) QCOMPARE(n.id, r["token_id"].toInt());
+        if (r.contains(QStringLiteral("constant"))) { // each target: its incoming edges plus its constant are its value
+            const double value = g.values[size_t(i)], incoming = g.adjacency.row(i).cast<double>().sum();
+            QVERIFY2(std::abs(value - incoming - r["constant"].toDouble()) <= 1e-4 * std::max(1.0, std::abs(value)), qPrintable(QString::number(i)));
+        }
+    }
+    QFile f(kGraphData + QStringLiteral("demo_clt_graph_adjacency.npy"));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray bytes = f.readAll();
+    const NpyHeader h = parseNpyHeader(bytes, f.fileName(), QStringLiteral("adjacency"));
+    QCOMPARE(h.shape[0], std::int64_t(g.nNodes()));
+    const float* a = reinterpret_cast<const float*>(bytes.constData() + h.dataOffset);
+    const double scale = ref["adjacency_stats"].toObject()["max_abs"].toDouble();
+    double worst = 0;
+    for (int t = 0; t < g.nNodes(); ++t)
+        for (int s = 0; s < g.nNodes(); ++s) worst = std::max(worst, std::abs(double(g.adjacency(t, s)) - a[size_t(t) * size_t(g.nNodes()) + size_t(s)]));
+    QVERIFY2(worst <= 1e-4 * scale, qPrintable(QString::number(worst)));
+    const PrunedGraph p = pruneGraph(g);
+    const QJsonObject pr = ref["pruning"].toObject();
+    QCOMPARE(p.keptNodes(), pr["n_kept_nodes"].toInt());
+    QCOMPARE(int(p.edges.size()), pr["n_kept_edges"].toInt());
+    const QJsonArray mask = pr["node_mask"].toArray();
+    for (int i = 0; i < g.nNodes(); ++i) QCOMPARE(int(p.nodeMask[size_t(i)]), mask[i].toInt());
+    const GraphScores sc = graphScores(g);
+    QVERIFY(std::abs(sc.replacement - ref["scores"].toObject()["replacement_score"].toDouble()) < 1e-5);
+    QVERIFY(std::abs(sc.completeness - ref["scores"].toObject()["completeness_score"].toDouble()) < 1e-5);
+    // a layer-0 feature's edges into layer-1 features sum both of its writes: the knock-out agrees
+    checkEdgesByKnockOut(rm, g, 40);
+    // routes of cross-position edges sum to the edge with the writes below each head
+    int routes = 0;
+    for (const auto& [t, s] : p.edges)
+        if (g.nodes[size_t(s)].kind == GraphNodeKind::Feature && g.nodes[size_t(s)].position != g.nodes[size_t(t)].position && routes < 20) {
+            const EdgeRoutes r = edgeRoutes(rm, g, t, s);
+            QVERIFY2(std::abs(r.sum() - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge)), qPrintable(QStringLiteral("%1 ← %2").arg(t).arg(s)));
+            ++routes;
+        }
+    QVERIFY(routes > 0);
+    // the reference's interventions (a layer-0 edit steers layer 1's MLP output too)
+    const QJsonObject iv = ref["intervention"].toObject();
+    const QJsonArray logitTokens = iv["graph_logit_tokens"].toArray();
+    for (const QJsonValue& rv : iv["results"].toArray()) {
+        std::vector<FeatureIntervention> edits;
+        for (const QJsonValue& e : rv.toObject()["interventions"].toArray())
+            edits.push_back({e["layer"].toInt(), e["pos"].toInt(), e["feature"].toInt(), float(e["value"].toDouble())});
+        const InterventionResult out = interveneOnFeatures(rm, edits);
+        const QJsonArray want = rv.toObject()["logits_last_for_graph_logit_tokens"].toArray();
+        for (int i = 0; i < want.size(); ++i)
+            QVERIFY2(std::abs(out.logits(6, logitTokens[i].toInt()) - want[i].toDouble()) <= 1e-4 * std::max(1.0, std::abs(want[i].toDouble())),
+                     qPrintable(rv.toObject()["name"].toString()));
+        QCOMPARE(out.activeFeatures, rv.toObject()["n_active_features_after"].toInt());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestAttributionGraph)
