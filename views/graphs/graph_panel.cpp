@@ -388,7 +388,10 @@ void GraphPanel::showCard(int node) {
     QString html = QStringLiteral("<b>%1</b> <tt>%2</tt><br>").arg(kindName(n.kind), n.nodeId.toHtmlEscaped());
     QStringList facts;
     if (n.kind == GraphNodeKind::Feature || n.kind == GraphNodeKind::Error) facts << tr("layer %1").arg(n.layer);
-    facts << tr("position %1").arg(n.ctxIdx) << tr("token “%1”").arg(doc_->promptTokens.value(n.ctxIdx).toHtmlEscaped());
+    if (n.kind == GraphNodeKind::Logit) // the prediction made at that position, after its token
+        facts << tr("position %1, after “%2”").arg(n.ctxIdx).arg(doc_->promptTokens.value(n.ctxIdx).toHtmlEscaped());
+    else
+        facts << tr("position %1").arg(n.ctxIdx) << tr("token “%1”").arg(doc_->promptTokens.value(n.ctxIdx).toHtmlEscaped());
     html += facts.join(QStringLiteral(" · ")) + QStringLiteral("<br>");
     facts.clear();
     if (n.kind == GraphNodeKind::Feature) facts << tr("feature %1").arg(n.feature) << tr("activation %1").arg(n.activation, 0, 'f', 4);
