@@ -207,6 +207,7 @@ GraphPanel::GraphPanel(QWidget* parent)
         showCard(node >= 0 ? node : selected_);
     });
     connect(plot_, &GraphPlot::nodeClicked, this, &GraphPanel::selectNode);
+    connect(plot_, &GraphPlot::linkClicked, this, &GraphPanel::selectLink);
     connect(edges_, &QTableWidget::currentCellChanged, this, [this](int row) {
         if (row >= 0 && edges_->item(row, 0)) selectLink(edges_->item(row, 0)->data(Qt::UserRole).toInt());
     });

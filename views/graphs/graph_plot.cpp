@@ -180,6 +180,43 @@ double GraphPlot::linkWidth(int link, double maxAbs) const {
 
 double GraphPlot::linkWidth(int link) const { return linkWidth(link, maxShownWeight()); }
 
+QPainterPath GraphPlot::linkPath(int link, const Layout& L) const {
+    const GraphDocumentLink& l = doc_->links[size_t(link)];
+    const QPointF a = L.center[size_t(l.source)], b = L.center[size_t(l.target)];
+    QPainterPath path(a);
+    const double dy = (b.y() - a.y()) / 2;
+    path.cubicTo(a + QPointF(0, dy), b - QPointF(0, dy), b);
+    return path;
+}
+
+int GraphPlot::linkAt(const QPointF& pos) const {
+    if (!doc_) return -1;
+    const Layout& L = layoutFor(QSizeF(size()));
+    const double maxAbs = maxShownWeight();
+    int best = -1;
+    double bestWidth = 0;
+    for (size_t i = 0; i < doc_->links.size(); ++i) {
+        const GraphDocumentLink& l = doc_->links[i];
+        if (!isNodeShown(l.source) || !isNodeShown(l.target)) continue;
+        const double width = linkWidth(int(i), maxAbs), reach = width / 2 + 3;
+        if (!QRectF(L.center[size_t(l.source)], L.center[size_t(l.target)]).normalized().adjusted(-reach, -reach, reach, reach).contains(pos)) continue;
+        const QPainterPath path = linkPath(int(i), L);
+        for (int k = 0; k <= 48; ++k) {
+            const QPointF d = path.pointAtPercent(k / 48.0) - pos;
+            if (d.x() * d.x() + d.y() * d.y() <= reach * reach) {
+                if (best < 0 || width > bestWidth) {
+                    best = int(i);
+                    bestWidth = width;
+                }
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+QPointF GraphPlot::linkMidpoint(int link) const { return linkPath(link, layoutFor(QSizeF(size()))).pointAtPercent(0.5); }
+
 void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) const {
     p.setRenderHint(QPainter::Antialiasing);
     p.setFont(font());
@@ -230,13 +267,6 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return width[size_t(a)] < width[size_t(b)]; });
     QCPColorGradient rb = redBlueGradient();
     p.setBrush(Qt::NoBrush);
-    const auto linkPath = [&](const GraphDocumentLink& l) {
-        const QPointF a = L.center[size_t(l.source)], b = L.center[size_t(l.target)];
-        QPainterPath path(a);
-        const double dy = (b.y() - a.y()) / 2;
-        path.cubicTo(a + QPointF(0, dy), b - QPointF(0, dy), b);
-        return path;
-    };
     for (int i : order) {
         const GraphDocumentLink& l = doc_->links[size_t(i)];
         const bool touches = selectedNode_ >= 0 && (l.source == selectedNode_ || l.target == selectedNode_);
@@ -244,12 +274,12 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         const double rel = (width[size_t(i)] - 0.4) / 4.6;
         c.setAlphaF(selectedNode_ < 0 ? 0.2 + 0.6 * rel : touches ? 0.9 : 0.06);
         p.setPen(QPen(c, width[size_t(i)], Qt::SolidLine, Qt::RoundCap));
-        p.drawPath(linkPath(l));
+        p.drawPath(linkPath(i, L));
     }
     if (selectedLink_ >= 0 && size_t(selectedLink_) < doc_->links.size() && isNodeShown(doc_->links[size_t(selectedLink_)].source) &&
         isNodeShown(doc_->links[size_t(selectedLink_)].target)) {
         p.setPen(QPen(text, width[size_t(selectedLink_)] + 2.5, Qt::DashLine, Qt::RoundCap));
-        p.drawPath(linkPath(doc_->links[size_t(selectedLink_)]));
+        p.drawPath(linkPath(selectedLink_, L));
     }
     // the nodes
     for (size_t i = 0; i < doc_->nodes.size(); ++i) {
@@ -301,8 +331,12 @@ ValueTable GraphPlot::figureValues() const {
 }
 
 QString GraphPlot::toolTipAt(const QPointF& pos) const {
-    const int i = nodeAt(pos);
-    return i < 0 ? QString() : doc_->nodeLabel(i);
+    if (const int i = nodeAt(pos); i >= 0) return doc_->nodeLabel(i);
+    const int l = linkAt(pos);
+    if (l < 0) return {};
+    const GraphDocumentLink& link = doc_->links[size_t(l)];
+    return tr("%1 → %2: %3 (click for the heads that carry it)")
+        .arg(doc_->nodeLabel(link.source), doc_->nodeLabel(link.target)).arg(link.weight, 0, 'g', 4);
 }
 
 void GraphPlot::mouseMoveEvent(QMouseEvent* event) {
@@ -316,7 +350,12 @@ void GraphPlot::mouseMoveEvent(QMouseEvent* event) {
 }
 
 void GraphPlot::mousePressEvent(QMouseEvent* event) {
-    if (event->button() == Qt::LeftButton) emit nodeClicked(nodeAt(event->position()));
+    if (event->button() == Qt::LeftButton) {
+        const int node = nodeAt(event->position());
+        const int link = node < 0 ? linkAt(event->position()) : -1;
+        if (link >= 0) emit linkClicked(link);
+        else emit nodeClicked(node);
+    }
     PaintedFigure::mousePressEvent(event);
 }
 

@@ -5,13 +5,14 @@
 // grows with its influence (GraphDocument::sizeWeight); an edge's width with |weight| / max|weight| and its
 // colour with the sign (red positive, blue negative). Features are circles, error nodes grey squares,
 // embeddings green and logits purple rounded squares (logits labelled with their token). Hovering a node emits
-// nodeHovered, clicking one nodeClicked; the selected node's edges stand out, pinned nodes get an orange ring, and
+// nodeHovered, clicking one nodeClicked (clicking an edge linkClicked); the selected node's edges stand out, pinned nodes get an orange ring, and
 // the pinned-subgraph mode draws only the pinned nodes and the edges among them. The figure menu copies or exports
 // it (PNG/SVG/PDF) and its edges (CSV).
 
 #include "model/analysis/graphs/graph_document.h"
 #include "views/figures/painted_figure.h"
 
+#include <QPainterPath>
 #include <memory>
 #include <vector>
 
@@ -50,6 +51,10 @@ public:
     int nodeAt(const QPointF& pos) const;
     /// A link's pen width: 0.4 + 4.6·|weight| / max|weight| over the shown links.
     double linkWidth(int link) const;
+    /// The shown link whose curve passes within its half width + 3 px of `pos` (the widest of several), or −1.
+    int linkAt(const QPointF& pos) const;
+    /// A point halfway along a shown link's curve, in widget coordinates.
+    QPointF linkMidpoint(int link) const;
     FigureActions* actions() const { return actions_; }
 
     // Figure
@@ -62,8 +67,10 @@ public:
 signals:
     /// The mouse is over `node` (−1: over no node).
     void nodeHovered(int node);
-    /// A click on `node` (−1: on no node).
+    /// A click on `node` (−1: on no node and no link).
     void nodeClicked(int node);
+    /// A click on a link away from any node.
+    void linkClicked(int link);
 
 protected:
     void paintContent(QPainter& p, QSizeF size, const QPalette& palette) const override;
@@ -85,6 +92,7 @@ private:
     const Layout& layoutFor(QSizeF size) const;
     double maxShownWeight() const;
     double linkWidth(int link, double maxAbs) const;
+    QPainterPath linkPath(int link, const Layout& layout) const;
     void invalidate();
 
     std::shared_ptr<const GraphDocument> doc_;
