@@ -5,6 +5,7 @@
 // has the plot's size and drawn content; a saved graph opens offline with the same nodes, pins and supernode, and
 // refuses interventions; a bad file shows its error.
 
+#include "model/analysis/circuits/attention_score_split.h"
 #include "model/analysis/common/top_tokens.h"
 #include "model/analysis/features/feature_readout.h"
 #include "model/analysis/graphs/edge_routes.h"
@@ -173,6 +174,14 @@ void TestGuiGraphs::edgeRoutesOfASelectedEdge() {
     QCOMPARE(routes->item(1, 3)->text().section(QLatin1Char(' '), 0, 0).toInt(), r.heads[0].query);
     QCOMPARE(routes->item(1, 4)->text(), QString::number(double(r.heads[0].pattern), 'f', 3));
     QVERIFY(std::abs(r.sum() - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge)));
+    // why the strongest head attends there: the QK split of its score at (query, source position)
+    const int key = doc->nodes[size_t(doc->links[size_t(link)].source)].ctxIdx;
+    const AttentionScoreSplit split = splitAttentionScore(*model_, rm_.clean, r.heads[0].layer, r.heads[0].head, r.heads[0].query, key);
+    QVERIFY2(labelContaining(QStringLiteral("L%1H%2 attends %3 → %4 (pattern %5): its score %6, largest terms")
+                                 .arg(r.heads[0].layer).arg(r.heads[0].head).arg(r.heads[0].query).arg(key)
+                                 .arg(split.pattern, 0, 'f', 3).arg(split.score, 0, 'f', 2)),
+             qPrintable(panel_->findChild<QLabel*>()->text()));
+    QCOMPARE(split.pattern, double(r.heads[0].pattern));
     // a click on the widest link in the figure, halfway along it, selects it and splits it by heads
     int widest = 0;
     for (size_t i = 0; i < doc->links.size(); ++i)

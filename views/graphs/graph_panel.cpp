@@ -1,5 +1,6 @@
 #include "views/graphs/graph_panel.h"
 
+#include "model/analysis/circuits/attention_score_split.h"
 #include "model/analysis/features/context_store.h"
 #include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_readout.h"
@@ -458,7 +459,31 @@ void GraphPanel::selectLink(int link) {
     const QString name = tr("%1 → %2").arg(doc_->nodeLabel(l.source), doc_->nodeLabel(l.target));
     routesTool_.start(tr("Splitting %1 by heads…").arg(name), [this, b = built_, target, source, name](const BackgroundTask::Context&) {
         const EdgeRoutes r = edgeRoutes(b->rm, b->graph, target, source);
-        return std::function<void()>([this, b, r, name] {
+        // why the strongest head attends there: its pre-softmax score at (query, source position) split into
+        // (query-side component, key-side component) terms (attention_score_split.h), the three largest
+        QString why;
+        if (!r.heads.empty() && r.heads[0].query >= 0) {
+            const HeadRoute& h = r.heads[0];
+            const int key = b->graph.nodes[size_t(source)].position;
+            try {
+                const AttentionScoreSplit split = splitAttentionScore(*b->model, b->rm.clean, h.layer, h.head, h.query, key);
+                std::vector<std::pair<double, QString>> terms;
+                for (Eigen::Index qi = 0; qi < split.terms.rows(); ++qi)
+                    for (Eigen::Index ki = 0; ki < split.terms.cols(); ++ki)
+                        terms.push_back({split.terms(qi, ki), QStringLiteral("%1 · %2").arg(split.queryComponents[size_t(qi)].name,
+                                                                                        split.keyComponents[size_t(ki)].name)});
+                std::partial_sort(terms.begin(), terms.begin() + std::min<size_t>(3, terms.size()), terms.end(),
+                                  [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+                QStringList parts;
+                for (size_t i = 0; i < std::min<size_t>(3, terms.size()); ++i) parts << QStringLiteral("%1 %2").arg(terms[i].second).arg(terms[i].first, 0, 'f', 2);
+                why = tr(" L%1H%2 attends %3 → %4 (pattern %5): its score %6, largest terms (query side · key side) %7.")
+                          .arg(h.layer).arg(h.head).arg(h.query).arg(key).arg(split.pattern, 0, 'f', 3).arg(split.score, 0, 'f', 2)
+                          .arg(parts.join(QStringLiteral(", ")));
+            } catch (const InputError&) {
+                // a masked or out-of-window cell has no score to split: the table still stands
+            }
+        }
+        return std::function<void()>([this, b, r, name, why] {
             const auto share = [&](double v) { return r.edge != 0 ? QString::number(100 * v / r.edge, 'f', 1) + QLatin1Char('%') : QString(); };
             std::vector<QStringList> rows{{tr("no hop"), QString::number(r.residual, 'g', 4), share(r.residual), QString(), QString()}};
             if (r.skip != 0) rows.push_back({tr("skip transcoder"), QString::number(r.skip, 'g', 4), share(r.skip), QString(), QString()});
@@ -472,7 +497,7 @@ void GraphPanel::selectLink(int link) {
             for (size_t i = 0; i < rows.size(); ++i) setRow(routes_, int(i), rows[i]);
             routes_->resizeColumnsToContents();
             routesTool_.setStatus(tr("%1: %2 = %3 (no hop, skip and %4 heads; the largest heads listed).")
-                                      .arg(name).arg(r.edge, 0, 'g', 4).arg(r.sum(), 0, 'g', 4).arg(r.heads.size()));
+                                      .arg(name).arg(r.edge, 0, 'g', 4).arg(r.sum(), 0, 'g', 4).arg(r.heads.size()) + why);
         });
     });
 }
