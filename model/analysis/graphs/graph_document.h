@@ -82,8 +82,9 @@ GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const Pruned
 /// The document in Neuronpedia's layout, with its current pins and supernodes in qParams.
 QJsonObject graphDocumentToJson(const GraphDocument& doc);
 
-/// Largest graph file readGraphFile accepts (Neuronpedia's largest graphs are a few hundred MB).
-inline constexpr qint64 kMaxGraphFileBytes = 1'000'000'000;
+/// Largest graph file readGraphFile accepts: Neuronpedia's graphs are tens to a few hundred MB, and the parsed JSON
+/// takes a few times the file's size in memory.
+inline constexpr qint64 kMaxGraphFileBytes = 512'000'000;
 
 /// Opens a Neuronpedia graph JSON file. Throws InputError "PATH: …" when it cannot be read, is larger than
 /// kMaxGraphFileBytes, is not JSON or not a graph (graphDocumentFromJson's checks).
