@@ -317,23 +317,32 @@ void GraphPanel::showDocument(std::shared_ptr<GraphDocument> doc, const QString&
     refreshSupernodes();
 }
 
-QString GraphPanel::openGraphFile(const QString& path) {
-    try {
-        auto doc = std::make_shared<GraphDocument>(readGraphFile(path));
-        tool_.discard();
-        built_.reset();
-        showDocument(doc, tr("%1 (opened from a file)").arg(QFileInfo(path).fileName()));
-        QString text = tr("Offline: %1 — %2 nodes, %3 edges, %4 tokens. The cards show the file's data; head routes and interventions "
-                          "need a graph built here (Build graph).")
-                           .arg(QFileInfo(path).fileName()).arg(doc->nodes.size()).arg(doc->links.size()).arg(doc->promptTokens.size());
-        if (!doc->notes.isEmpty()) text += QLatin1Char(' ') + doc->notes.join(QStringLiteral("; "));
-        summary_->setText(text);
-        tool_.setStatus(tr("Opened %1.").arg(path));
-        return {};
-    } catch (const InputError& e) {
-        summary_->setText(tr("Cannot open the graph: %1").arg(e.message()));
-        return e.message();
-    }
+void GraphPanel::openGraphFile(const QString& path) {
+    // read and checked off the GUI thread (a Neuronpedia graph can be a few hundred MB); a running build is replaced
+    tool_.start(tr("Reading %1…").arg(path), [this, path](const BackgroundTask::Context&) {
+        std::shared_ptr<GraphDocument> doc;
+        QString error;
+        try {
+            doc = std::make_shared<GraphDocument>(readGraphFile(path));
+        } catch (const InputError& e) {
+            error = e.message();
+        }
+        return std::function<void()>([this, path, doc, error] {
+            if (!doc) {
+                summary_->setText(tr("Cannot open the graph: %1").arg(error));
+                tool_.setStatus(tr("Cannot open %1.").arg(path));
+                return;
+            }
+            built_.reset();
+            showDocument(doc, tr("%1 (opened from a file)").arg(QFileInfo(path).fileName()));
+            QString text = tr("Offline: %1 — %2 nodes, %3 edges, %4 tokens. The cards show the file's data; head routes and "
+                              "interventions need a graph built here (Build graph).")
+                               .arg(QFileInfo(path).fileName()).arg(doc->nodes.size()).arg(doc->links.size()).arg(doc->promptTokens.size());
+            if (!doc->notes.isEmpty()) text += QLatin1Char(' ') + doc->notes.join(QStringLiteral("; "));
+            summary_->setText(text);
+            tool_.setStatus(tr("Opened %1.").arg(path));
+        });
+    });
 }
 
 QString GraphPanel::saveGraphFile(const QString& path) {

@@ -73,8 +73,8 @@ public:
 
     /// Starts building the graph (the Build button).
     void build();
-    /// Shows a graph file offline; returns "" or the error (also shown in the tab).
-    QString openGraphFile(const QString& path);
+    /// Reads a graph file as a background job and shows it offline, or its error in the summary line.
+    void openGraphFile(const QString& path);
     /// Writes the shown graph with its pins and supernodes; returns "" or the error.
     QString saveGraphFile(const QString& path);
 
