@@ -230,6 +230,8 @@ void TestGraphDocument::refusesHostileFiles() {
              p + "layer.json: nodes[1].layer \"twelve\" is not a layer (a number or \"E\")");
     QCOMPARE(refusal("layer-frac.json", editNode(1, [](QJsonObject& n) { n.insert("layer", 1.5); })),
              p + "layer-frac.json: nodes[1].layer is not an integer");
+    QCOMPARE(refusal("layer-huge.json", editNode(1, [](QJsonObject& n) { n.insert("layer", "99999999"); })),
+             p + "layer-huge.json: nodes[1].layer 99999999 is not a layer (0 to 1000)");
     QCOMPARE(refusal("type.json", editNode(2, [](QJsonObject& n) { n.remove("feature_type"); })),
              p + "type.json: nodes[2].feature_type is missing");
     QCOMPARE(refusal("feature.json", editNode(0, [](QJsonObject& n) { n.insert("feature", "one"); })),

@@ -128,8 +128,8 @@ GraphDocumentNode readNode(const Reader& r, int nTokens) {
         } else {
             r.fail(QStringLiteral("layer"), QStringLiteral("is not a layer (a number or \"E\")"));
         }
-        if (l < 0 || (n.kind == GraphNodeKind::Logit && l < 1))
-            r.fail(QStringLiteral("layer"), QStringLiteral("%1 is not a layer").arg(l));
+        if (l < 0 || (n.kind == GraphNodeKind::Logit && l < 1) || l > kMaxGraphLayers)
+            r.fail(QStringLiteral("layer"), QStringLiteral("%1 is not a layer (0 to %2)").arg(l).arg(kMaxGraphLayers));
         n.layer = n.kind == GraphNodeKind::Logit ? l - 1 : l;
     }
     if (n.kind == GraphNodeKind::Token) n.layer = -1;

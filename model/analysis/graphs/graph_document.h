@@ -66,10 +66,13 @@ struct GraphDocument {
     std::vector<int> strongestLinks(int node, bool incoming, int k) const;
 };
 
+/// The highest layer a graph file may name (the largest models have under 200; the figure draws a row per layer).
+inline constexpr int kMaxGraphLayers = 1000;
+
 /// Reads a graph in Neuronpedia's layout. `label` (the file name) starts every error. Throws InputError
 /// "LABEL: WHAT" for every missing or mistyped member (metadata, metadata.prompt_tokens, nodes, links and each
 /// node's node_id, feature, layer, ctx_idx, feature_type, each link's source, target, weight), a layer that is
-/// neither a number nor "E", a ctx_idx outside prompt_tokens, a duplicate node_id, a link to a node_id not in nodes.
+/// neither a number nor "E" or is above kMaxGraphLayers, a ctx_idx outside prompt_tokens, a duplicate node_id, a link to a node_id not in nodes.
 /// Pins and supernode members naming no node are dropped and listed in notes.
 GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label);
 
