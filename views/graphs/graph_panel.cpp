@@ -70,7 +70,7 @@ QString tokenTexts(const Model& model, const std::vector<TokenScore>& tokens, in
 GraphPanel::GraphPanel(QWidget* parent)
     : AnalysisPanel(parent),
       tool_(tr("Build graph"), tr("Open a transcoder set and run a prompt to build its attribution graph.")),
-      routesTool_(QString(), tr("Click an edge in the list above to see the heads that carry it.")),
+      routesTool_(QString(), tr("Click an edge, in the figure or the list above, to see the heads that carry it.")),
       interveneTool_(QString(), tr("Pin nodes, group them into a supernode, then ablate or scale it.")) {
     transcoderBox_ = new QComboBox;
     transcoderBox_->setMinimumContentsLength(18);

@@ -36,7 +36,35 @@ GraphPlot::GraphPlot(QWidget* parent) : PaintedFigure(parent) {
 
 void GraphPlot::invalidate() {
     layoutValid_ = false;
+    picture_ = QPixmap();
     update();
+}
+
+void GraphPlot::paintEvent(QPaintEvent*) {
+    // the figure is drawn once into a pixmap (thousands of edges take a while) and reused while only the hovered node
+    // changes; its ring is drawn over it
+    const qreal dpr = devicePixelRatioF();
+    if (picture_.isNull() || picture_.size() != size() * dpr) {
+        picture_ = QPixmap(size() * dpr);
+        picture_.setDevicePixelRatio(dpr);
+        picture_.fill(palette().color(QPalette::Base));
+        QPainter p(&picture_);
+        paintContent(p, size(), palette());
+    }
+    QPainter p(this);
+    p.drawPixmap(0, 0, picture_);
+    if (hovered_ >= 0 && isNodeShown(hovered_)) {
+        p.setRenderHint(QPainter::Antialiasing);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(palette().color(QPalette::WindowText), 1.6));
+        const double r = nodeRadius(hovered_) + 1.5;
+        p.drawEllipse(nodeCenter(hovered_), r, r);
+    }
+}
+
+void GraphPlot::changeEvent(QEvent* event) {
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::FontChange) invalidate();
+    PaintedFigure::changeEvent(event);
 }
 
 void GraphPlot::setDocument(std::shared_ptr<const GraphDocument> doc, const QString& title) {
@@ -74,6 +102,7 @@ void GraphPlot::setPinnedOnly(bool on) {
 void GraphPlot::setSelection(int node, int link) {
     selectedNode_ = node;
     selectedLink_ = link;
+    picture_ = QPixmap();
     update();
 }
 
@@ -289,7 +318,7 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         const double r = L.radius[i];
         const QRectF box(c.x() - r, c.y() - r, 2 * r, 2 * r);
         p.setBrush(kindFill(n.kind));
-        p.setPen(QPen(text, int(i) == selectedNode_ ? 2.2 : int(i) == hovered_ ? 1.6 : 0.7));
+        p.setPen(QPen(text, int(i) == selectedNode_ ? 2.2 : 0.7));
         if (n.kind == GraphNodeKind::Feature) p.drawEllipse(box);
         else if (n.kind == GraphNodeKind::Error) p.drawRect(box);
         else p.drawRoundedRect(box, r / 3, r / 3);

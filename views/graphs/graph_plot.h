@@ -13,6 +13,7 @@
 #include "views/figures/painted_figure.h"
 
 #include <QPainterPath>
+#include <QPixmap>
 #include <memory>
 #include <vector>
 
@@ -79,6 +80,9 @@ protected:
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
+    /// The cached picture, with the hovered node's ring over it.
+    void paintEvent(QPaintEvent* event) override;
+    void changeEvent(QEvent* event) override;
 
 private:
     struct Layout {
@@ -102,6 +106,7 @@ private:
     QString title_, empty_;
     mutable Layout layout_;
     mutable bool layoutValid_ = false;
+    QPixmap picture_; ///< paintContent at the widget's size (null: to be drawn again)
     FigureActions* actions_ = nullptr;
 };
 
