@@ -19,6 +19,7 @@
 #include "views/graphs/graph_panel.h"
 #include "views/graphs/graph_plot.h"
 
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -44,6 +45,7 @@ private slots:
     void exportsThePng();
     void scaleAndThresholdsAndState();
     void savedGraphOpensOffline();
+    void aLargeFileOpensAndDraws();
     void badFileSaysWhy();
 
 private:
@@ -364,6 +366,57 @@ void TestGuiGraphs::savedGraphOpensOffline() {
     panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
     panel_->waitForIdle();
     QVERIFY(panel_->document() && panel_->document()->isOffline());
+}
+
+void TestGuiGraphs::aLargeFileOpensAndDraws() {
+    // a Gemma-2-2B-sized graph: 26 layers, 40 positions, 4 000 features and 40 000 links (times printed, not asserted)
+    const int layers = 26, positions = 40, features = 4000, links = 40000;
+    QJsonArray tokens, nodes, linkArray;
+    for (int p = 0; p < positions; ++p) {
+        tokens.append(QStringLiteral(" t%1").arg(p));
+        nodes.append(QJsonObject{{"node_id", QStringLiteral("E_%1_%2").arg(100 + p).arg(p)}, {"feature", p}, {"layer", "E"}, {"ctx_idx", p},
+                                 {"feature_type", "embedding"}, {"influence", 0.5}});
+    }
+    for (int i = 0; i < features; ++i) {
+        const int layer = i % layers, pos = (i * 7) % positions;
+        nodes.append(QJsonObject{{"node_id", QStringLiteral("%1_%2_%3").arg(layer).arg(i).arg(pos)}, {"feature", i}, {"layer", QString::number(layer)},
+                                 {"ctx_idx", pos}, {"feature_type", "cross layer transcoder"}, {"influence", (i % 100) / 100.0}, {"activation", 1.0}});
+    }
+    nodes.append(QJsonObject{{"node_id", QStringLiteral("%1_42_%2").arg(layers + 1).arg(positions - 1)}, {"feature", 42}, {"layer", QString::number(layers + 1)},
+                             {"ctx_idx", positions - 1}, {"feature_type", "logit"}, {"token_prob", 0.5}});
+    for (int k = 0; k < links; ++k) {
+        const int a = positions + (k * 13) % features, b = positions + (k * 31 + 5) % features;
+        linkArray.append(QJsonObject{{"source", nodes[std::min(a, b)].toObject().value("node_id")},
+                                     {"target", nodes[std::max(a, b) == std::min(a, b) ? nodes.size() - 1 : std::max(a, b)].toObject().value("node_id")},
+                                     {"weight", (k % 2 ? 1.0 : -1.0) * (k % 97) / 97.0}});
+    }
+    const QString path = tmp_.filePath(QStringLiteral("large.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(QJsonObject{{"metadata", QJsonObject{{"prompt_tokens", tokens}}}, {"nodes", nodes}, {"links", linkArray}}).toJson());
+    f.close();
+    QElapsedTimer t;
+    t.start();
+    QCOMPARE(int(readGraphFile(path).nodes.size()), positions + features + 1);
+    const qint64 parse = t.restart();
+    panel_->openGraphFile(path);
+    panel_->waitForIdle();
+    const qint64 read = t.restart();
+    QCOMPARE(int(panel_->document()->nodes.size()), positions + features + 1);
+    QCOMPARE(int(panel_->document()->links.size()), links);
+    QCOMPARE(panel_->document()->nLayers(), layers);
+    const QImage image = panel_->plot()->grab().toImage();
+    const qint64 draw = t.restart();
+    QTest::mouseMove(panel_->plot(), panel_->plot()->nodeCenter(positions + 3).toPoint());
+    (void)panel_->plot()->grab();
+    const qint64 hover = t.elapsed();
+    qInfo("large graph (%d nodes, %d links, %.1f MB): parse %lld ms, open and show %lld ms, draw %lld ms, hover redraw %lld ms",
+          positions + features + 1, links, double(QFileInfo(path).size()) / 1e6, parse, read, draw, hover);
+    QVERIFY(panel_->cardText().contains(panel_->document()->nodes[size_t(positions + 3)].nodeId));
+    int drawn = 0;
+    for (int y = 0; y < image.height(); y += 3)
+        for (int x = 0; x < image.width(); x += 3) drawn += image.pixel(x, y) != image.pixel(0, 0);
+    QVERIFY(drawn > image.width() * image.height() / 9 / 20);
 }
 
 void TestGuiGraphs::badFileSaysWhy() {

@@ -15,6 +15,7 @@ namespace attnscope {
 
 namespace {
 constexpr double kMargin = 10, kLeftAxis = 54, kMaxRadius = 11, kMinRadius = 3;
+constexpr int kMaxDrawnLinks = 3000;
 
 QColor kindFill(GraphNodeKind k) {
     switch (k) {
@@ -261,8 +262,11 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
     bold.setBold(true);
     p.setFont(bold);
     p.setPen(text);
+    const int shownLinks = shownLinkCount();
+    const QString title = shownLinks > kMaxDrawnLinks ? tr("%1 — the %2 strongest of %3 edges drawn").arg(title_).arg(kMaxDrawnLinks).arg(shownLinks)
+                                                      : title_;
     p.drawText(QRectF(kMargin, kMargin, size.width() - 2 * kMargin, fm.height()), Qt::AlignCenter,
-               QFontMetricsF(bold).elidedText(title_, Qt::ElideRight, size.width() - 2 * kMargin));
+               QFontMetricsF(bold).elidedText(title, Qt::ElideLeft, size.width() - 2 * kMargin));
     p.setFont(font());
     // rows: alternate bands and the layer names at the left
     const int rows = doc_->nLayers() + 2;
@@ -294,6 +298,17 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
     const double maxAbs = maxShownWeight();
     for (int i : order) width[size_t(i)] = linkWidth(i, maxAbs);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return width[size_t(a)] < width[size_t(b)]; });
+    // a large graph: the kMaxDrawnLinks widest (and the selected node's), said in the title; the rest would be hairlines
+    // that take seconds to stroke
+    if (order.size() > size_t(kMaxDrawnLinks)) {
+        std::vector<int> kept;
+        for (size_t k = 0; k < order.size(); ++k) {
+            const GraphDocumentLink& l = doc_->links[size_t(order[k])];
+            if (k >= order.size() - size_t(kMaxDrawnLinks) || l.source == selectedNode_ || l.target == selectedNode_ || order[k] == selectedLink_)
+                kept.push_back(order[k]);
+        }
+        order = std::move(kept);
+    }
     QCPColorGradient rb = redBlueGradient();
     p.setBrush(Qt::NoBrush);
     for (int i : order) {
@@ -340,7 +355,8 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         const QString label = doc_->nodeLabel(i).mid(6).section(QStringLiteral(" (p="), 0, 0); // the token, without "logit " and p
         const double w = std::min(fm.horizontalAdvance(label) + 4, 120.0);
         for (int line = 0; line < 2; ++line) {
-            const QRectF box(L.center[size_t(i)].x() - w / 2, L.center[size_t(i)].y() - L.radius[size_t(i)] - (line + 1) * fm.height() - 1, w, fm.height());
+            const double left = std::clamp(L.center[size_t(i)].x() - w / 2, 0.0, std::max(0.0, size.width() - w)); // inside the figure
+            const QRectF box(left, L.center[size_t(i)].y() - L.radius[size_t(i)] - (line + 1) * fm.height() - 1, w, fm.height());
             if (std::any_of(placed.begin(), placed.end(), [&](const QRectF& r) { return r.intersects(box); })) continue;
             p.drawText(box, Qt::AlignCenter, fm.elidedText(label, Qt::ElideRight, w));
             placed.push_back(box);

@@ -5,9 +5,10 @@
 // grows with its influence (GraphDocument::sizeWeight); an edge's width with |weight| / max|weight| and its
 // colour with the sign (red positive, blue negative). Features are circles, error nodes grey squares,
 // embeddings green and logits purple rounded squares (logits labelled with their token). Hovering a node emits
-// nodeHovered, clicking one nodeClicked (clicking an edge linkClicked); the selected node's edges stand out, pinned nodes get an orange ring, and
-// the pinned-subgraph mode draws only the pinned nodes and the edges among them. The figure menu copies or exports
-// it (PNG/SVG/PDF) and its edges (CSV).
+// nodeHovered, clicking one nodeClicked (clicking an edge linkClicked); the selected node's edges stand out, pinned
+// nodes get an orange ring, and the pinned-subgraph mode draws only the pinned nodes and the edges among them. Of a
+// graph with more than 3 000 shown edges the 3 000 widest are drawn (and the selected node's), as the title says. The
+// figure menu copies or exports it (PNG/SVG/PDF) and its edges (CSV).
 
 #include "model/analysis/graphs/graph_document.h"
 #include "views/figures/painted_figure.h"
