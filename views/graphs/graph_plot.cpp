@@ -219,23 +219,47 @@ QPainterPath GraphPlot::linkPath(int link, const Layout& L) const {
     return path;
 }
 
+std::vector<int> GraphPlot::drawnLinks(std::vector<double>* width) const {
+    std::vector<int> order;
+    width->assign(doc_->links.size(), 0);
+    for (size_t i = 0; i < doc_->links.size(); ++i)
+        if (isNodeShown(doc_->links[i].source) && isNodeShown(doc_->links[i].target)) order.push_back(int(i));
+    const double maxAbs = maxShownWeight();
+    for (int i : order) (*width)[size_t(i)] = linkWidth(i, maxAbs);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return (*width)[size_t(a)] < (*width)[size_t(b)]; });
+    // a large graph: the kMaxDrawnLinks widest (and the selected node's), said in the title; the rest would be hairlines
+    // that take seconds to stroke
+    if (order.size() > size_t(kMaxDrawnLinks)) {
+        std::vector<int> kept;
+        for (size_t k = 0; k < order.size(); ++k) {
+            const GraphDocumentLink& l = doc_->links[size_t(order[k])];
+            if (k >= order.size() - size_t(kMaxDrawnLinks) || l.source == selectedNode_ || l.target == selectedNode_ || order[k] == selectedLink_)
+                kept.push_back(order[k]);
+        }
+        order = std::move(kept);
+    }
+    return order;
+}
+
 int GraphPlot::linkAt(const QPointF& pos) const {
     if (!doc_) return -1;
     const Layout& L = layoutFor(QSizeF(size()));
-    const double maxAbs = maxShownWeight();
+    std::vector<double> widths;
     int best = -1;
     double bestWidth = 0;
-    for (size_t i = 0; i < doc_->links.size(); ++i) {
-        const GraphDocumentLink& l = doc_->links[i];
-        if (!isNodeShown(l.source) || !isNodeShown(l.target)) continue;
-        const double width = linkWidth(int(i), maxAbs), reach = width / 2 + 3;
+    for (int i : drawnLinks(&widths)) {
+        const GraphDocumentLink& l = doc_->links[size_t(i)];
+        const double width = widths[size_t(i)], reach = width / 2 + 3;
         if (!QRectF(L.center[size_t(l.source)], L.center[size_t(l.target)]).normalized().adjusted(-reach, -reach, reach, reach).contains(pos)) continue;
-        const QPainterPath path = linkPath(int(i), L);
+        // the curve of linkPath, evaluated directly (QPainterPath::pointAtPercent measures arc lengths: slow)
+        const QPointF a = L.center[size_t(l.source)], b = L.center[size_t(l.target)];
+        const QPointF c1 = a + QPointF(0, (b.y() - a.y()) / 2), c2 = b - QPointF(0, (b.y() - a.y()) / 2);
         for (int k = 0; k <= 48; ++k) {
-            const QPointF d = path.pointAtPercent(k / 48.0) - pos;
+            const double t = k / 48.0, u = 1 - t;
+            const QPointF d = u * u * u * a + 3 * u * u * t * c1 + 3 * u * t * t * c2 + t * t * t * b - pos;
             if (d.x() * d.x() + d.y() * d.y() <= reach * reach) {
                 if (best < 0 || width > bestWidth) {
-                    best = int(i);
+                    best = i;
                     bestWidth = width;
                 }
                 break;
@@ -291,24 +315,8 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         p.restore();
     }
     // the links, thinnest first; those of the selected node stand out
-    std::vector<int> order;
-    for (size_t i = 0; i < doc_->links.size(); ++i)
-        if (isNodeShown(doc_->links[i].source) && isNodeShown(doc_->links[i].target)) order.push_back(int(i));
-    std::vector<double> width(doc_->links.size(), 0);
-    const double maxAbs = maxShownWeight();
-    for (int i : order) width[size_t(i)] = linkWidth(i, maxAbs);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return width[size_t(a)] < width[size_t(b)]; });
-    // a large graph: the kMaxDrawnLinks widest (and the selected node's), said in the title; the rest would be hairlines
-    // that take seconds to stroke
-    if (order.size() > size_t(kMaxDrawnLinks)) {
-        std::vector<int> kept;
-        for (size_t k = 0; k < order.size(); ++k) {
-            const GraphDocumentLink& l = doc_->links[size_t(order[k])];
-            if (k >= order.size() - size_t(kMaxDrawnLinks) || l.source == selectedNode_ || l.target == selectedNode_ || order[k] == selectedLink_)
-                kept.push_back(order[k]);
-        }
-        order = std::move(kept);
-    }
+    std::vector<double> width;
+    const std::vector<int> order = drawnLinks(&width);
     QCPColorGradient rb = redBlueGradient();
     p.setBrush(Qt::NoBrush);
     for (int i : order) {

@@ -53,7 +53,7 @@ public:
     int nodeAt(const QPointF& pos) const;
     /// A link's pen width: 0.4 + 4.6·|weight| / max|weight| over the shown links.
     double linkWidth(int link) const;
-    /// The shown link whose curve passes within its half width + 3 px of `pos` (the widest of several), or −1.
+    /// The drawn link whose curve passes within its half width + 3 px of `pos` (the widest of several), or −1.
     int linkAt(const QPointF& pos) const;
     /// A point halfway along a shown link's curve, in widget coordinates.
     QPointF linkMidpoint(int link) const;
@@ -96,6 +96,8 @@ private:
     };
     const Layout& layoutFor(QSizeF size) const;
     double maxShownWeight() const;
+    /// The links drawn, thinnest first (at most kMaxDrawnLinks besides the selected node's), and every link's width.
+    std::vector<int> drawnLinks(std::vector<double>* width) const;
     double linkWidth(int link, double maxAbs) const;
     QPainterPath linkPath(int link, const Layout& layout) const;
     void invalidate();
