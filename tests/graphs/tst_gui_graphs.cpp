@@ -44,6 +44,7 @@ private slots:
     void pinnedSubgraph();
     void exportsThePng();
     void scaleAndThresholdsAndState();
+    void anotherModelSaysTheSetDoesNotFit();
     void savedGraphOpensOffline();
     void aLargeFileOpensAndDraws();
     void badFileSaysWhy();
@@ -330,6 +331,29 @@ void TestGuiGraphs::scaleAndThresholdsAndState() {
     // back to the test's prompt
     panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
     panel_->waitForIdle();
+    QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
+}
+
+void TestGuiGraphs::anotherModelSaysTheSetDoesNotFit() {
+    // tiny-gpt2 (d_model 2) with the demo's transcoders (d_model 128): no build, and the summary says why
+    const auto tiny = std::shared_ptr<const Model>(loadModel(testdata("tiny-gpt2")));
+    const auto cache = std::make_shared<const ActivationCache>(runForward(*tiny, tokenizePrompt(tiny->tokenizer(), QStringLiteral("hello world"), false)));
+    panel_->setContext(tiny, cache, tokenLabels(tiny->tokenizer(), cache->tokens));
+    panel_->waitForIdle();
+    QVERIFY(!panel_->built());
+    QVERIFY(!panel_->document());
+    QString expected;
+    try {
+        requireFitsModel(*set_, tiny->config());
+    } catch (const InputError& e) {
+        expected = e.message();
+    }
+    QVERIFY(!expected.isEmpty());
+    QCOMPARE(panel_->summaryText(), QStringLiteral("The transcoder set %1 does not fit this model (%2). Open a set made for it.").arg(kTranscoders, expected));
+    // back to the demo: built again
+    panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
+    panel_->waitForIdle();
+    QVERIFY(panel_->built());
     QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
 }
 

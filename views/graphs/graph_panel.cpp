@@ -249,7 +249,14 @@ void GraphPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<
     if (doc_ && doc_->isOffline()) return; // a graph opened from a file stays until one is built here
     built_.reset();
     showDocument(nullptr, QString());
-    if (set_ && model_ && cache_) build();
+    if (!set_ || !model_ || !cache_) return;
+    try { // another model opened with the set of the last (the demo's, say): say so rather than fail on every run
+        requireFitsModel(*set_, model_->config());
+    } catch (const InputError& e) {
+        summary_->setText(tr("The transcoder set %1 does not fit this model (%2). Open a set made for it.").arg(setPath_, e.message()));
+        return;
+    }
+    build();
 }
 
 void GraphPanel::build() {
