@@ -16,6 +16,7 @@
 #include "model/transformer/prompt.h"
 #include "support/test_paths.h"
 #include "views/figures/figure_actions.h"
+#include "views/figures/value_table.h"
 #include "views/graphs/graph_panel.h"
 #include "views/graphs/graph_plot.h"
 
@@ -273,6 +274,23 @@ void TestGuiGraphs::exportsThePng() {
         }
     QVERIFY2(other > image.width() * image.height() / 50, qPrintable(QString::number(other)));
     QVERIFY2(orange > 200 && green > 200, qPrintable(QStringLiteral("%1 %2").arg(orange).arg(green)));
+    // vector formats: the edges as paths, the token labels as text; the edges as CSV, exactly
+    const QString svg = tmp_.filePath(QStringLiteral("graph.svg")), pdf = tmp_.filePath(QStringLiteral("graph.pdf")),
+                  csv = tmp_.filePath(QStringLiteral("graph.csv"));
+    QCOMPARE(plot->actions()->exportTo(svg), QString());
+    QCOMPARE(plot->actions()->exportTo(pdf), QString());
+    QCOMPARE(plot->actions()->exportTo(csv), QString());
+    QFile s(svg), c(csv);
+    QVERIFY(s.open(QIODevice::ReadOnly) && c.open(QIODevice::ReadOnly));
+    const QByteArray svgText = s.readAll();
+    QVERIFY(svgText.count("<path") >= int(panel_->document()->links.size()));
+    QVERIFY(svgText.contains("beginning"));
+    QVERIFY(QFileInfo(pdf).size() > 1000);
+    const QStringList rows = QString::fromUtf8(c.readAll()).trimmed().split(QLatin1Char('\n'));
+    QCOMPARE(rows.size(), int(panel_->document()->links.size()) + 1); // header + one row per edge
+    const GraphDocumentLink& first = panel_->document()->links[0];
+    QCOMPARE(rows[1].trimmed(), QStringLiteral("%1,%2,%3").arg(panel_->document()->nodes[size_t(first.source)].nodeId,
+                                                               panel_->document()->nodes[size_t(first.target)].nodeId, exactNumber(first.weight)));
 }
 
 void TestGuiGraphs::scaleAndThresholdsAndState() {
