@@ -22,6 +22,7 @@
 
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QPushButton>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -396,6 +397,10 @@ void TestGuiGraphs::savedGraphOpensOffline() {
     QCOMPARE(panel_->document()->supernodes.size(), size_t(1));
     QCOMPARE(panel_->document()->supernodes[0], group);
     QCOMPARE(panel_->plot()->shownNodeCount(), int(nodes));
+    panel_->plot()->setPinnedOnly(true); // the file's pins drawn as such
+    QCOMPARE(panel_->plot()->shownNodeCount(), 2);
+    panel_->plot()->setPinnedOnly(false);
+    QCOMPARE(panel_->plot()->shownNodeCount(), int(nodes));
     QVERIFY2(panel_->summaryText().startsWith(QStringLiteral("Offline: saved.json — %1 nodes, %2 edges").arg(nodes).arg(links)), qPrintable(panel_->summaryText()));
     // the card from the file's data; no interventions
     const int node = featuresByInfluence().front();
@@ -408,6 +413,15 @@ void TestGuiGraphs::savedGraphOpensOffline() {
     panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
     panel_->waitForIdle();
     QVERIFY(panel_->document() && panel_->document()->isOffline());
+    // removing the supernode, and unpinning all
+    panel_->removeSupernode(0);
+    QVERIFY(panel_->document()->supernodes.empty());
+    for (QPushButton* b : panel_->findChildren<QPushButton*>())
+        if (b->text() == QStringLiteral("Unpin all")) b->click();
+    QVERIFY(panel_->document()->pinnedIds.isEmpty());
+    panel_->plot()->setPinnedOnly(true);
+    QCOMPARE(panel_->plot()->shownNodeCount(), 0);
+    panel_->plot()->setPinnedOnly(false);
 }
 
 void TestGuiGraphs::aLargeFileOpensAndDraws() {
@@ -470,6 +484,7 @@ void TestGuiGraphs::aLargeFileOpensAndDraws() {
 }
 
 void TestGuiGraphs::badFileSaysWhy() {
+
     const QString path = tmp_.filePath(QStringLiteral("bad.json"));
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));

@@ -166,6 +166,13 @@ GraphPanel::GraphPanel(QWidget* parent)
     groupRow->addWidget(group_);
     superLayout->addLayout(groupRow);
     superLayout->addWidget(supernodes_, 1);
+    auto* removeRow = new QHBoxLayout;
+    auto* unpinAll = new QPushButton(tr("Unpin all"));
+    auto* remove = new QPushButton(tr("Remove supernode"));
+    removeRow->addWidget(unpinAll);
+    removeRow->addWidget(remove);
+    removeRow->addStretch(1);
+    superLayout->addLayout(removeRow);
     superLayout->addLayout(interveneTool_.controlRow({ablate_, factor_, scale_}));
     superLayout->addWidget(interveneTool_.statusLabel());
     superLayout->addWidget(logits_, 2);
@@ -216,6 +223,13 @@ GraphPanel::GraphPanel(QWidget* parent)
         if (doc_ && selected_ >= 0) setPinned(selected_, !doc_->pinnedIds.contains(doc_->nodes[size_t(selected_)].nodeId));
     });
     connect(group_, &QPushButton::clicked, this, [this] { groupPinned(supernodeName_->text()); });
+    connect(unpinAll, &QPushButton::clicked, this, [this] {
+        if (!doc_) return;
+        doc_->pinnedIds.clear();
+        plot_->setPinned({});
+        if (selected_ >= 0) pin_->setText(tr("Pin"));
+    });
+    connect(remove, &QPushButton::clicked, this, [this] { removeSupernode(supernodes_->currentRow()); });
     connect(ablate_, &QPushButton::clicked, this, [this] { intervene(supernodes_->currentRow(), 0.0); });
     connect(scale_, &QPushButton::clicked, this, [this] { intervene(supernodes_->currentRow(), factor_->value()); });
 }
@@ -547,6 +561,12 @@ int GraphPanel::groupPinned(const QString& name) {
     supernodes_->setCurrentCell(index, 0);
     supernodeName_->clear();
     return index;
+}
+
+void GraphPanel::removeSupernode(int index) {
+    if (!doc_ || index < 0 || size_t(index) >= doc_->supernodes.size()) return;
+    doc_->supernodes.erase(doc_->supernodes.begin() + index);
+    refreshSupernodes();
 }
 
 void GraphPanel::refreshSupernodes() {

@@ -92,6 +92,8 @@ public:
     void setPinned(int node, bool pinned);
     /// Groups the pinned nodes into a supernode `name`; returns its index (−1 when nothing is pinned).
     int groupPinned(const QString& name);
+    /// Drops supernode `index` (its nodes stay pinned or not as they are).
+    void removeSupernode(int index);
     /// Runs interveneOnFeatures on supernode `index` with its features × factor (0 ablates).
     void intervene(int supernode, double factor);
     const GraphInterventionView& lastIntervention() const { return intervention_; }
