@@ -154,6 +154,12 @@ void TestGuiGraphs::hoverShowsTheCard() {
     QVERIFY2(panel_->cardText().contains(panel_->document()->nodes[size_t(node)].nodeId), qPrintable(panel_->cardText()));
     QTest::mouseClick(plot, Qt::LeftButton, {}, at);
     QCOMPARE(plot->selectedNode(), node);
+    // a double click pins the node, another unpins it
+    const QString id = panel_->document()->nodes[size_t(node)].nodeId;
+    QTest::mouseDClick(plot, Qt::LeftButton, {}, at);
+    QVERIFY(panel_->document()->pinnedIds.contains(id));
+    QTest::mouseDClick(plot, Qt::LeftButton, {}, at);
+    QVERIFY(!panel_->document()->pinnedIds.contains(id));
 }
 
 void TestGuiGraphs::edgeRoutesOfASelectedEdge() {

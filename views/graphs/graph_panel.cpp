@@ -216,6 +216,9 @@ GraphPanel::GraphPanel(QWidget* parent)
     });
     connect(plot_, &GraphPlot::nodeClicked, this, &GraphPanel::selectNode);
     connect(plot_, &GraphPlot::linkClicked, this, &GraphPanel::selectLink);
+    connect(plot_, &GraphPlot::nodeDoubleClicked, this, [this](int node) {
+        if (doc_) setPinned(node, !doc_->pinnedIds.contains(doc_->nodes[size_t(node)].nodeId));
+    });
     connect(edges_, &QTableWidget::currentCellChanged, this, [this](int row) {
         if (row >= 0 && edges_->item(row, 0)) selectLink(edges_->item(row, 0)->data(Qt::UserRole).toInt());
     });

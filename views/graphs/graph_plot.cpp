@@ -412,6 +412,12 @@ void GraphPlot::mousePressEvent(QMouseEvent* event) {
     PaintedFigure::mousePressEvent(event);
 }
 
+void GraphPlot::mouseDoubleClickEvent(QMouseEvent* event) {
+    if (event->button() == Qt::LeftButton)
+        if (const int node = nodeAt(event->position()); node >= 0) emit nodeDoubleClicked(node);
+    PaintedFigure::mouseDoubleClickEvent(event);
+}
+
 void GraphPlot::leaveEvent(QEvent* event) {
     if (hovered_ >= 0) {
         hovered_ = -1;

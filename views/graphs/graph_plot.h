@@ -73,6 +73,8 @@ signals:
     void nodeClicked(int node);
     /// A click on a link away from any node.
     void linkClicked(int link);
+    /// A double click on `node` (the tab pins or unpins it).
+    void nodeDoubleClicked(int node);
 
 protected:
     void paintContent(QPainter& p, QSizeF size, const QPalette& palette) const override;
@@ -80,6 +82,7 @@ protected:
     QString toolTipAt(const QPointF& pos) const override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
     /// The cached picture, with the hovered node's ring over it.
     void paintEvent(QPaintEvent* event) override;
