@@ -63,6 +63,7 @@ private slots:
     void demoGraphRoundTrip();
     void readsANeuronpediaFile();
     void refusesHostileFiles();
+    void readsAnErrorIdThatEqualsAFeatures();
 };
 
 void TestGraphDocument::demoGraphRoundTrip() {
@@ -238,8 +239,8 @@ void TestGraphDocument::refusesHostileFiles() {
              p + "feature.json: nodes[0].feature is not an integer");
     QCOMPARE(refusal("ctx.json", editNode(0, [](QJsonObject& n) { n.insert("ctx_idx", 3); })),
              p + "ctx.json: nodes[0].ctx_idx 3 is outside the prompt's 3 tokens");
-    QCOMPARE(refusal("dup.json", editNode(2, [](QJsonObject& n) { n.insert("node_id", "E_5_1"); })),
-             p + "dup.json: nodes[2].node_id \"E_5_1\" repeats nodes[0]'s");
+    QCOMPARE(refusal("dup.json", editNode(3, [](QJsonObject& n) { n.insert("node_id", "0_17_1"); })),
+             p + "dup.json: nodes[3].node_id \"0_17_1\" repeats nodes[1]'s");
     QCOMPARE(refusal("node-array.json", edited([](QJsonObject& o) {
                  QJsonArray nodes = o.value("nodes").toArray();
                  nodes.append(7);
@@ -259,6 +260,30 @@ void TestGraphDocument::refusesHostileFiles() {
              })),
              p + "supernode.json: qParams.supernodes[0] is not an array");
     QCOMPARE(inputErrorOf([&] { readGraphFile(p + "absent.json"); }), p + "absent.json: cannot open: No such file or directory");
+}
+
+void TestGraphDocument::readsAnErrorIdThatEqualsAFeatures() {
+    // circuit-tracer's error node of layer 1 at position 2 is "0_1_2"; a layer-0 feature 1 at position 2 is too. Both are
+    // read; the link into the layer-1 feature comes from the layer-0 feature (the one below), the link into the logit
+    // from the first listed (the feature), and the clash is noted
+    QJsonObject g = smallGraph();
+    QJsonArray nodes = g.value("nodes").toArray();
+    nodes.insert(1, QJsonObject{{"node_id", "0_1_2"}, {"feature", 1}, {"layer", "0"}, {"ctx_idx", 2}, {"feature_type", "cross layer transcoder"},
+                                {"influence", 0.4}, {"activation", 1.0}});
+    g.insert("nodes", nodes);
+    QJsonArray links = g.value("links").toArray();
+    links.append(QJsonObject{{"source", "0_1_2"}, {"target", "1_23_2"}, {"weight", 0.5}});
+    g.insert("links", links);
+    const GraphDocument doc = graphDocumentFromJson(g, QStringLiteral("clash.json"));
+    QCOMPARE(int(doc.nodes.size()), 6);
+    QCOMPARE(doc.nodes[1].kind, GraphNodeKind::Feature);
+    QCOMPARE(doc.nodes[3].kind, GraphNodeKind::Error);
+    QCOMPARE(doc.nodes[3].nodeId, doc.nodes[1].nodeId);
+    QCOMPARE(int(doc.links.size()), 4);
+    QCOMPARE(doc.links[2].source, 1); // "0_1_2" → the logit: both are below it, the feature is listed first
+    QCOMPARE(doc.links[3].source, 1); // "0_1_2" → layer-1 feature 23: the layer-0 feature, not the layer-1 error
+    QCOMPARE(doc.links[3].target, 4);
+    QVERIFY2(doc.notes.join(' ').contains(QStringLiteral("1 node ids name both a feature and an error node")), qPrintable(doc.notes.join(' ')));
 }
 
 QTEST_MAIN(TestGraphDocument)

@@ -253,15 +253,26 @@ GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& labe
     readHeader(top, doc);
     const QJsonArray nodes = top.array(QStringLiteral("nodes"));
     const QJsonArray links = top.array(QStringLiteral("links"));
-    QHash<QString, int> index;
+    // circuit-tracer writes an error node's id as 0_LAYER_POS, which can equal a layer-0 feature's (0_FEATURE_POS): one
+    // id may then name a feature and an error node. A target is never an error node; a source is the one below its
+    // target (a lower layer), and, when both are, the first listed (the feature). Two nodes of one kind with one id are
+    // a broken file.
+    QHash<QString, std::vector<int>> index;
     doc.nodes.reserve(size_t(nodes.size()));
+    int shared = 0;
     for (int i = 0; i < nodes.size(); ++i) {
         GraphDocumentNode n = readNode(top.at(nodes[i], QStringLiteral("nodes[%1]").arg(i)), int(doc.promptTokens.size()));
-        if (index.contains(n.nodeId))
-            throw InputError(QStringLiteral("%1: nodes[%2].node_id \"%3\" repeats nodes[%4]'s").arg(label).arg(i).arg(n.nodeId).arg(index.value(n.nodeId)));
-        index.insert(n.nodeId, i);
+        std::vector<int>& named = index[n.nodeId];
+        for (int j : named)
+            if (doc.nodes[size_t(j)].kind == n.kind)
+                throw InputError(QStringLiteral("%1: nodes[%2].node_id \"%3\" repeats nodes[%4]'s").arg(label).arg(i).arg(n.nodeId).arg(j));
+        shared += !named.empty();
+        named.push_back(i);
         doc.nodes.push_back(std::move(n));
     }
+    if (shared > 0)
+        doc.notes << QStringLiteral("%1 node ids name both a feature and an error node (circuit-tracer writes an error node's id as "
+                                    "0_LAYER_POS); each of their links goes to the one below its target, the feature when both are").arg(shared);
     doc.links.reserve(size_t(links.size()));
     for (int i = 0; i < links.size(); ++i) {
         const Reader r = top.at(links[i], QStringLiteral("links[%1]").arg(i));
@@ -269,8 +280,20 @@ GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& labe
         const QString s = r.string(QStringLiteral("source")), t = r.string(QStringLiteral("target"));
         if (!index.contains(s)) r.fail(QStringLiteral("source"), QStringLiteral("\"%1\" is not a node of the graph").arg(s));
         if (!index.contains(t)) r.fail(QStringLiteral("target"), QStringLiteral("\"%1\" is not a node of the graph").arg(t));
-        l.source = index.value(s);
-        l.target = index.value(t);
+        const std::vector<int>& targets = index.value(t);
+        l.target = targets.front();
+        for (int j : targets)
+            if (doc.nodes[size_t(j)].kind != GraphNodeKind::Error) {
+                l.target = j;
+                break;
+            }
+        const std::vector<int>& sources = index.value(s);
+        l.source = sources.front();
+        for (int j : sources)
+            if (doc.nodes[size_t(j)].layer < doc.nodes[size_t(l.target)].layer) {
+                l.source = j;
+                break;
+            }
         l.weight = r.number(QStringLiteral("weight"));
         doc.links.push_back(l);
     }

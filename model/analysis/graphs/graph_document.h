@@ -72,8 +72,10 @@ inline constexpr int kMaxGraphLayers = 1000;
 /// Reads a graph in Neuronpedia's layout. `label` (the file name) starts every error. Throws InputError
 /// "LABEL: WHAT" for every missing or mistyped member (metadata, metadata.prompt_tokens, nodes, links and each
 /// node's node_id, feature, layer, ctx_idx, feature_type, each link's source, target, weight), a layer that is
-/// neither a number nor "E" or is above kMaxGraphLayers, a ctx_idx outside prompt_tokens, a duplicate node_id, a link to a node_id not in nodes.
-/// Pins and supernode members naming no node are dropped and listed in notes.
+/// neither a number nor "E" or is above kMaxGraphLayers, a ctx_idx outside prompt_tokens, a node_id repeated by a node of
+/// the same kind, a link to a node_id not in nodes. An id naming a feature and an error node (circuit-tracer's error ids
+/// 0_LAYER_POS can equal a layer-0 feature's) is read, its links resolved by layer, and noted. Pins and supernode
+/// members naming no node are dropped and listed in notes.
 GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label);
 
 /// The kept nodes and edges of `graph` (pruned by `pruned`) as neuronpediaGraphJson writes them, each node's
