@@ -733,6 +733,18 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     return out;
 }
 
+/// Writes `json` to `file`, or prints it when `file` is empty; false (and a message) when the file cannot be written.
+bool writeJson(const QByteArray& json, const QString& file) {
+    if (file.isEmpty()) {
+        std::printf("%s\n", json.constData());
+        return true;
+    }
+    QFile f(file);
+    if (f.open(QIODevice::WriteOnly) && f.write(json) == json.size()) return true;
+    std::fprintf(stderr, "cannot write %s\n", qPrintable(f.fileName()));
+    return false;
+}
+
 /// Writes the random checkpoint of size name `size` (GPT-2 "small"… or "llama-1b"…) into parent/<its name>;
 /// returns that folder. Throws InputError for an unknown size.
 QString writeRandomModel(const QString& size, const QString& parent, const QString& tokenizerDir) {
@@ -752,6 +764,7 @@ QString writeRandomModel(const QString& size, const QString& parent, const QStri
 
 namespace attnscope {
 QJsonObject benchSae(int dIn, int dSae, int S, int k, int runs); // sae_bench.cpp
+QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs); // graph_bench.cpp
 }
 
 int main(int argc, char** argv) {
@@ -791,6 +804,13 @@ int main(int argc, char** argv) {
     p.addOption({QStringLiteral("sae-only"), QStringLiteral("Only the SAE rows: a TopK (k = 32) SAE on d_in 768 at S = 128, encode, "
                                                             "list the firing features, decode, for each d_sae in the list."),
                  QStringLiteral("d_sae list")});
+    p.addOption({QStringLiteral("graph-only"), QStringLiteral("Only the attribution-graph rows on --model (or the --sizes written): random "
+                                                              "per-layer TopK transcoders, a random prompt (BOS first); build, attribute, "
+                                                              "prune + scores, a cancelled run, one batch split by hop. --runs full runs "
+                                                              "(default 1 here).")});
+    withDefault(QStringLiteral("graph-d-sae"), QStringLiteral("--graph-only: features per layer."), QStringLiteral("n"), QStringLiteral("24576"));
+    withDefault(QStringLiteral("graph-k"), QStringLiteral("--graph-only: active features per position."), QStringLiteral("n"), QStringLiteral("64"));
+    withDefault(QStringLiteral("graph-seq"), QStringLiteral("--graph-only: prompt length, BOS included."), QStringLiteral("n"), QStringLiteral("16"));
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
     p.process(app);
     if (p.isSet(QStringLiteral("list-kernels"))) {
@@ -830,6 +850,28 @@ int main(int argc, char** argv) {
             std::printf("%s\n", QJsonDocument(QJsonObject{{"tool", "attnscope_bench"}, {"kernel", QString::fromLatin1(computeKernels().name)},
                                                            {"sae", rows}}).toJson().constData());
             return 0;
+        }
+        if (p.isSet(QStringLiteral("graph-only"))) {
+            const double fma = bench::fmaPeakGflops(computeKernels(), 3);
+            std::printf("%s\nFMA peak %.0f GFLOP/s\n", qPrintable(kernelSummary()), fma);
+            QTemporaryDir tmp;
+            QStringList dirs;
+            if (p.isSet(QStringLiteral("model")))
+                dirs << p.value(QStringLiteral("model"));
+            else
+                for (const QString& s : sizes) dirs << writeRandomModel(s, tmp.path(), p.value(QStringLiteral("tokenizer")));
+            QJsonObject rows;
+            for (const QString& dir : dirs) {
+                std::printf("\n%s\n", qPrintable(dir));
+                rows[QDir(dir).dirName()] = benchGraph(dir, p.value(QStringLiteral("graph-d-sae")).toInt(),
+                                                       p.value(QStringLiteral("graph-k")).toInt(),
+                                                       p.value(QStringLiteral("graph-seq")).toInt(),
+                                                       p.isSet(QStringLiteral("runs")) ? runs : 1);
+            }
+            const QByteArray json = QJsonDocument(QJsonObject{{"tool", "attnscope_bench"}, {"kernel", QString::fromLatin1(computeKernels().name)},
+                                                              {"date", QDateTime::currentDateTimeUtc().toString(Qt::ISODate)},
+                                                              {"fma_peak_gflops", fma}, {"graph", rows}}).toJson();
+            return writeJson(json, p.value(QStringLiteral("json"))) ? 0 : 1;
         }
         const QList<int> lensSeqs = parseInts(p.value(QStringLiteral("lens-seq")));
         if (p.isSet(QStringLiteral("views-only"))) {
@@ -872,15 +914,7 @@ int main(int argc, char** argv) {
                                                        fma, p.isSet(QStringLiteral("circuits-only")), forwardOnly, gradientsOnly);
         root["models"] = models;
         const QByteArray json = QJsonDocument(root).toJson();
-        if (p.isSet(QStringLiteral("json"))) {
-            QFile f(p.value(QStringLiteral("json")));
-            if (!f.open(QIODevice::WriteOnly) || f.write(json) != json.size()) {
-                std::fprintf(stderr, "cannot write %s\n", qPrintable(f.fileName()));
-                return 1;
-            }
-        } else {
-            std::printf("%s\n", json.constData());
-        }
+        if (!writeJson(json, p.value(QStringLiteral("json")))) return 1;
     } catch (const ModelError& e) {
         std::fprintf(stderr, "%s\n", qPrintable(e.message()));
         return 1;

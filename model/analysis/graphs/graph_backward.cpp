@@ -1,6 +1,7 @@
 #include "model/analysis/graphs/graph_backward.h"
 
 #include "model/core/errors.h"
+#include "model/core/weight_gemm.h"
 #include "model/features/sparse_coder.h"
 #include "model/transformer/backward.h"
 
@@ -125,19 +126,24 @@ Matrix GraphBackward::run(const std::vector<int>& targets, Matrix G, int layer, 
 
 void GraphBackward::contract(const std::vector<int>& targets, int l, const Matrix& G, const LayerSources& s,
                              AttributionGraph& graph) const {
-    const Eigen::Index B = Eigen::Index(targets.size());
-    Matrix Gp(B, cfg_.d_model), E;
+    const Eigen::Index B = Eigen::Index(targets.size()), D = cfg_.d_model;
+    const Matrix& err = rm_.errors[size_t(l)];
+    Matrix E;
     for (int p = 0; p < T_; ++p) {
-        for (Eigen::Index b = 0; b < B; ++b) Gp.row(b) = G.row(b * T_ + p);
         const int r0 = s.begin[size_t(p)], n = s.begin[size_t(p) + 1] - r0;
         if (n > 0) {
-            E.noalias() = s.vectors.middleRows(r0, n) * Gp.transpose(); // [n, B]
-            for (int i = 0; i < n; ++i)
-                for (Eigen::Index b = 0; b < B; ++b) // += : a cross-layer feature writes at several layers
-                    graph.adjacency(targets[size_t(b)], s.node[size_t(r0 + i)]) += E(i, b);
+            // E [B, n] = position p's rows of G (row b·T + p) · the sources' vectorsᵀ, on the weight GEMM's kernel (Eigen's
+            // threads busy-wait for each other on products this small: most of a batch under load)
+            E.resize(B, n);
+            const Weight V{s.vectors.row(r0).data(), n, D, D, WeightType::F32, false};
+            weightGemm(G.data() + Eigen::Index(p) * D, B, D, Eigen::Index(T_) * D, V.t(), E.data(), n, true);
+            for (Eigen::Index b = 0; b < B; ++b) {
+                float* row = &graph.adjacency(targets[size_t(b)], 0);
+                for (int i = 0; i < n; ++i) row[s.node[size_t(r0 + i)]] += E(b, i); // += : a cross-layer feature writes at several layers
+            }
         }
-        const RowVector e = rm_.errors[size_t(l)].row(p) * Gp.transpose();
-        for (Eigen::Index b = 0; b < B; ++b) graph.adjacency(targets[size_t(b)], graph.errorIndex(l, p)) = e(b);
+        for (Eigen::Index b = 0; b < B; ++b)
+            graph.adjacency(targets[size_t(b)], graph.errorIndex(l, p)) = err.row(p).dot(G.row(b * T_ + p));
     }
 }
 

@@ -1,0 +1,426 @@
+#!/usr/bin/python3
+"""PyTorch peer of `attnscope_bench --graph-only`: an attribution graph computed the way circuit-tracer's
+attribution/attribute.py and attribution/context.py do it (read from the repository; circuit-tracer itself is not
+imported), float32, 2 threads:
+
+  setup      a forward of the prompt caching each MLP's input (ln2.hook_normalized) and output; the transcoders
+             encode it (W_enc [d_sae, d_model], TopK without ReLU, or ReLU for the demo); BOS zeroed; decoder vectors
+             a·W_dec[f], encoder vectors W_enc[f], error vectors, the salient logits (top 10 up to p = 0.95) and
+             their demeaned unembedding columns.
+  forward    input_ids.expand(batch_size, -1) through the model with circuit-tracer's stop-gradients: the attention
+             patterns and every norm's scale detached, each MLP output replaced by skip + (mlp − skip).detach() with
+             skip = input·0; the residual at each MLP input and the ln_final output kept.
+  backward   batches of batch_size targets (logits first, then the features in order): the target's encoder row /
+             logit direction injected into the gradient at its layer's kept residual by a tensor hook, a backward
+             from the highest layer in the batch with retain_graph, and backward hooks at every hook_mlp_out and at
+             hook_embed that contract the gradient with the sources written there (circuit-tracer's
+             _compute_score_hook: einsum of grads[:, positions of the layer's features] with the decoder vectors,
+             of grads with the error vectors, of the embedding gradient with the token embeddings).
+  prune      graph.py's prune_graph and compute_graph_scores on the full adjacency.
+
+Two shortcuts that keep the arithmetic and make the peer faster and leaner: q, k and the pattern, and each MLP, are
+computed under no_grad (their outputs are detached in circuit-tracer anyway, so no gradient passes there; this
+only spares autograd's saved tensors).
+
+  bench/torch_graph.py MODEL_DIR [--d-sae 24576] [--k 64] [--seq 16] [--batch-size 512] [--runs 1]
+  bench/torch_graph.py --demo      the demo model and its bundled transcoders: the adjacency against
+                                   tests/data/graphs/demo_graph_adjacency.npy (the float64 reference)
+
+MODEL_DIR: a random checkpoint of attnscope_bench --write-models (GPT-2 or Llama layout). The transcoders are random
+(uniform with the variance of N(0, 1/fan_in)), generated here with the shapes of attnscope_bench's. Run with
+Debian's /usr/bin/python3 (python3-torch) and OPENBLAS_CORETYPE / ATEN_CPU_CAPABILITY for the kernel compared.
+Prints JSON: seconds per phase and peak RSS."""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_reference import load_model, peak_rss_mib, reset_peak_rss  # noqa: E402
+
+torch.set_num_threads(2)
+torch.set_grad_enabled(True)  # torch_reference turns it off on import
+
+
+# ---------------------------------------------------------------- the model, batched, with circuit-tracer's stop-gradients
+
+class Model:
+    """GPT-2 (HF Conv1D names) or Llama (HF names) in TransformerLens's order of hooks, batched [B, T, D]."""
+
+    def __init__(self, cfg, t):
+        self.t = t
+        self.llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
+        if self.llama:
+            self.L, self.H, self.D = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"]
+            self.KV = cfg.get("num_key_value_heads", self.H)
+            self.dh = cfg.get("head_dim") or self.D // self.H
+            self.eps = cfg.get("rms_norm_eps", 1e-6)
+            self.W_E = t["model.embed_tokens.weight"]
+            self.W_U = t.get("lm_head.weight", self.W_E).T  # [D, V]
+            inv = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, self.dh, 2, dtype=torch.float64) / self.dh))
+            rs = cfg.get("rope_scaling") or {}
+            if rs.get("rope_type", rs.get("type")) == "llama3":
+                f, lo, hi, old = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"], rs["original_max_position_embeddings"]
+                wl = 2 * math.pi / inv
+                scaled = torch.where(wl > old / lo, inv / f, inv)
+                smooth = (old / wl - lo) / (hi - lo)
+                inv = torch.where((wl >= old / hi) & (wl <= old / lo), (1 - smooth) * scaled / f + smooth * scaled, scaled)
+            self.inv_freq = inv.float()
+            self.bos = cfg.get("bos_token_id", 0)
+        else:
+            self.L, self.H, self.D = cfg["n_layer"], cfg["n_head"], cfg["n_embd"]
+            self.KV, self.dh = self.H, self.D // self.H
+            self.eps = cfg.get("layer_norm_epsilon", 1e-5)
+            self.W_E = t["wte.weight"]
+            self.W_U = self.W_E.T
+            self.bos = cfg.get("bos_token_id", 50256)
+
+    def norm(self, x, w, b):
+        """LayerNorm / RMSNorm with its scale detached (hook_scale stop-gradient)."""
+        if self.llama:
+            return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps).detach() * w
+        x = x - x.mean(-1, keepdim=True)
+        return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps).detach() * w + b
+
+    def lw(self, l):
+        t = self.t
+        if self.llama:
+            p = f"model.layers.{l}."
+            return {"ln1": (t[p + "input_layernorm.weight"], None), "ln2": (t[p + "post_attention_layernorm.weight"], None),
+                    "q": t[p + "self_attn.q_proj.weight"].T, "k": t[p + "self_attn.k_proj.weight"].T,
+                    "v": t[p + "self_attn.v_proj.weight"].T, "o": t[p + "self_attn.o_proj.weight"].T,
+                    "gate": t[p + "mlp.gate_proj.weight"].T, "up": t[p + "mlp.up_proj.weight"].T,
+                    "down": t[p + "mlp.down_proj.weight"].T}
+        p = f"h.{l}."
+        D = self.D
+        W, b = t[p + "attn.c_attn.weight"], t[p + "attn.c_attn.bias"]
+        return {"ln1": (t[p + "ln_1.weight"], t[p + "ln_1.bias"]), "ln2": (t[p + "ln_2.weight"], t[p + "ln_2.bias"]),
+                "q": W[:, :D], "k": W[:, D:2 * D], "v": W[:, 2 * D:], "bq": b[:D], "bk": b[D:2 * D], "bv": b[2 * D:],
+                "o": t[p + "attn.c_proj.weight"], "bo": t[p + "attn.c_proj.bias"],
+                "fc": t[p + "mlp.c_fc.weight"], "bfc": t[p + "mlp.c_fc.bias"],
+                "proj": t[p + "mlp.c_proj.weight"], "bproj": t[p + "mlp.c_proj.bias"]}
+
+    def heads(self, x, n):
+        B, T, _ = x.shape
+        return x.reshape(B, T, n, self.dh).transpose(1, 2)  # [B, n, T, dh]
+
+    def attention(self, h, w, T):
+        B = h.shape[0]
+        with torch.no_grad():  # the pattern is detached (hook_pattern stop-gradient)
+            q, k = h @ w["q"], h @ w["k"]
+            if not self.llama:
+                q, k = q + w["bq"], k + w["bk"]
+            q, k = self.heads(q, self.H), self.heads(k, self.KV)
+            if self.llama:
+                freqs = torch.outer(torch.arange(T, dtype=torch.float32), self.inv_freq)
+                emb = torch.cat((freqs, freqs), dim=-1)
+                cos, sin = emb.cos(), emb.sin()
+                rot = lambda x: x * cos + torch.cat((-x[..., self.dh // 2:], x[..., :self.dh // 2]), -1) * sin  # noqa: E731
+                q, k = rot(q), rot(k)
+                k = k.repeat_interleave(self.H // self.KV, dim=1)
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
+            s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+            pattern = s.softmax(-1)
+        v = h @ w["v"]
+        if not self.llama:
+            v = v + w["bv"]
+        v = self.heads(v, self.KV)
+        if self.KV != self.H:
+            v = v.repeat_interleave(self.H // self.KV, dim=1)
+        z = (pattern @ v).transpose(1, 2).reshape(B, T, self.H * self.dh)
+        out = z @ w["o"]
+        return out if self.llama else out + w["bo"]
+
+    def mlp(self, h, w):
+        if self.llama:
+            return (torch.nn.functional.silu(h @ w["gate"]) * (h @ w["up"])) @ w["down"]
+        return torch.nn.functional.gelu(torch.addmm(w["bfc"], h.reshape(-1, self.D), w["fc"]), approximate="tanh").matmul(
+            w["proj"]).add(w["bproj"]).reshape(h.shape)
+
+    def final_norm(self, x):
+        t = self.t
+        return self.norm(x, t["model.norm.weight"], None) if self.llama else self.norm(x, t["ln_f.weight"], t["ln_f.bias"])
+
+    def forward(self, ids, embed_hook=None, mlp_out_hooks=None, keep=None):
+        """ids [B, T]. keep: list filled with the residual at each MLP input and the ln_final output (n_layers + 1).
+        Returns the MLP inputs and outputs (clean, for the setup) when no hooks are given."""
+        B, T = ids.shape
+        embed = self.W_E[ids]
+        if embed_hook is not None:
+            embed = embed.detach().requires_grad_(True)  # hook_embed's enable_gradient
+            embed.register_hook(embed_hook)
+        x = embed if self.llama else embed + self.t["wpe.weight"][:T]
+        ins, outs = [], []
+        for l in range(self.L):
+            w = self.lw(l)
+            x = x + self.attention(self.norm(x, *w["ln1"]), w, T)
+            h2 = self.norm(x, *w["ln2"])  # ln2.hook_normalized: the transcoder's input
+            with torch.no_grad():
+                m = self.mlp(h2, w)
+            if keep is not None:
+                keep.append(h2)
+                skip = h2 * 0
+                m = skip + (m - skip).detach()
+                if mlp_out_hooks is not None:
+                    m.register_hook(mlp_out_hooks[l])
+            ins.append(h2)
+            outs.append(m)
+            x = x + m
+        xf = self.final_norm(x)
+        if keep is not None:
+            keep.append(xf)
+        return ins, outs, xf
+
+
+# ---------------------------------------------------------------- transcoders
+
+def random_transcoders(L, D, d_sae, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    u = lambda shape, a: (torch.rand(shape, generator=g) * 2 - 1) * a  # noqa: E731
+    return [{"W_enc": u((d_sae, D), math.sqrt(3.0 / D)), "W_dec": u((d_sae, D), math.sqrt(3.0 / d_sae)),
+             "b_enc": u((d_sae,), 0.01), "b_dec": u((D,), 0.01)} for _ in range(L)]
+
+
+def encode(tc, x, k):
+    pre = x @ tc["W_enc"].T + tc["b_enc"]
+    if k is None:
+        return pre.relu()
+    v, i = torch.topk(pre, k, dim=-1)  # circuit-tracer's TopK: the k largest, no ReLU
+    return torch.zeros_like(pre).scatter_(-1, i, v)
+
+
+# ---------------------------------------------------------------- graph.py
+
+def normalize_matrix(m):
+    a = m.abs()
+    return a / a.sum(dim=1, keepdim=True).clamp(min=1e-10)
+
+
+def compute_influence(A, w, max_iter=1000):
+    cur = w @ A
+    infl = cur.clone()
+    it = 0
+    while cur.any():
+        if it >= max_iter:
+            raise RuntimeError("influence did not converge")
+        cur = cur @ A
+        infl += cur
+        it += 1
+    return infl
+
+
+def find_threshold(scores, threshold):
+    s = torch.sort(scores, descending=True).values
+    cum = torch.cumsum(s, dim=0) / torch.sum(s)
+    i = min(int(torch.searchsorted(cum, threshold)), len(cum) - 1)
+    return s[i]
+
+
+def prune_graph(adj, logit_p, n_tokens, n_features, node_threshold=0.8, edge_threshold=0.98):
+    n_logits = len(logit_p)
+    w = torch.zeros(adj.shape[0])
+    w[-n_logits:] = logit_p
+    node_influence = compute_influence(normalize_matrix(adj), w)
+    node_mask = node_influence >= find_threshold(node_influence, node_threshold)
+    node_mask[-n_logits - n_tokens:] = True
+    pruned = adj.clone()
+    pruned[~node_mask] = 0
+    pruned[:, ~node_mask] = 0
+    normalized_pruned = normalize_matrix(pruned)
+    pruned_influence = compute_influence(normalized_pruned, w) + w
+    edge_scores = normalized_pruned * pruned_influence[:, None]
+    edge_mask = edge_scores >= find_threshold(edge_scores.flatten(), edge_threshold)
+    old = node_mask.clone()
+    node_mask[:-n_logits - n_tokens] &= edge_mask[:, :-n_logits - n_tokens].any(0)
+    node_mask[:n_features] &= edge_mask[:n_features].any(1)
+    while not torch.all(node_mask == old):
+        old[:] = node_mask
+        edge_mask[~node_mask] = False
+        edge_mask[:, ~node_mask] = False
+        node_mask[:-n_logits - n_tokens] &= edge_mask[:, :-n_logits - n_tokens].any(0)
+        node_mask[:n_features] &= edge_mask[:n_features].any(1)
+    return node_mask, edge_mask, node_influence
+
+
+def graph_scores(adj, logit_p, n_tokens, n_features, n_error):
+    n_logits = len(logit_p)
+    w = torch.zeros(adj.shape[0])
+    w[-n_logits:] = logit_p
+    N = normalize_matrix(adj)
+    infl = compute_influence(N, w)
+    tok = infl[-n_logits - n_tokens:-n_logits].sum()
+    err = infl[n_features:n_features + n_error].sum()
+    non_err = 1 - N[:, n_features:n_features + n_error].sum(-1)
+    out = infl + w
+    return float(tok / (tok + err)), float((non_err * out).sum() / out.sum())
+
+
+# ---------------------------------------------------------------- attribution (attribute.py)
+
+def attribute(m, tcs, ids, k, batch_size, phases):
+    T, L = len(ids), m.L
+    t0 = time.perf_counter()
+    with torch.no_grad():  # setup_attribution
+        ins, outs, xf = m.forward(ids[None])
+        acts = torch.stack([encode(tcs[l], ins[l][0], k) for l in range(L)])  # [L, T, d_sae]
+        if ids[0] == m.bos:
+            acts[:, 0] = 0
+        recon = torch.stack([acts[l] @ tcs[l]["W_dec"] + tcs[l]["b_dec"] for l in range(L)])
+        errors = torch.stack([outs[l][0] for l in range(L)]) - recon
+        if ids[0] == m.bos:
+            errors[:, 0] = 0
+        am = acts.to_sparse()
+        f_layer, f_pos, f_id = am.indices()
+        f_act = am.values()
+        decoder_vecs = torch.cat([tcs[l]["W_dec"][f_id[f_layer == l]] for l in range(L)]) * f_act[:, None]
+        encoder_vecs = torch.cat([tcs[l]["W_enc"][f_id[f_layer == l]] for l in range(L)])
+        token_vecs = m.W_E[ids]
+        probs = (xf[0, -1] @ m.W_U).softmax(-1)
+        top_p, top_idx = torch.topk(probs, 10)
+        cut = int(torch.searchsorted(torch.cumsum(top_p, 0), 0.95)) + 1
+        top_p, top_idx = top_p[:cut], top_idx[:cut]
+        logit_vecs = (m.W_U[:, top_idx] - m.W_U.mean(dim=-1, keepdim=True)).T
+    n_feat = len(f_id)
+    n_logits = len(top_idx)
+    logit_offset = n_feat + (L + 1) * T
+    n = logit_offset + n_logits
+    phases["setup_s"] = time.perf_counter() - t0
+
+    # the hooks: each contracts a gradient with the sources written there into the batch buffer [rows, batch]
+    state = {}
+    layer_slices = []
+    for l in range(L):
+        idx = (f_layer == l).nonzero().flatten()
+        layer_slices.append((int(idx[0]) if len(idx) else 0, int(idx[-1]) + 1 if len(idx) else 0))
+
+    def mlp_hook(l):
+        a, b = layer_slices[l]
+        pos = f_pos[a:b]
+        e0 = n_feat + l * T
+
+        def fn(grads):
+            buf = state["buf"]
+            buf[a:b] += torch.einsum("bpd,pd->pb", grads[:, pos], decoder_vecs[a:b])
+            buf[e0:e0 + T] += torch.einsum("bpd,pd->pb", grads, errors[l])
+        return fn
+
+    def embed_hook(grads):
+        t0_ = n_feat + L * T
+        state["buf"][t0_:t0_ + T] += torch.einsum("bpd,pd->pb", grads, token_vecs)
+
+    t0 = time.perf_counter()
+    keep = []
+    m.forward(ids[None].expand(batch_size, -1), embed_hook=embed_hook, mlp_out_hooks=[mlp_hook(l) for l in range(L)], keep=keep)
+    phases["forward_s"] = time.perf_counter() - t0
+
+    def compute_batch(layers, positions, values, retain):
+        state["buf"] = torch.zeros(logit_offset, batch_size)
+        bidx = torch.arange(len(layers))
+        handles = []
+        for layer in layers.unique().tolist():
+            msk = layers == layer
+
+            def inject(g, bi=bidx[msk], pi=positions[msk], v=values[msk]):
+                g = g.clone()
+                g.index_put_((bi, pi), v)
+                return g
+            handles.append(keep[layer].register_hook(inject))
+        last = int(layers.max())
+        try:
+            keep[last].backward(gradient=torch.zeros_like(keep[last]), retain_graph=retain)
+        finally:
+            for h in handles:
+                h.remove()
+        return state.pop("buf").T[:len(layers)]
+
+    t0 = time.perf_counter()
+    adj = torch.zeros(n, n)
+    for i in range(0, n_logits, batch_size):
+        vecs = logit_vecs[i:i + batch_size]
+        rows = compute_batch(torch.full((len(vecs),), L), torch.full((len(vecs),), T - 1), vecs, True)
+        adj[logit_offset + i:logit_offset + i + len(vecs), :logit_offset] = rows
+    batches = 1
+    for i in range(0, n_feat, batch_size):
+        sl = slice(i, min(i + batch_size, n_feat))
+        rows = compute_batch(f_layer[sl], f_pos[sl], encoder_vecs[sl], sl.stop < n_feat)
+        adj[sl, :logit_offset] = rows
+        batches += 1
+    phases["backward_s"] = time.perf_counter() - t0
+    phases["batches"] = batches
+    del keep, state
+    return adj, top_p, n_feat, (f_layer, f_pos, f_id)
+
+
+def run(m, tcs, ids, k, batch_size):
+    phases = {}
+    t0 = time.perf_counter()
+    adj, top_p, n_feat, feats = attribute(m, tcs, ids, k, batch_size, phases)
+    t1 = time.perf_counter()
+    T, L = len(ids), m.L
+    node_mask, edge_mask, _ = prune_graph(adj, top_p, T, n_feat)
+    scores = graph_scores(adj, top_p, T, n_feat, L * T)
+    phases["prune_scores_s"] = time.perf_counter() - t1
+    phases["total_s"] = time.perf_counter() - t0
+    phases.update({"nodes": adj.shape[0], "features": n_feat, "kept_nodes": int(node_mask.sum()),
+                   "replacement_score": scores[0], "completeness_score": scores[1]})
+    return phases, adj, feats
+
+
+def demo_check(root):
+    import numpy as np
+    sys.path.insert(0, os.path.join(root, "tools"))
+    import train_demo_model as demo
+    cfg, t = load_model(os.path.join(root, "resources", "demo"))
+    m = Model(cfg, t)
+    tc_dir = os.path.join(root, "resources", "demo-features", "transcoders")
+    tcs = [demo.read_safetensors(os.path.join(tc_dir, f"layer_{l}.safetensors")) for l in range(m.L)]
+    with open(os.path.join(root, "tests", "data", "graphs", "demo_graph_reference.json")) as f:
+        ref = json.load(f)
+    ids = torch.tensor(ref["token_ids"])
+    phases, adj, _ = run(m, tcs, ids, None, 512)
+    want = torch.from_numpy(np.load(os.path.join(root, "tests", "data", "graphs", "demo_graph_adjacency.npy")))
+    assert adj.shape == want.shape, (adj.shape, want.shape)
+    err = float((adj - want).abs().max() / want.abs().max())
+    phases.update({"demo_max_abs_diff_over_max": err, "reference_scores": ref["scores"]})
+    print(json.dumps(phases, indent=1))
+    assert err < 1e-4, err
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("--demo", action="store_true")
+    ap.add_argument("--d-sae", type=int, default=24576)
+    ap.add_argument("--k", type=int, default=64)
+    ap.add_argument("--seq", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, default=512)
+    ap.add_argument("--runs", type=int, default=1)
+    a = ap.parse_args()
+    if a.demo:
+        demo_check(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return
+    cfg, t = load_model(a.model, mapped=True)
+    m = Model(cfg, t)
+    tcs = random_transcoders(m.L, m.D, a.d_sae)
+    g = torch.Generator().manual_seed(a.seq)
+    ids = torch.randint(0, min(m.W_E.shape[0], 50257), (a.seq,), generator=g)
+    ids[0] = m.bos
+    out = []
+    for _ in range(a.runs):
+        reset_peak_rss()
+        phases, adj, _ = run(m, tcs, ids, a.k, a.batch_size)
+        phases["peak_rss_mib"] = peak_rss_mib()
+        del adj
+        out.append(phases)
+        print(json.dumps(phases), file=sys.stderr, flush=True)
+    from blas_library import mapped_tuned_blas
+    print(json.dumps({"tool": "torch_graph", "model": os.path.basename(os.path.normpath(a.model)), "blas": mapped_tuned_blas(),
+                      "batch_size": a.batch_size, "d_sae": a.d_sae, "k": a.k, "S": a.seq, "runs": out}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
