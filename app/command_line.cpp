@@ -287,6 +287,14 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                         "layout (open it in Neuronpedia's graph viewer).", "FILE");
     const QCommandLineOption maxLogitsOpt("max-logits", "With --graph: at most N logit nodes (default 10), until their "
                                                         "probabilities sum to 0.95.", "N");
+    const QCommandLineOption maxFeatureNodesOpt("max-feature-nodes", "With --graph: at most N feature nodes (default 7500; 0: every "
+                                                                  "active feature), visited in order of their influence on the "
+                                                                  "logits as circuit-tracer's max_feature_nodes.", "N");
+    const QCommandLineOption graphTargetsOpt("graph-targets", "With --graph: what the graph explains instead of the likeliest logits: "
+                                                              "tokens (\" Paris, London\"), ids (\"ids: 464, 1234\"), a logit "
+                                                              "difference (\"diff: Paris, London\"), a feature's decoder row "
+                                                              "(\"feature: L:F\") or a d_model vector (\"vector: FILE.npy\"); a custom "
+                                                              "target may end in @WEIGHT. Repeatable.", "SPEC");
     const QCommandLineOption nodeThresholdOpt("node-threshold", "With --graph: keep the nodes up to this share of the cumulative "
                                                                 "influence (default 0.8).", "X");
     const QCommandLineOption edgeThresholdOpt("edge-threshold", "With --graph: keep the edges up to this share of the edge "
@@ -305,7 +313,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
-                  gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt,
+                  gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt, maxFeatureNodesOpt, graphTargetsOpt,
                   graphInterveneOpt, edgeRoutesOpt,
                   nodeThresholdOpt, edgeThresholdOpt});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
@@ -600,7 +608,9 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.graph = p.isSet(graphOpt);
     c.transcoders = p.value(transcodersOpt);
     c.graphJson = p.value(graphJsonOpt);
-    if (!parseInt(maxLogitsOpt, &c.maxLogits, 1) || !parseInt(edgeRoutesOpt, &c.edgeRoutes, 1)) return false;
+    if (!parseInt(maxLogitsOpt, &c.maxLogits, 1) || !parseInt(edgeRoutesOpt, &c.edgeRoutes, 1) ||
+        !parseInt(maxFeatureNodesOpt, &c.maxFeatureNodes, 0))
+        return false;
     for (const QString& v : p.values(graphInterveneOpt))
         for (const QString& e : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) c.graphIntervene << e.trimmed();
     if ((!c.graphIntervene.isEmpty() || c.edgeRoutes > 0) && !c.graph) {
@@ -620,8 +630,12 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--graph and --graph-json go with --transcoders PATH");
         return false;
     }
-    if (!c.graph && (p.isSet(maxLogitsOpt) || p.isSet(nodeThresholdOpt) || p.isSet(edgeThresholdOpt)) && c.graphJson.isEmpty()) {
-        *error = QStringLiteral("--max-logits, --node-threshold and --edge-threshold go with --graph or --graph-json");
+    c.graphTargets = p.values(graphTargetsOpt);
+    if (!c.graph && (p.isSet(maxLogitsOpt) || p.isSet(maxFeatureNodesOpt) || p.isSet(graphTargetsOpt) || p.isSet(nodeThresholdOpt) ||
+                     p.isSet(edgeThresholdOpt)) &&
+        c.graphJson.isEmpty()) {
+        *error = QStringLiteral("--max-logits, --max-feature-nodes, --graph-targets, --node-threshold and --edge-threshold go with "
+                                "--graph or --graph-json");
         return false;
     }
     if (c.graph && c.dumpJson.isEmpty()) {

@@ -133,6 +133,8 @@ struct CommandLine {
     QString transcoders;     ///< --transcoders PATH | bundled name: a per-layer transcoder set
     QString graphJson;       ///< --graph-json FILE: the graph in Neuronpedia's layout (graph_json.h neuronpediaGraphJson)
     int maxLogits = 10;      ///< --max-logits N
+    int maxFeatureNodes = 7500; ///< --max-feature-nodes N (0: every active feature)
+    QStringList graphTargets;   ///< --graph-targets SPEC, repeatable (attribution_targets.h)
     double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
     QStringList graphIntervene; ///< --graph-intervene L:P:F=V | L:P:F*K (comma-separated, repeatable): add "graph_intervention"
     int edgeRoutes = 0;      ///< --edge-routes N: add "edge_routes", the heads that carry the N strongest kept cross-position edges

@@ -221,6 +221,9 @@ std::unique_ptr<GraphDump> attributionGraphDump(const Model& model, const Comman
     d->transcoders = openDictionaries(dictionaryPath(cmd.transcoders));
     d->replacement = buildReplacementModel(model, d->transcoders, ids);
     d->attribution.maxLogits = cmd.maxLogits;
+    d->attribution.maxFeatureNodes = cmd.maxFeatureNodes;
+    for (const QString& spec : cmd.graphTargets)
+        for (AttributionTarget& t : parseAttributionTargets(spec, d->replacement)) d->attribution.targets.push_back(std::move(t));
     d->pruning = {cmd.nodeThreshold, cmd.edgeThreshold};
     d->graph = attributeGraph(d->replacement, d->attribution);
     d->pruned = pruneGraph(d->graph, d->pruning);

@@ -4,7 +4,7 @@
 
 #include "bench/checkpoint_writer.h"
 #include "bench/machine_bounds.h"
-#include "bench/process_memory.h"
+#include "model/core/process_memory.h"
 
 #include "model/analysis/circuits/activation_patching.h"
 #include "model/analysis/gradients/attribution_patching.h"
@@ -69,7 +69,7 @@ ForwardOptions appCacheOptions() {
 
 /// 1 warm-up then `runs` timed calls of fn; median/min/max in ms and the peak RSS while they ran.
 Timing timeIt(int runs, const std::function<void()>& fn) {
-    bench::resetPeakRss();
+    resetPeakRss();
     fn();
     std::vector<double> ms;
     for (int i = 0; i < runs; ++i) {
@@ -79,7 +79,7 @@ Timing timeIt(int runs, const std::function<void()>& fn) {
         ms.push_back(t.nsecsElapsed() / 1e6);
     }
     std::sort(ms.begin(), ms.end());
-    return {ms[ms.size() / 2], ms.front(), ms.back(), bench::peakRssMiB()};
+    return {ms[ms.size() / 2], ms.front(), ms.back(), peakRssMiB()};
 }
 
 QJsonObject toJson(const Timing& t) {
@@ -146,12 +146,12 @@ QJsonObject benchBigModel(const std::shared_ptr<const Model>& model, int S) {
     ForwardOptions opt;
     opt.allLogits = false;
     const CachePlan plan = planCache(cfg, S, opt, cacheBudgetBytes());
-    bench::resetPeakRss();
+    resetPeakRss();
     QElapsedTimer t;
     t.start();
     const ActivationCache cache = runForward(*model, tokens, opt);
     const double fwdMs = t.nsecsElapsed() / 1e6;
-    const double peak = bench::peakRssMiB();
+    const double peak = peakRssMiB();
     const double gf = forwardGflop(cfg, S, 1, false);
     std::printf("  %-44s %10.1f ms  peak RSS %6.0f MiB  %.1f GFLOP, %.0f GFLOP/s; layout %s, LRU %d layers; "
                 "full cache would need %s, budget %s\n",
@@ -181,7 +181,7 @@ QJsonObject benchBigModel(const std::shared_ptr<const Model>& model, int S) {
     };
     QJsonArray recomputed;
     std::vector<double> totals;
-    bench::resetPeakRss();
+    resetPeakRss();
     for (int l : {cfg.n_layers / 2, cfg.n_layers - 1, 1}) {
         const auto [total, compute] = show(l, 0);
         totals.push_back(total);
@@ -192,13 +192,13 @@ QJsonObject benchBigModel(const std::shared_ptr<const Model>& model, int S) {
     const auto [again, againCompute] = show(cfg.n_layers - 1, 1);
     std::printf("  %-44s %10.1f ms  (layer lookup %.2f ms)  peak RSS %6.0f MiB\n",
                 qPrintable(QStringLiteral("show L%1H1, same layer again").arg(cfg.n_layers - 1)), again, againCompute,
-                bench::peakRssMiB());
+                peakRssMiB());
     std::fflush(stdout);
     std::sort(totals.begin(), totals.end());
     out["show_recomputed_head"] = recomputed;
     out["show_recomputed_head_median_ms"] = totals[totals.size() / 2];
     out["show_head_same_layer_ms"] = again;
-    out["show_peak_rss_mib"] = bench::peakRssMiB();
+    out["show_peak_rss_mib"] = peakRssMiB();
     return out;
 }
 
@@ -271,7 +271,7 @@ std::pair<Timing, double> benchZoomPan(const Matrix& pattern, const QStringList&
     }
     for (int k = 15; k >= 0; --k) steps.push_back(steps[size_t(k)]);
     std::vector<double> ms, cpu;
-    bench::resetPeakRss();
+    resetPeakRss();
     for (int f = -1; f < frames; ++f) {
         const auto& [sx, sy] = steps[size_t((f + 1) % int(steps.size()))];
         timespec c0{}, c1{};
@@ -288,7 +288,7 @@ std::pair<Timing, double> benchZoomPan(const Matrix& pattern, const QStringList&
     }
     std::sort(ms.begin(), ms.end());
     std::sort(cpu.begin(), cpu.end());
-    return {{ms[ms.size() / 2], ms.front(), ms.back(), bench::peakRssMiB()}, cpu[cpu.size() / 2]};
+    return {{ms[ms.size() / 2], ms.front(), ms.back(), peakRssMiB()}, cpu[cpu.size() / 2]};
 }
 
 /// (h) head grid: HeadGrid::setPatterns for every head (thumbnails box-averaged to 128²), then one paint.
@@ -486,8 +486,8 @@ double openAndFirstForwardMs(const QString& dir, int S, std::shared_ptr<const Mo
 /// included). The target (issue 31): at most 1.5× the file throughout.
 QJsonObject benchMemory(const QString& dir, const QList<int>& seqs) {
     QJsonObject out;
-    bench::resetPeakRss();
-    const double baseline = bench::currentRssMiB();
+    resetPeakRss();
+    const double baseline = currentRssMiB();
     std::shared_ptr<const Model> model = loadModel(dir);
     const ModelConfig& cfg = model->config();
     const double fileMiB = model->info().fileBytes / 1048576.0;
@@ -498,15 +498,15 @@ QJsonObject benchMemory(const QString& dir, const QList<int>& seqs) {
     if (seqs.isEmpty() || !fits(seqs.front())) return out;
     const int S0 = seqs.front();
     { const ActivationCache c = runForward(*model, randomTokens(S0, cfg.d_vocab, unsigned(S0)), appOpt); }
-    const double first = bench::peakRssMiB();
+    const double first = peakRssMiB();
     model->waitForPackedWeights();
-    const double packed = bench::peakRssMiB();
+    const double packed = peakRssMiB();
     QJsonObject later;
     double worst = std::max(first, packed);
     for (int S : seqs) {
         if (!fits(S)) continue;
         { const ActivationCache c = runForward(*model, randomTokens(S, cfg.d_vocab, unsigned(S)), appOpt); }
-        const double peak = bench::peakRssMiB();
+        const double peak = peakRssMiB();
         later[QString::number(S)] = peak / fileMiB;
         worst = std::max(worst, peak);
     }
@@ -530,12 +530,12 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     if (!circuitsOnly && !gradientsOnly) out["memory"] = benchMemory(dir, seqs);
 
     // (a) open: loadModel (headers validated, weights mapped); RSS right after the first open
-    const double rssBefore = bench::currentRssMiB();
+    const double rssBefore = currentRssMiB();
     QElapsedTimer first;
     first.start();
     std::shared_ptr<const Model> model = loadModel(dir);
     const double firstOpenMs = first.nsecsElapsed() / 1e6;
-    const double rssAfterOpen = bench::currentRssMiB() - rssBefore;
+    const double rssAfterOpen = currentRssMiB() - rssBefore;
     const ModelConfig& cfg = model->config();
     const double fileMiB = model->info().fileBytes / 1048576.0;
     // The opened models are kept until after the timing: a Model's destructor waits for its
@@ -600,7 +600,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         if (S > 0 && planCache(cfg, S, appOpt, cacheBudgetBytes()).residualsOnly) {
             std::printf("  (the full cache at S=%d does not fit the memory budget: residuals-only benchmarks)\n", S);
             out["big_model"] = benchBigModel(model, S);
-            out["peak_rss_mib_process"] = bench::maxRssMiB();
+            out["peak_rss_mib_process"] = maxRssMiB();
             return out;
         }
     }
@@ -611,7 +611,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
     // pass and the packing after it.
     if (!forwardOnly && !seqs.empty() && seqs.front() <= cfg.n_ctx) {
         const int S = seqs.front();
-        bench::resetPeakRss();
+        resetPeakRss();
         std::vector<double> ms;
         size_t packedBytes = 0;
         for (int i = 0; i <= runs; ++i) {
@@ -622,7 +622,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
             packedBytes = fresh->packedWeightBytes();
         }
         std::sort(ms.begin(), ms.end());
-        const Timing first{ms[ms.size() / 2], ms.front(), ms.back(), bench::peakRssMiB()};
+        const Timing first{ms[ms.size() / 2], ms.front(), ms.back(), peakRssMiB()};
         printRow(QStringLiteral("open + first forward (app cache), S=%1").arg(S), first,
                  QStringLiteral("then packs %1 MiB of weights behind it").arg(packedBytes / 1048576.0, 0, 'f', 0));
         QJsonObject fj = toJson(first);
@@ -729,7 +729,7 @@ QJsonObject benchModel(const QString& dir, const QList<int>& seqs, const QList<i
         w["runs"] = std::max(1, runs / 2);
         out["wov_top100"] = w;
     }
-    out["peak_rss_mib_process"] = bench::maxRssMiB();
+    out["peak_rss_mib_process"] = maxRssMiB();
     return out;
 }
 
@@ -764,7 +764,7 @@ QString writeRandomModel(const QString& size, const QString& parent, const QStri
 
 namespace attnscope {
 QJsonObject benchSae(int dIn, int dSae, int S, int k, int runs); // sae_bench.cpp
-QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs); // graph_bench.cpp
+QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs); // graph_bench.cpp
 }
 
 int main(int argc, char** argv) {
@@ -811,6 +811,8 @@ int main(int argc, char** argv) {
     withDefault(QStringLiteral("graph-d-sae"), QStringLiteral("--graph-only: features per layer."), QStringLiteral("n"), QStringLiteral("24576"));
     withDefault(QStringLiteral("graph-k"), QStringLiteral("--graph-only: active features per position."), QStringLiteral("n"), QStringLiteral("64"));
     withDefault(QStringLiteral("graph-seq"), QStringLiteral("--graph-only: prompt length, BOS included."), QStringLiteral("n"), QStringLiteral("16"));
+    withDefault(QStringLiteral("graph-max-feature-nodes"), QStringLiteral("--graph-only: circuit-tracer's max_feature_nodes (0: every "
+                                                                          "active feature)."), QStringLiteral("n"), QStringLiteral("7500"));
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
     p.process(app);
     if (p.isSet(QStringLiteral("list-kernels"))) {
@@ -866,6 +868,7 @@ int main(int argc, char** argv) {
                 rows[QDir(dir).dirName()] = benchGraph(dir, p.value(QStringLiteral("graph-d-sae")).toInt(),
                                                        p.value(QStringLiteral("graph-k")).toInt(),
                                                        p.value(QStringLiteral("graph-seq")).toInt(),
+                                                       p.value(QStringLiteral("graph-max-feature-nodes")).toInt(),
                                                        p.isSet(QStringLiteral("runs")) ? runs : 1);
             }
             const QByteArray json = QJsonDocument(QJsonObject{{"tool", "attnscope_bench"}, {"kernel", QString::fromLatin1(computeKernels().name)},

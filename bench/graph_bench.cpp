@@ -6,7 +6,7 @@
 // Cancelled), and the backward of one full-depth batch split by hop (attention, contraction with the sources).
 // bench/torch_graph.py times the same in PyTorch, the way circuit-tracer's attribute.py does it.
 
-#include "bench/process_memory.h"
+#include "model/core/process_memory.h"
 
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/graph_backward.h"
@@ -92,7 +92,7 @@ double median(std::vector<double> v) {
 } // namespace
 
 /// The graph rows for the model in `dir`; `runs` full runs (no warm-up: one run is tens of seconds).
-QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
+QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs) {
     QJsonObject out;
     const std::shared_ptr<const Model> model = loadModel(dir);
     const ModelConfig& cfg = model->config();
@@ -108,13 +108,17 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
     for (int& x : tokens) x = tok(gen);
     tokens[0] = cfg.bos_token_id >= 0 ? cfg.bos_token_id : 0;
 
-    std::vector<double> buildMs, attrMs, pruneMs, totalMs, rss;
+    AttributionOptions options;
+    options.maxFeatureNodes = maxFeatureNodes;
+    std::vector<double> buildMs, attrMs, pruneMs, totalMs, rss, grown;
     AttributionGraph last; // kept for the batch split below
-    int nodes = 0, features = 0, kept = 0;
+    int nodes = 0, features = 0, active = 0, kept = 0;
+    double estimateMiB = 0;
     qint64 calls = 0;
     double replacement = 0, completeness = 0;
     for (int r = 0; r < runs; ++r) {
-        bench::resetPeakRss();
+        resetPeakRss();
+        const double before = currentRssMiB(); // the weights and transcoders
         t.restart();
         const ReplacementModel rm = buildReplacementModel(*model, set, tokens);
         const double b = msSince(t);
@@ -127,7 +131,7 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
             lastDone = done;
         };
         t.restart();
-        AttributionGraph g = attributeGraph(rm, {}, progress);
+        AttributionGraph g = attributeGraph(rm, options, progress);
         const double a = msSince(t);
         t.restart();
         const PrunedGraph pg = pruneGraph(g);
@@ -135,6 +139,9 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
         const double p = msSince(t);
         nodes = g.nNodes();
         features = g.nFeatures();
+        active = g.nActiveFeatures;
+        estimateMiB = double(replacementModelBytes(cfg, S, qint64(dSae) * cfg.n_layers) +
+                             estimateGraphMemory(cfg, S, active, active, g.nNodes() - g.logitOffset, options).peak()) / 1048576.0;
         kept = pg.keptNodes();
         replacement = sc.replacement;
         completeness = sc.completeness;
@@ -142,7 +149,8 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
         attrMs.push_back(a);
         pruneMs.push_back(p);
         totalMs.push_back(b + a + p);
-        rss.push_back(bench::peakRssMiB());
+        rss.push_back(peakRssMiB());
+        grown.push_back(rss.back() - before);
         std::printf("  %-44s %10.1f ms  (build %.0f, attribute %.0f, prune + scores %.0f)  peak RSS %6.0f MiB\n",
                     qPrintable(QStringLiteral("graph S=%1 d_sae %2 k %3, run %4").arg(S).arg(dSae).arg(k).arg(r + 1)), b + a + p,
                     b, a, p, rss.back());
@@ -150,10 +158,10 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
         last = std::move(g);
     }
     const double adjMiB = double(nodes) * nodes * 4 / 1048576.0;
-    std::printf("  %-44s %10.1f ms  peak RSS %6.0f MiB  %d nodes (%d features), adjacency %.0f MiB, %lld progress calls, "
-                "%d nodes kept, replacement %.3f, completeness %.3f\n",
-                qPrintable(QStringLiteral("graph total, median of %1").arg(runs)), median(totalMs), median(rss), nodes, features,
-                adjMiB, static_cast<long long>(calls), kept, replacement, completeness);
+    std::printf("  %-44s %10.1f ms  peak RSS %6.0f MiB, of which the build %.0f MiB (estimate %.0f MiB)  %d nodes (%d of %d active features), adjacency %.0f MiB, "
+                "%lld progress calls, %d nodes kept, replacement %.3f, completeness %.3f\n",
+                qPrintable(QStringLiteral("graph total, median of %1").arg(runs)), median(totalMs), median(rss), median(grown), estimateMiB, nodes,
+                features, active, adjMiB, static_cast<long long>(calls), kept, replacement, completeness);
     out["build_ms"] = median(buildMs);
     out["attribute_ms"] = median(attrMs);
     out["prune_scores_ms"] = median(pruneMs);
@@ -164,6 +172,10 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
     out["peak_rss_mib"] = median(rss);
     out["nodes"] = nodes;
     out["features"] = features;
+    out["active_features"] = active;
+    out["max_feature_nodes"] = maxFeatureNodes;
+    out["estimate_mib"] = estimateMiB;
+    out["build_rss_mib"] = median(grown);
     out["adjacency_mib"] = adjMiB;
     out["progress_calls"] = double(calls);
     out["kept_nodes"] = kept;
@@ -189,7 +201,7 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
         bool threw = false;
         t.restart();
         try {
-            (void)attributeGraph(rm, {}, progress);
+            (void)attributeGraph(rm, options, progress);
         } catch (const Cancelled&) {
             threw = true;
         }
@@ -236,10 +248,11 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int runs) {
         std::vector<double> withC, without, attn;
         for (int r = 0; r < 3; ++r) {
             t.restart();
-            (void)backward.run(targets, G0, cfg.n_layers - 1, false, &g, &sources);
+            EdgeRows out{&g.adjacency, targets, &sources, g.errorOffset, g.tokenOffset};
+            backward.attribute(G0, {cfg.n_layers - 1, BackwardHop::Mlp}, out);
             withC.push_back(msSince(t));
             t.restart();
-            (void)backward.run(targets, G0, cfg.n_layers - 1, false, nullptr, nullptr);
+            (void)backward.carry(G0, {cfg.n_layers - 1, BackwardHop::Mlp});
             without.push_back(msSince(t));
             double a = 0;
             for (int l = 0; l < cfg.n_layers; ++l) {

@@ -10,7 +10,9 @@ imported), float32, 2 threads:
   forward    input_ids.expand(batch_size, -1) through the model with circuit-tracer's stop-gradients: the attention
              patterns and every norm's scale detached, each MLP output replaced by skip + (mlp − skip).detach() with
              skip = input·0; the residual at each MLP input and the ln_final output kept.
-  backward   batches of batch_size targets (logits first, then the features in order): the target's encoder row /
+  backward   batches of batch_size targets (logits first, then the features: in order when every feature is a node;
+             with max_feature_nodes below the active features, in queues of update_interval x batch_size ranked by
+             graph.py's compute_partial_influences over the rows so far, then the visited square, as circuit-tracer): the target's encoder row /
              logit direction injected into the gradient at its layer's kept residual by a tensor hook, a backward
              from the highest layer in the batch with retain_graph, and backward hooks at every hook_mlp_out and at
              hook_embed that contract the gradient with the sources written there (circuit-tracer's
@@ -22,7 +24,7 @@ Two shortcuts that keep the arithmetic and make the peer faster and leaner: q, k
 computed under no_grad (their outputs are detached in circuit-tracer anyway, so no gradient passes there; this
 only spares autograd's saved tensors).
 
-  bench/torch_graph.py MODEL_DIR [--d-sae 24576] [--k 64] [--seq 16] [--batch-size 512] [--runs 1]
+  bench/torch_graph.py MODEL_DIR [--d-sae 24576] [--k 64] [--seq 16] [--batch-size 512] [--max-feature-nodes 7500] [--runs 1]
   bench/torch_graph.py --demo      the demo model and its bundled transcoders: the adjacency against
                                    tests/data/graphs/demo_graph_adjacency.npy (the float64 reference)
 
@@ -261,7 +263,25 @@ def graph_scores(adj, logit_p, n_tokens, n_features, n_error):
 
 # ---------------------------------------------------------------- attribution (attribute.py)
 
-def attribute(m, tcs, ids, k, batch_size, phases):
+def compute_partial_influences(edge_matrix, logit_p, row_to_node_index, max_iter=128):
+    """graph.py's compute_partial_influences: |rows| normalised by max(row sum, 1e-8), prod from the logit
+    probabilities, prod <- prod[row_to_node_index] @ N until 0 (a normalised copy, as circuit-tracer makes it)."""
+    normalized = edge_matrix.abs()
+    normalized /= normalized.sum(dim=1, keepdim=True).clamp(min=1e-8)
+    influences = torch.zeros(edge_matrix.shape[1])
+    prod = torch.zeros(edge_matrix.shape[1])
+    prod[-len(logit_p):] = logit_p
+    for _ in range(max_iter):
+        prod = prod[row_to_node_index] @ normalized
+        if not prod.any():
+            break
+        influences += prod
+    else:
+        raise RuntimeError("Failed to converge")
+    return influences
+
+
+def attribute(m, tcs, ids, k, batch_size, phases, max_feature_nodes=None, update_interval=4):
     T, L = len(ids), m.L
     t0 = time.perf_counter()
     with torch.no_grad():  # setup_attribution
@@ -337,28 +357,56 @@ def attribute(m, tcs, ids, k, batch_size, phases):
                 h.remove()
         return state.pop("buf").T[:len(layers)]
 
+    # circuit-tracer's phases 3-5 (attribute_transformerlens.py): logit rows, then features by partial influence
     t0 = time.perf_counter()
-    adj = torch.zeros(n, n)
+    max_nodes = min(max_feature_nodes or n_feat, n_feat)
+    edge_matrix = torch.zeros(max_nodes + n_logits, n)
+    row_to_node_index = torch.zeros(max_nodes + n_logits, dtype=torch.long)
     for i in range(0, n_logits, batch_size):
         vecs = logit_vecs[i:i + batch_size]
         rows = compute_batch(torch.full((len(vecs),), L), torch.full((len(vecs),), T - 1), vecs, True)
-        adj[logit_offset + i:logit_offset + i + len(vecs), :logit_offset] = rows
-    batches = 1
-    for i in range(0, n_feat, batch_size):
-        sl = slice(i, min(i + batch_size, n_feat))
-        rows = compute_batch(f_layer[sl], f_pos[sl], encoder_vecs[sl], sl.stop < n_feat)
-        adj[sl, :logit_offset] = rows
-        batches += 1
+        edge_matrix[i:i + len(vecs), :logit_offset] = rows
+        row_to_node_index[i:i + len(vecs)] = torch.arange(i, i + len(vecs)) + logit_offset
+    st, n_visited, batches = n_logits, 0, 1
+    visited = torch.zeros(n_feat, dtype=torch.bool)
+    influence_s = 0.0
+    while n_visited < max_nodes:
+        if max_nodes == n_feat:
+            pending = torch.arange(n_feat)
+        else:
+            t1 = time.perf_counter()
+            influences = compute_partial_influences(edge_matrix[:st], top_p, row_to_node_index[:st])
+            feature_rank = torch.argsort(influences[:n_feat], descending=True)
+            pending = feature_rank[~visited[feature_rank]][:min(update_interval * batch_size, max_nodes - n_visited)]
+            influence_s += time.perf_counter() - t1
+        for idx in [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]:
+            n_visited += len(idx)
+            rows = compute_batch(f_layer[idx], f_pos[idx], encoder_vecs[idx], n_visited < max_nodes)
+            edge_matrix[st:st + len(idx), :logit_offset] = rows
+            row_to_node_index[st:st + len(idx)] = idx
+            visited[idx] = True
+            st += len(idx)
+            batches += 1
+    selected = torch.where(visited)[0]
+    if max_nodes < n_feat:
+        edge_matrix = edge_matrix[:, torch.cat([selected, torch.arange(n_feat, n)])]
+    edge_matrix = edge_matrix[row_to_node_index.argsort()]
+    adj = torch.zeros(edge_matrix.shape[1], edge_matrix.shape[1])
+    adj[:max_nodes] = edge_matrix[:max_nodes]
+    adj[-n_logits:] = edge_matrix[max_nodes:]
+    del edge_matrix
+    phases["partial_influence_s"] = influence_s
+    phases["active_features"] = n_feat
     phases["backward_s"] = time.perf_counter() - t0
     phases["batches"] = batches
     del keep, state
-    return adj, top_p, n_feat, (f_layer, f_pos, f_id)
+    return adj, top_p, max_nodes, (f_layer[selected], f_pos[selected], f_id[selected])
 
 
-def run(m, tcs, ids, k, batch_size):
+def run(m, tcs, ids, k, batch_size, max_feature_nodes=None):
     phases = {}
     t0 = time.perf_counter()
-    adj, top_p, n_feat, feats = attribute(m, tcs, ids, k, batch_size, phases)
+    adj, top_p, n_feat, feats = attribute(m, tcs, ids, k, batch_size, phases, max_feature_nodes)
     t1 = time.perf_counter()
     T, L = len(ids), m.L
     node_mask, edge_mask, _ = prune_graph(adj, top_p, T, n_feat)
@@ -399,6 +447,9 @@ def main():
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--max-feature-nodes", type=int, default=7500,
+                    help="circuit-tracer's max_feature_nodes (0: every active feature); with --batch-size 256 the "
+                         "visiting queues (update_interval 4 x batch_size) are attnscope_bench's")
     a = ap.parse_args()
     if a.demo:
         demo_check(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -412,14 +463,14 @@ def main():
     out = []
     for _ in range(a.runs):
         reset_peak_rss()
-        phases, adj, _ = run(m, tcs, ids, a.k, a.batch_size)
+        phases, adj, _ = run(m, tcs, ids, a.k, a.batch_size, a.max_feature_nodes or None)
         phases["peak_rss_mib"] = peak_rss_mib()
         del adj
         out.append(phases)
         print(json.dumps(phases), file=sys.stderr, flush=True)
     from blas_library import mapped_tuned_blas
     print(json.dumps({"tool": "torch_graph", "model": os.path.basename(os.path.normpath(a.model)), "blas": mapped_tuned_blas(),
-                      "batch_size": a.batch_size, "d_sae": a.d_sae, "k": a.k, "S": a.seq, "runs": out}, indent=1))
+                      "batch_size": a.batch_size, "max_feature_nodes": a.max_feature_nodes, "d_sae": a.d_sae, "k": a.k, "S": a.seq, "runs": out}, indent=1))
 
 
 if __name__ == "__main__":

@@ -661,6 +661,110 @@ def graph_scores(adj, logit_p, n_tokens, n_features, n_layers):
     return float(replacement), float(completeness)
 
 
+# ----------------------------------------------------------------------------- bounded feature nodes
+
+BOUNDED_CASES = [(40, 8, 1), (150, 16, 2), (333, 64, 4)]  # (max_feature_nodes, batch_size, update_interval)
+BOUNDED_CONVENTIONS = (
+    "circuit-tracer's attribute (attribution/attribute_transformerlens.py) with max_feature_nodes below the active "
+    "features: phase 3 logit rows first; phase 4 visits features in queues of update_interval * batch_size, each "
+    "the unvisited features ranked by compute_partial_influences (graph.py: |rows| normalised by max(row sum, 1e-8), "
+    "prod = logit probabilities on the logit columns, prod <- prod[row_to_node_index] @ N until 0) over the rows so "
+    "far, ties broken by the lower node index (torch.argsort(stable=True)); phase 5 keeps the visited features' "
+    "columns and sorts the rows into node order; then prune_graph and compute_graph_scores on that square. A row "
+    "does not depend on which rows were computed before it, so the rows here are the full graph's (float64 autograd). "
+    "selected_features: [layer, pos, feature] of the visited features in node order.")
+
+
+def compute_partial_influences(edge_matrix, logit_p, row_to_node_index, max_iter=128):
+    normalized = edge_matrix.abs()
+    normalized = normalized / normalized.sum(dim=1, keepdim=True).clamp(min=1e-8)
+    influences = torch.zeros(edge_matrix.shape[1], dtype=torch.float64)
+    prod = torch.zeros(edge_matrix.shape[1], dtype=torch.float64)
+    prod[-len(logit_p):] = logit_p
+    for _ in range(max_iter):
+        prod = prod[row_to_node_index] @ normalized
+        if not prod.any():
+            break
+        influences += prod
+    else:
+        raise RuntimeError("Failed to converge")
+    return influences
+
+
+CUSTOM_CONVENTIONS = (
+    "circuit-tracer's custom attribution targets (attribution/targets.py CustomTarget): the direction u is injected "
+    "at ln_f's output of the last position as given (not demeaned); value = u . ln_f(x)[last]. row: the target's "
+    "incoming edges over [features, errors, tokens] (float64 autograd, route 1); value and constant from the "
+    "knock-out forward (route 2), constant = value - sum(row).")
+
+
+def custom_targets(W, idx, ids, rec, tcs, feats, acts, err, mlp_const, W_U, logit_idx, enc, out_dir):
+    """Three custom targets: logit(top 1) - logit(top 2), the decoder row of layer 1's first active feature, and a
+    fixed pseudo-random vector written to demo_target_vector.npy (float32)."""
+    x, y = int(logit_idx[0]), int(logit_idx[1])
+    L1 = [f for f in feats if f[0] == 1][0]
+    gen = np.random.default_rng(7)
+    vec32 = (gen.standard_normal(W_U.shape[0]) / np.sqrt(W_U.shape[0])).astype("<f4")
+    os.makedirs(out_dir, exist_ok=True)
+    np.save(os.path.join(out_dir, "demo_target_vector.npy"), vec32)
+    specs = [("diff:%s,%s" % (enc.decode([x]), enc.decode([y])), W_U[:, x] - W_U[:, y]),
+             ("feature: 1:%d" % L1[2], tcs[1]["W_dec"][L1[2]].clone()),
+             ("vector: demo_target_vector.npy", torch.tensor(vec32.astype(np.float64)))]
+    vecs = torch.stack([v for _, v in specs])
+    rows = attribution_autograd(W, idx, rec, tcs, feats, acts, err, vecs).numpy()[len(feats):]
+    _, values, constants, _, _ = attribution_knockout(W, rec, tcs, ids, feats, acts, err, mlp_const, vecs)
+    values, constants = values[len(feats):], constants[len(feats):]
+    lnf_last = rec["lnf_out"][len(ids) - 1]
+    out = []
+    for k, (spec, v) in enumerate(specs):
+        value = float(v @ lnf_last)
+        assert abs(value - values[k]) <= 1e-10 * max(1.0, abs(value)), (value, values[k])
+        assert abs(rows[k].sum() + constants[k] - value) <= 1e-10 * max(1.0, abs(value))
+        out.append({"spec": spec, "value": value, "constant": float(constants[k]), "row": rows[k].tolist()})
+    return {"conventions": CUSTOM_CONVENTIONS, "targets": out}
+
+
+def bounded_case(rows, feats, logit_p, T, n_layers, n_feat, n_logits, max_feature_nodes, batch_size, update_interval):
+    """circuit-tracer's phases 3-5 on the full rows [n_feat + n_logits, logit_offset], then pruning and scores."""
+    logit_offset = n_feat + (n_layers + 1) * T
+    total_nodes = logit_offset + n_logits
+    full_rows = torch.tensor(rows, dtype=torch.float64)
+    edge_matrix = torch.zeros(max_feature_nodes + n_logits, total_nodes, dtype=torch.float64)
+    row_to_node_index = torch.zeros(max_feature_nodes + n_logits, dtype=torch.long)
+    edge_matrix[:n_logits, :logit_offset] = full_rows[n_feat:]
+    row_to_node_index[:n_logits] = torch.arange(n_logits) + logit_offset
+    st = n_logits
+    visited = torch.zeros(n_feat, dtype=torch.bool)
+    n_visited = 0
+    lp = torch.tensor(logit_p, dtype=torch.float64)
+    while n_visited < max_feature_nodes:
+        influences = compute_partial_influences(edge_matrix[:st], lp, row_to_node_index[:st])
+        feature_rank = torch.argsort(influences[:n_feat], descending=True, stable=True)
+        queue_size = min(update_interval * batch_size, max_feature_nodes - n_visited)
+        pending = feature_rank[~visited[feature_rank]][:queue_size]
+        for idx_batch in [pending[i:i + batch_size] for i in range(0, len(pending), batch_size)]:
+            n_visited += len(idx_batch)
+            edge_matrix[st:st + len(idx_batch), :logit_offset] = full_rows[idx_batch]
+            row_to_node_index[st:st + len(idx_batch)] = idx_batch
+            visited[idx_batch] = True
+            st += len(idx_batch)
+    selected = torch.where(visited)[0]
+    col_read = torch.cat([selected, torch.arange(n_feat, total_nodes)])
+    edge_matrix = edge_matrix[:, col_read]
+    edge_matrix = edge_matrix[row_to_node_index.argsort()]
+    m = edge_matrix.shape[1]
+    adj = torch.zeros(m, m, dtype=torch.float64)
+    adj[:max_feature_nodes] = edge_matrix[:max_feature_nodes]
+    adj[-n_logits:] = edge_matrix[max_feature_nodes:]
+    adj = adj.numpy()
+    pr = prune_graph(adj, logit_p, T, max_feature_nodes, NODE_THRESHOLD, EDGE_THRESHOLD)
+    replacement, completeness = graph_scores(adj, logit_p, T, max_feature_nodes, n_layers)
+    return {"max_feature_nodes": max_feature_nodes, "batch_size": batch_size, "update_interval": update_interval,
+            "selected_features": [list(feats[int(i)]) for i in selected],
+            "n_kept_nodes": int(pr["node_mask"].sum()), "n_kept_edges": int(pr["edge_mask"].sum()),
+            "replacement_score": replacement, "completeness_score": completeness}
+
+
 # ----------------------------------------------------------------------------- intervention
 
 def decoder_writes(tcs, L, fi, dv):
@@ -772,6 +876,9 @@ def main():
     ap.add_argument("--transcoders", default=None,
                     help="circuit-tracer folder to use instead of the --set one (relative to "
                          "--root); the output file names still follow --set")
+    ap.add_argument("--bounded-only", action="store_true",
+                    help="write only demo_graph_bounded_reference.json: circuit-tracer's max_feature_nodes ordering "
+                         "(see bounded_cases)")
     args = ap.parse_args()
     t0 = time.time()
     torch.set_num_threads(1)
@@ -853,6 +960,23 @@ def main():
     adj = np.zeros((n_nodes, n_nodes))
     adj[:n_feat, :logit_off] = rows[:n_feat]
     adj[logit_off:, :logit_off] = rows[n_feat:]
+    if args.bounded_only:
+        out = {"conventions": BOUNDED_CONVENTIONS, "generator": "tools/graph_reference.py --bounded-only",
+               "prompt": args.prompt, "token_ids": ids, "n_active_features": n_feat,
+               "cases": [bounded_case(rows, feats, logit_p.numpy(), T, n_layers, n_feat, n_logits, *c)
+                         for c in BOUNDED_CASES],
+               "custom_targets": custom_targets(W, idx, ids, rec, tcs, feats, acts, err, mlp_const, W_U,
+                                                logit_idx, enc, args.out)}
+        os.makedirs(args.out, exist_ok=True)
+        jpath = os.path.join(args.out, prefix + "_graph_bounded_reference.json")
+        with open(jpath, "w", encoding="utf-8") as f:
+            f.write(to_json(out) + "\n")
+        for c in out["cases"]:
+            print("max_feature_nodes %d (batch %d, interval %d): %d nodes, %d edges kept; scores %.4f %.4f" % (
+                c["max_feature_nodes"], c["batch_size"], c["update_interval"], c["n_kept_nodes"],
+                c["n_kept_edges"], c["replacement_score"], c["completeness_score"]))
+        print("%s %d bytes; %.1fs" % (jpath, os.path.getsize(jpath), time.time() - t0))
+        return
 
     # 4. completeness: value = sum of incoming edges + constant
     pre_active = np.array([float(pre[L, p, f]) for L, p, f in feats])

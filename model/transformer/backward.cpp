@@ -354,12 +354,11 @@ GradientCache runBackward(const Model& model, const ActivationCache& cache, std:
         throw InputError(QCoreApplication::translate("backward", "The backward pass needs the forward pass's layers (a cache with "
                                                                  "%1 of %2 layers was given).").arg(nLayers).arg(cfg.n_layers));
     const qint64 need = estimateGradientBytes(cfg, S, options);
-    const CacheBudget budget = cacheBudget();
-    if (need > budget.bytes)
-        throw InputError(QCoreApplication::translate("backward",
-                             "The gradients of %1 positions need %2 but the memory budget is %3 (%4). Shorten the "
-                             "prompt, or leave out the pattern gradients.")
-                             .arg(S).arg(formatBytes(need), formatBytes(budget.bytes), budget.origin));
+    requireWithinBudget(need, [&](const CacheBudget& budget) {
+        return QCoreApplication::translate("backward", "The gradients of %1 positions need %2 but the memory budget is %3 (%4). "
+                                                       "Shorten the prompt, or leave out the pattern gradients.")
+            .arg(S).arg(formatBytes(need), formatBytes(budget.bytes), budget.origin);
+    });
 
     GradientCache out;
     out.tokens = cache.tokens;

@@ -131,6 +131,11 @@ CacheBudget cacheBudget(double fraction) {
     return {qint64(double(available.bytes) * fraction), fractionOf(fraction, available.source)};
 }
 
+void requireWithinBudget(qint64 need, const std::function<QString(const CacheBudget& budget)>& overBudget) {
+    const CacheBudget budget = cacheBudget();
+    if (budget.bytes >= 0 && need > budget.bytes) throw InputError(overBudget(budget));
+}
+
 qint64 cacheBudgetBytes(double fraction) { return cacheBudget(fraction).bytes; }
 
 QString cacheBudgetOrigin() {

@@ -9,6 +9,7 @@
 
 #include <QString>
 #include <QtGlobal>
+#include <functional>
 #include <limits>
 
 namespace attnscope {
@@ -79,6 +80,10 @@ struct CacheBudget {
 /// for tests and for users who know better) when set. Throws memoryBudgetError() as InputError when the
 /// variable is set to anything but a positive integer (never ignored silently).
 CacheBudget cacheBudget(double fraction = 0.5);
+/// The one memory guard of the large computations (attribution graphs, edge attribution, the backward pass): throws
+/// InputError(overBudget(budget)) when `need` bytes exceed cacheBudget(); an unknown budget (−1: the available memory
+/// could not be read) refuses nothing. A bad ATTNSCOPE_MEMORY_BUDGET throws its own error (cacheBudget).
+void requireWithinBudget(qint64 need, const std::function<QString(const CacheBudget& budget)>& overBudget);
 /// cacheBudget(fraction).bytes.
 qint64 cacheBudgetBytes(double fraction = 0.5);
 /// "" or why ATTNSCOPE_MEMORY_BUDGET's value is not a budget ("ATTNSCOPE_MEMORY_BUDGET=abc is not a number of

@@ -15,6 +15,7 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/generate.h"
 #include "support/error_capture.h"
+#include "support/random_transcoders.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
 
@@ -27,47 +28,6 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-
-/// Random per-layer ReLU transcoders for `cfg` (reading ln2.hook_normalized, writing hook_mlp_out), the weights owned
-/// by the coders; b_enc leans negative so that about a quarter of the features fire. With `skipLayer` ≥ 0 that layer's
-/// transcoder also has a W_skip.
-DictionarySet randomTranscoders(const ModelConfig& cfg, int dSae, unsigned seed, int skipLayer = -1) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<float> n(0.0f, 1.0f);
-    DictionarySet set;
-    set.path = QStringLiteral("random transcoders");
-    set.kind = QStringLiteral("transcoder_set");
-    const int d = cfg.d_model;
-    auto owned = [&](size_t count, float scale, float shift) {
-        auto v = std::make_shared<std::vector<float>>(count);
-        for (float& x : *v) x = shift + scale * n(gen);
-        return v;
-    };
-    for (int l = 0; l < cfg.n_layers; ++l) {
-        SparseCoder c;
-        c.path = set.path;
-        c.hookIn = QStringLiteral("blocks.%1.ln2.hook_normalized").arg(l);
-        c.hookOut = QStringLiteral("blocks.%1.hook_mlp_out").arg(l);
-        c.d_in = c.d_out = d;
-        c.d_sae = dSae;
-        c.architecture = QStringLiteral("transcoder");
-        const auto enc = owned(size_t(d) * dSae, 1.0f / std::sqrt(float(d)), 0), dec = owned(size_t(dSae) * d, 1.0f / std::sqrt(float(dSae)), 0),
-                   be = owned(size_t(dSae), 0.3f, -0.6f), bd = owned(size_t(d), 0.05f, 0);
-        c.W_enc = Weight{enc->data(), d, dSae, dSae, WeightType::F32, false};
-        c.W_dec = Weight{dec->data(), dSae, d, d, WeightType::F32, false};
-        c.b_enc = Weight{be->data(), 1, dSae, dSae, WeightType::F32, false};
-        c.b_dec = Weight{bd->data(), 1, d, d, WeightType::F32, false};
-        c.owners = {enc, dec, be, bd};
-        if (l == skipLayer) {
-            const auto skip = owned(size_t(d) * d, 0.3f / std::sqrt(float(d)), 0);
-            c.W_skip = Weight{skip->data(), d, d, d, WeightType::F32, false};
-            c.owners.push_back(skip);
-            c.architecture = QStringLiteral("skip_transcoder");
-        }
-        set.coders.push_back(std::move(c));
-    }
-    return set;
-}
 
 /// Checks the columns of up to `maxSources` feature and error sources (the most influential, then every layer's
 /// error at the last position) by knock-out: the frozen replacement model run forward with the source removed moves
@@ -406,9 +366,9 @@ void TestAttributionGraph::refusesAGraphOverTheMemoryBudget() {
     qputenv("ATTNSCOPE_MEMORY_BUDGET", "1000000");
     const QString message = inputErrorOf([&] { attributeGraph(rm_); });
     qunsetenv("ATTNSCOPE_MEMORY_BUDGET");
-    QCOMPARE(message, QStringLiteral("The attribution graph of 7 positions has 561 nodes (530 active features) and needs 5.5 MB, but the "
-                                     "memory budget is 976.6 kB (set by ATTNSCOPE_MEMORY_BUDGET). Shorten the prompt or use a dictionary "
-                                     "with fewer active features."));
+    QCOMPARE(message, QStringLiteral("The attribution graph of 7 positions (530 active features, 530 of them as nodes) needs 9.1 MB (rows "
+                                     "1.2 MB, pruning 3.5 MB), but the memory budget is 976.6 kB (set by ATTNSCOPE_MEMORY_BUDGET). Use "
+                                     "fewer feature nodes (--max-feature-nodes) or a shorter prompt."));
 }
 
 void TestAttributionGraph::interventionsMatchTheReference() {

@@ -15,6 +15,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -90,6 +91,22 @@ GraphPanel::GraphPanel(QWidget* parent)
     edgeThreshold_->setValue(0.98);
     edgeThreshold_->setPrefix(tr("edges "));
     edgeThreshold_->setToolTip(tr("Keep edges up to this share of the cumulative edge score (circuit-tracer's edge_threshold)"));
+    maxFeatureNodes_ = new QSpinBox;
+    maxFeatureNodes_->setRange(0, 1000000);
+    maxFeatureNodes_->setSingleStep(500);
+    maxFeatureNodes_->setValue(AttributionOptions{}.maxFeatureNodes);
+    maxFeatureNodes_->setPrefix(tr("feature nodes "));
+    maxFeatureNodes_->setSpecialValueText(tr("every feature"));
+    maxFeatureNodes_->setToolTip(tr("At most this many feature nodes, visited in order of their influence on the logits "
+                                    "(circuit-tracer's max_feature_nodes); bounds the graph's memory on long prompts. 0: every "
+                                    "active feature"));
+    targets_ = new QLineEdit;
+    targets_->setPlaceholderText(tr("targets: the likeliest logits"));
+    targets_->setToolTip(tr("What the graph explains (circuit-tracer's attribution targets). Empty: the likeliest next tokens. "
+                            "Tokens: \" Paris, London\"; ids: \"ids: 464, 1234\"; a logit difference: \"diff: Paris, London\"; "
+                            "a feature's decoder row: \"feature: 1:300\"; a d_model vector: \"vector: FILE.npy\"; a custom "
+                            "target's weight: \"… @0.5\""));
+    targets_->setMinimumWidth(160);
     summary_ = textLine();
     plot_ = new GraphPlot;
     plot_->clear(tr("No graph yet."));
@@ -144,7 +161,7 @@ GraphPanel::GraphPanel(QWidget* parent)
 
     // layout: the build row, the file row, the summary; the plot beside the node card and the supernodes
     auto* layout = new QVBoxLayout(this);
-    tool_.addTo(layout, {new QLabel(tr("Transcoders")), transcoderBox_, openSet_, nodeThreshold_, edgeThreshold_}, nullptr);
+    tool_.addTo(layout, {new QLabel(tr("Transcoders")), transcoderBox_, openSet_, targets_, maxFeatureNodes_, nodeThreshold_, edgeThreshold_}, nullptr);
     tool_.setProgressInStatus(true);
     auto* files = new QHBoxLayout;
     for (QWidget* w : std::initializer_list<QWidget*>{openJson, saveJson, exportFigure, pinnedOnly_}) files->addWidget(w);
@@ -286,6 +303,8 @@ void GraphPanel::build() {
         return;
     }
     const PruneOptions pruning{nodeThreshold_->value(), edgeThreshold_->value()};
+    AttributionOptions attribution;
+    attribution.maxFeatureNodes = maxFeatureNodes_->value();
     NeuronpediaGraphInfo info;
     info.prompt = model_->tokenizer().decode(cache_->tokens);
     info.slug = QStringLiteral("attnscope-graph");
@@ -294,24 +313,28 @@ void GraphPanel::build() {
         info.pinnedIds = doc_->pinnedIds;
         info.supernodes = doc_->supernodes;
     }
-    tool_.start(tr("Building the attribution graph…"), [this, model = model_, set = set_, tokens = cache_->tokens, pruning, info](const BackgroundTask::Context& ctx) {
+    tool_.start(tr("Building the attribution graph…"), [this, model = model_, set = set_, tokens = cache_->tokens, pruning, attribution, info,
+                                                          targets = targets_->text()](const BackgroundTask::Context& ctx) mutable {
         auto b = std::make_shared<BuiltGraph>();
         b->model = model;
         b->transcoders = set;
         b->rm = buildReplacementModel(*model, *set, tokens, ctx.progress);
-        b->graph = attributeGraph(b->rm, {}, ctx.progress);
+        if (!targets.trimmed().isEmpty()) attribution.targets = parseAttributionTargets(targets, b->rm);
+        b->graph = attributeGraph(b->rm, attribution, ctx.progress);
         b->pruned = pruneGraph(b->graph, pruning);
         b->scores = graphScores(b->graph);
         auto doc = std::make_shared<GraphDocument>(graphDocumentFromGraph(b->graph, b->pruned, model->tokenizer(), pruning, info));
         return std::function<void()>([this, b, doc, pruning] {
             built_ = b;
-            const GraphNode& top = b->graph.nodes[size_t(b->graph.logitOffset)];
             showDocument(doc, tr("Attribution graph of %1 → %2").arg(QStringLiteral("“%1”").arg(doc->prompt.simplified()),
-                                                                    tokenText(*b->model, top.id)));
-            summary_->setText(tr("Replacement score %1, completeness %2 · %3 active features, %4 nodes; kept %5 nodes and %6 edges "
+                                                                    targetLabel(b->graph, b->model->tokenizer(), b->graph.logitOffset)));
+            const QString features = b->graph.nFeatures() < b->graph.nActiveFeatures
+                                         ? tr("%1 active features, the %2 most influential as nodes").arg(b->graph.nActiveFeatures).arg(b->graph.nFeatures())
+                                         : tr("%1 active features").arg(b->graph.nFeatures());
+            summary_->setText(tr("Replacement score %1, completeness %2 · %3, %4 nodes; kept %5 nodes and %6 edges "
                                  "(node threshold %7, edge threshold %8).")
                                   .arg(b->scores.replacement, 0, 'f', 3).arg(b->scores.completeness, 0, 'f', 3)
-                                  .arg(b->graph.nFeatures()).arg(b->graph.nNodes()).arg(doc->nodes.size()).arg(doc->links.size())
+                                  .arg(features).arg(b->graph.nNodes()).arg(doc->nodes.size()).arg(doc->links.size())
                                   .arg(pruning.nodeThreshold, 0, 'f', 2).arg(pruning.edgeThreshold, 0, 'f', 2));
             tool_.setStatus(tr("Built. Hover a node for its card; click one to select it and list its edges."));
             if (const int i = doc_->indexOf(pendingSelection_); i >= 0) selectNode(i); // a session's selected node
@@ -639,13 +662,15 @@ void GraphPanel::intervene(int supernode, double factor) {
 }
 
 QJsonObject GraphPanel::saveState() const {
-    return QJsonObject{{"transcoders", setPath_}, {"node_threshold", nodeThreshold_->value()}, {"edge_threshold", edgeThreshold_->value()},
+    return QJsonObject{{"transcoders", setPath_}, {"max_feature_nodes", maxFeatureNodes_->value()}, {"targets", targets_->text()}, {"node_threshold", nodeThreshold_->value()}, {"edge_threshold", edgeThreshold_->value()},
                        {"pinned_only", pinnedOnly_->isChecked()}, {"factor", factor_->value()},
                        {"selected", doc_ && selected_ >= 0 ? doc_->nodes[size_t(selected_)].nodeId : QString()}};
 }
 
 void GraphPanel::restoreState(const QJsonObject& state, QStringList* problems) {
     Q_UNUSED(problems);
+    maxFeatureNodes_->setValue(state.value(QStringLiteral("max_feature_nodes")).toInt(maxFeatureNodes_->value()));
+    targets_->setText(state.value(QStringLiteral("targets")).toString(targets_->text()));
     nodeThreshold_->setValue(state.value(QStringLiteral("node_threshold")).toDouble(nodeThreshold_->value()));
     edgeThreshold_->setValue(state.value(QStringLiteral("edge_threshold")).toDouble(edgeThreshold_->value()));
     pinnedOnly_->setChecked(state.value(QStringLiteral("pinned_only")).toBool(pinnedOnly_->isChecked()));

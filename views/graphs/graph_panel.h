@@ -27,6 +27,7 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QSpinBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -130,6 +131,8 @@ private:
     BackgroundTool interveneTool_;
     QComboBox* transcoderBox_ = nullptr;
     QPushButton* openSet_ = nullptr;
+    QLineEdit* targets_ = nullptr;
+    QSpinBox* maxFeatureNodes_ = nullptr;
     QDoubleSpinBox* nodeThreshold_ = nullptr;
     QDoubleSpinBox* edgeThreshold_ = nullptr;
     QLabel* summary_ = nullptr;

@@ -218,11 +218,11 @@ EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs,
     backward.patternGradients = false;
     const qint64 need = 2 * matrixBytes(ix.senders(), qint64(S) * D) + matrixBytes(3 * cfg.n_heads + 1, qint64(S) * D) +
                         estimateGradientBytes(cfg, S, backward);
-    const CacheBudget budget = cacheBudget();
-    if (budget.bytes >= 0 && need > budget.bytes)
-        throw InputError(tr("Edge attribution over %1 positions needs %2 (the %3 senders' differences, a layer's receiver "
-                            "gradients and the backward pass) but the memory budget is %4 (%5). Shorten the prompt.")
-                             .arg(S).arg(formatBytes(need)).arg(ix.senders()).arg(formatBytes(budget.bytes), budget.origin));
+    requireWithinBudget(need, [&](const CacheBudget& budget) {
+        return tr("Edge attribution over %1 positions needs %2 (the %3 senders' differences, a layer's receiver gradients and "
+                  "the backward pass) but the memory budget is %4 (%5). Shorten the prompt.")
+            .arg(S).arg(formatBytes(need)).arg(ix.senders()).arg(formatBytes(budget.bytes), budget.origin);
+    });
 
     out.graph = edgeGraph(cfg);
     const std::vector<size_t> starts = receiverStarts(out.graph, ix);

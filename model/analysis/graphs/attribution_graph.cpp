@@ -1,7 +1,9 @@
 #include "model/analysis/graphs/attribution_graph.h"
 
+#include "model/analysis/common/token_json.h"
 #include "model/analysis/graphs/graph_backward.h"
 #include "model/core/errors.h"
+#include "model/core/team_loop.h"
 #include "model/features/sparse_coder.h"
 #include "model/transformer/cache_budget.h"
 
@@ -11,13 +13,45 @@
 
 namespace attnscope {
 
+qint64 GraphMemory::peak() const {
+    const qint64 attribution = sources + rows + batch + vectors;
+    const qint64 packing = square ? rows + square + vectors : 0;
+    const qint64 prune = (square ? square : rows) + pruning + vectors;
+    return std::max({attribution, packing, prune});
+}
 
-qint64 estimateGraphBytes(const ModelConfig& cfg, int nPositions, qint64 nFeatures, const AttributionOptions& options,
-                          double writesPerFeature) {
-    const qint64 n = nFeatures + qint64(cfg.n_layers + 1) * nPositions + options.maxLogits;
+GraphMemory estimateGraphMemory(const ModelConfig& cfg, int nPositions, qint64 nActiveFeatures, qint64 writes, int nLogits,
+                                const AttributionOptions& options) {
+    const qint64 T = nPositions, other = qint64(cfg.n_layers + 1) * T + nLogits; // errors, tokens, logits
+    const qint64 n = nActiveFeatures + other;
+    const bool bounded = options.maxFeatureNodes > 0 && options.maxFeatureNodes < nActiveFeatures;
+    const qint64 visited = bounded ? options.maxFeatureNodes : nActiveFeatures, m = visited + other;
     const qint64 width = std::max<qint64>(cfg.d_model, qint64(cfg.n_heads) * cfg.d_head);
-    const qint64 rows = std::max<qint64>(options.batchRows, nPositions);
-    return n * n * 4 + 8 * n + qint64(double(nFeatures) * writesPerFeature) * cfg.d_model * 4 + 4 * rows * width * 4;
+    const qint64 batchRows = std::max<qint64>(options.batchRows, T);
+    GraphMemory g;
+    g.sources = writes * cfg.d_model * 4;
+    g.rows = (bounded ? visited + nLogits : n) * n * 4;
+    g.square = bounded ? m * m * 4 : 0;
+    // G, ∂/∂z, dV, the norm's input and output, a skip's and a post-norm's copies: 7 [batch·pos, width] float32
+    g.batch = 7 * batchRows * width * 4 + batchRows / std::max<qint64>(T, 1) * n * 4;
+    g.vectors = 8 * n * 8;
+    // the kept nodes' normalised copy, and one double score per possible edge (rows of features and logits)
+    g.pruning = m * m * 4 + (visited + nLogits) * m * 8;
+    return g;
+}
+
+void requireGraphFits(const ModelConfig& cfg, int nPositions, qint64 nActiveFeatures, qint64 writes, int nLogits,
+                      const AttributionOptions& options) {
+    const GraphMemory mem = estimateGraphMemory(cfg, nPositions, nActiveFeatures, writes, nLogits, options);
+    const qint64 need = mem.peak();
+    const qint64 nodes = options.maxFeatureNodes > 0 ? std::min<qint64>(options.maxFeatureNodes, nActiveFeatures) : nActiveFeatures;
+    requireWithinBudget(need, [&](const CacheBudget& budget) {
+        return QStringLiteral("The attribution graph of %1 positions (%2 active features, %3 of them as nodes) needs %4 (rows %5, "
+                              "pruning %6), but the memory budget is %7 (%8). Use fewer feature nodes (--max-feature-nodes) or a "
+                              "shorter prompt.")
+            .arg(nPositions).arg(nActiveFeatures).arg(nodes)
+            .arg(formatBytes(need), formatBytes(mem.rows + mem.square), formatBytes(mem.pruning), formatBytes(budget.bytes), budget.origin);
+    });
 }
 
 std::vector<GraphNode> selectLogitNodes(const ReplacementModel& rm, const AttributionOptions& options) {
@@ -28,6 +62,23 @@ std::vector<GraphNode> selectLogitNodes(const ReplacementModel& rm, const Attrib
     std::vector<double> p(static_cast<size_t>(logits.size()));
     double z = 0;
     for (Eigen::Index v = 0; v < logits.size(); ++v) z += (p[size_t(v)] = std::exp(double(logits(v)) - m));
+    if (!options.targets.empty()) {
+        std::vector<GraphNode> nodes;
+        const int dVocab = rm.model->config().d_vocab;
+        for (size_t i = 0; i < options.targets.size(); ++i) {
+            const AttributionTarget& t = options.targets[i];
+            if (t.tokenId >= 0) {
+                if (t.tokenId >= dVocab) throw InputError(QStringLiteral("target token %1 is outside the vocabulary").arg(t.tokenId));
+                nodes.push_back({GraphNodeKind::Logit, rm.nLayers(), last, t.tokenId, float(p[size_t(t.tokenId)] / z)});
+            } else {
+                if (t.direction.size() != rm.model->config().d_model)
+                    throw InputError(QStringLiteral("target \"%1\" has %2 entries but d_model is %3")
+                                         .arg(t.label).arg(t.direction.size()).arg(rm.model->config().d_model));
+                nodes.push_back({GraphNodeKind::Logit, rm.nLayers(), last, dVocab + int(i), float(t.weight)});
+            }
+        }
+        return nodes;
+    }
     std::vector<int> order(p.size());
     std::iota(order.begin(), order.end(), 0);
     const int top = std::min<int>(std::max(options.maxLogits, 1), int(order.size()));
@@ -49,17 +100,30 @@ std::vector<GraphNode> selectLogitNodes(const ReplacementModel& rm, const Attrib
     return nodes;
 }
 
-AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOptions& options, const Progress& progress) {
-    const Model& model = *rm.model;
-    const ModelConfig& cfg = model.config();
-    const int T = rm.nPositions(), nL = cfg.n_layers;
-    AttributionGraph gr;
-    gr.tokens = rm.tokens;
-    gr.nLayers = nL;
+RowVector targetDirection(const ReplacementModel& rm, const AttributionGraph& graph, int node, const RowVector& meanU) {
+    const GraphNode& n = graph.nodes[size_t(node)];
+    if (n.kind != GraphNodeKind::Logit) throw InputError(QStringLiteral("node %1 is not a logit node").arg(node));
+    if (n.id >= graph.dVocab) return graph.options.targets[size_t(n.id - graph.dVocab)].direction;
+    RowVector u(rm.model->config().d_model);
+    rm.model->globals().W_U_T.copyRow(n.id, u.data());
+    return u - meanU;
+}
 
-    // feature nodes, by (layer, position, feature)
-    std::vector<std::vector<int>> firstAt(static_cast<size_t>(nL)); // [layer][pos] index of its first node; [T] the end
-    for (int l = 0; l < nL; ++l) {
+QString targetLabel(const AttributionGraph& graph, const Tokenizer& tokenizer, int node) {
+    const GraphNode& n = graph.nodes[size_t(node)];
+    if (n.kind == GraphNodeKind::Logit && n.id >= graph.dVocab && graph.dVocab > 0)
+        return graph.options.targets[size_t(n.id - graph.dVocab)].label;
+    return tokenText(tokenizer, n.id);
+}
+
+namespace {
+
+/// Phase 1: every active feature as a node, by (layer, position, feature); firstAt[layer][pos] the index of its first
+/// node there ([T]: the end).
+std::vector<std::vector<int>> addFeatureNodes(const ReplacementModel& rm, AttributionGraph& gr) {
+    const int T = rm.nPositions();
+    std::vector<std::vector<int>> firstAt(static_cast<size_t>(rm.nLayers()));
+    for (int l = 0; l < rm.nLayers(); ++l) {
         const Matrix& f = rm.activations[size_t(l)];
         for (int p = 0; p < T; ++p) {
             firstAt[size_t(l)].push_back(int(gr.nodes.size()));
@@ -68,8 +132,14 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
         }
         firstAt[size_t(l)].push_back(int(gr.nodes.size()));
     }
-    // what they write at each layer's MLP output: a per-layer transcoder's features at their own layer only, a
-    // cross-layer transcoder's at every layer from theirs up
+    return firstAt;
+}
+
+/// Phase 2: what the features write at each layer's MLP output: a per-layer transcoder's features at their own layer
+/// only, a cross-layer transcoder's at every layer from theirs up.
+std::vector<LayerSources> featureSources(const ReplacementModel& rm, const AttributionGraph& gr,
+                                         const std::vector<std::vector<int>>& firstAt) {
+    const int T = rm.nPositions(), nL = rm.nLayers();
     std::vector<LayerSources> sources(static_cast<size_t>(nL));
     for (int l = 0; l < nL; ++l) {
         const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(l)]);
@@ -77,82 +147,255 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
         std::vector<SparseCoder> into;
         for (int i = lowest; i <= l; ++i) into.push_back(decoderInto(rm, i, l));
         LayerSources& s = sources[size_t(l)];
-        std::vector<RowVector> rows;
+        qint64 count = 0;
+        for (int i = lowest; i <= l; ++i) count += firstAt[size_t(i)][size_t(T)] - firstAt[size_t(i)][0];
+        s.vectors.resize(Eigen::Index(count), rm.model->config().d_model);
         s.begin.assign(size_t(T) + 1, 0);
         for (int p = 0; p < T; ++p) {
-            s.begin[size_t(p)] = int(rows.size());
+            s.begin[size_t(p)] = int(s.node.size());
             for (int i = lowest; i <= l; ++i)
                 for (int node = firstAt[size_t(i)][size_t(p)]; node < firstAt[size_t(i)][size_t(p) + 1]; ++node) {
                     const GraphNode& fn = gr.nodes[size_t(node)];
+                    s.vectors.row(Eigen::Index(s.node.size())) = fn.activation * decoderDirectionAt(into[size_t(i - lowest)], fn.id, x.row(p));
                     s.node.push_back(node);
-                    rows.push_back(fn.activation * decoderDirectionAt(into[size_t(i - lowest)], fn.id, x.row(p)));
                 }
         }
-        s.begin[size_t(T)] = int(rows.size());
-        s.vectors.resize(Eigen::Index(rows.size()), cfg.d_model);
-        for (size_t i = 0; i < rows.size(); ++i) s.vectors.row(Eigen::Index(i)) = rows[i];
+        s.begin[size_t(T)] = int(s.node.size());
     }
+    return sources;
+}
+
+/// circuit-tracer's compute_partial_influences (graph.py) in double over the stored rows [0, nRows) of R: N = |R| with
+/// each row divided by max(its sum, 1e-8); prod starts as the logit probabilities on the logit columns; then
+/// prod ← prod[rowNode] · N, summed into the influences, until prod is exactly 0 (the graph is acyclic). [columns]
+std::vector<double> partialInfluences(const Matrix& R, int nRows, const std::vector<int>& rowNode, const AttributionGraph& gr) {
+    const Eigen::Index n = R.cols();
+    std::vector<double> scale(size_t(nRows), 0.0);
+    teamFor(nRows, nRows * n > (1 << 20), [&](int r) {
+        const float* row = &R(r, 0);
+        double sum = 0;
+        for (Eigen::Index c = 0; c < n; ++c) sum += std::abs(double(row[c]));
+        scale[size_t(r)] = 1.0 / std::max(sum, 1e-8);
+    });
+    std::vector<double> prod(size_t(n), 0.0), influence(size_t(n), 0.0), weight(size_t(nRows), 0.0);
+    for (int i = gr.logitOffset; i < gr.nNodes(); ++i) prod[size_t(i)] = gr.nodes[size_t(i)].activation;
+    constexpr Eigen::Index kBlock = 2048;
+    const Eigen::Index blocks = (n + kBlock - 1) / kBlock;
+    for (int iter = 0; iter < 128; ++iter) {
+        std::vector<int> live;
+        for (int r = 0; r < nRows; ++r)
+            if ((weight[size_t(r)] = prod[size_t(rowNode[size_t(r)])] * scale[size_t(r)]) != 0) live.push_back(r);
+        if (live.empty()) return influence;
+        bool any = false;
+        std::fill(prod.begin(), prod.end(), 0.0);
+        teamFor(blocks, qint64(live.size()) * n > (1 << 18), [&](Eigen::Index b) {
+            const Eigen::Index c0 = b * kBlock, c1 = std::min(n, c0 + kBlock);
+            double* out = prod.data();
+            for (int r : live) {
+                const double w = weight[size_t(r)];
+                const float* row = &R(r, 0);
+                for (Eigen::Index c = c0; c < c1; ++c) out[c] += w * std::abs(double(row[c]));
+            }
+        });
+        for (Eigen::Index c = 0; c < n; ++c)
+            if (prod[size_t(c)] != 0) {
+                any = true;
+                influence[size_t(c)] += prod[size_t(c)];
+            }
+        if (!any) return influence;
+    }
+    throw InputError(QStringLiteral("the partial influences did not converge in 128 steps: the graph has a cycle"));
+}
+
+/// Phases 3–5: computes rows of the graph's column space into a matrix, batch by batch.
+class RowBuilder {
+public:
+    RowBuilder(const ReplacementModel& rm, AttributionGraph& gr, const std::vector<LayerSources>& sources,
+               const AttributionOptions& options, const Progress& progress, qint64 totalRows)
+        : rm_(rm), gr_(gr), backward_(rm), progress_(progress), totalRows_(totalRows) {
+        perBatch_ = std::max(1, options.batchRows / std::max(1, rm.nPositions()));
+        out_.sources = &sources;
+        out_.errorOffset = gr.errorOffset;
+        out_.tokenOffset = gr.tokenOffset;
+    }
+
+    int perBatch() const { return perBatch_; }
+
+    /// Rows rows[b] of `matrix` := the edges into nodes[b] (all feature nodes of one layer, or all logits).
+    void run(Matrix& matrix, const std::vector<int>& nodes, const std::vector<int>& rows, const QString& phase) {
+        const int T = rm_.nPositions();
+        Matrix G(Eigen::Index(nodes.size()) * T, rm_.model->config().d_model);
+        InjectionPoint at;
+        for (size_t b = 0; b < nodes.size(); ++b) {
+            TargetGradient tg = targetGradient(rm_, gr_, nodes[b], &meanU_);
+            G.middleRows(Eigen::Index(b) * T, T) = tg.G;
+            at = tg.at;
+        }
+        out_.matrix = &matrix;
+        out_.rows = rows;
+        backward_.attribute(std::move(G), at, out_);
+        done_ += qint64(nodes.size());
+        progress_.step(done_, totalRows_, phase);
+    }
+
+    /// The logit nodes' rows (and values: u_t·ln_final at the last position), `rowOf(node)` each.
+    template <typename RowOf>
+    void logits(Matrix& matrix, RowOf rowOf) {
+        const Model& model = *rm_.model;
+        const int T = rm_.nPositions(), n = gr_.nNodes();
+        if (gr_.logitOffset >= n) return;
+        meanU_ = meanUnembedding(model);
+        for (int i = gr_.logitOffset; i < n; ++i)
+            gr_.values[size_t(i)] = targetDirection(rm_, gr_, i, meanU_).cast<double>().dot(rm_.clean.ln_final.row(T - 1).cast<double>());
+        for (int first = gr_.logitOffset; first < n; first += perBatch_) {
+            std::vector<int> nodes, rows;
+            for (int i = first; i < std::min(n, first + perBatch_); ++i) {
+                nodes.push_back(i);
+                rows.push_back(rowOf(i));
+            }
+            run(matrix, nodes, rows, QStringLiteral("logit rows"));
+        }
+    }
+
+    /// Rows of `features` (ascending node indices), in batches of one layer and at most perBatch targets.
+    template <typename RowOf>
+    void features(Matrix& matrix, const std::vector<int>& features, RowOf rowOf, const QString& phase) {
+        for (size_t first = 0; first < features.size();) {
+            const int layer = gr_.nodes[size_t(features[first])].layer;
+            std::vector<int> nodes, rows;
+            for (size_t i = first; i < features.size() && gr_.nodes[size_t(features[i])].layer == layer && int(nodes.size()) < perBatch_; ++i) {
+                nodes.push_back(features[i]);
+                rows.push_back(rowOf(features[i]));
+            }
+            run(matrix, nodes, rows, phase);
+            first += nodes.size();
+        }
+    }
+
+private:
+    const ReplacementModel& rm_;
+    AttributionGraph& gr_;
+    const GraphBackward backward_;
+    const Progress& progress_;
+    const qint64 totalRows_;
+    int perBatch_ = 1;
+    qint64 done_ = 0;
+    EdgeRows out_;
+    RowVector meanU_;
+};
+
+/// Phase 5 of a bounded build: the visited features' rows and columns, with the errors, tokens and logits, as the
+/// graph (nodes renumbered; rows of R by rowNode).
+void packVisited(AttributionGraph& gr, const Matrix& R, const std::vector<int>& rowNode, const std::vector<char>& visited) {
+    const int nFeat = gr.nFeatures(), n = gr.nNodes();
+    std::vector<int> keep; // old node indices, in the new order
+    for (int i = 0; i < nFeat; ++i)
+        if (visited[size_t(i)]) keep.push_back(i);
+    const int nVisited = int(keep.size());
+    for (int i = nFeat; i < n; ++i) keep.push_back(i);
+    std::vector<int> newIndex(size_t(n), -1);
+    for (size_t j = 0; j < keep.size(); ++j) newIndex[size_t(keep[j])] = int(j);
+    const Eigen::Index m = Eigen::Index(keep.size());
+    Matrix A = Matrix::Zero(m, m);
+    teamFor(Eigen::Index(rowNode.size()), true, [&](Eigen::Index r) {
+        float* dst = &A(newIndex[size_t(rowNode[size_t(r)])], 0);
+        const float* src = &R(r, 0);
+        for (Eigen::Index j = 0; j < m; ++j) dst[j] = src[keep[size_t(j)]];
+    });
+    std::vector<GraphNode> nodes;
+    std::vector<double> values;
+    for (int i : keep) {
+        nodes.push_back(gr.nodes[size_t(i)]);
+        values.push_back(gr.values[size_t(i)]);
+    }
+    const int shift = nFeat - nVisited;
+    gr.nodes = std::move(nodes);
+    gr.values = std::move(values);
+    gr.errorOffset -= shift;
+    gr.tokenOffset -= shift;
+    gr.logitOffset -= shift;
+    gr.adjacency = std::move(A);
+}
+
+} // namespace
+
+AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOptions& options, const Progress& progress) {
+    const ModelConfig& cfg = rm.model->config();
+    const int T = rm.nPositions(), nL = cfg.n_layers;
+    AttributionGraph gr;
+    gr.tokens = rm.tokens;
+    gr.nLayers = nL;
+    gr.options = options;
+    gr.dVocab = cfg.d_vocab;
+
+    const std::vector<std::vector<int>> firstAt = addFeatureNodes(rm, gr);
     gr.errorOffset = int(gr.nodes.size());
+    gr.nActiveFeatures = gr.errorOffset;
     for (int l = 0; l < nL; ++l)
         for (int p = 0; p < T; ++p) gr.nodes.push_back({GraphNodeKind::Error, l, p, -1, 0.0f});
     gr.tokenOffset = int(gr.nodes.size());
     for (int p = 0; p < T; ++p) gr.nodes.push_back({GraphNodeKind::Token, -1, p, rm.tokens[size_t(p)], 0.0f});
     gr.logitOffset = int(gr.nodes.size());
     for (const GraphNode& n : selectLogitNodes(rm, options)) gr.nodes.push_back(n);
-    const int n = gr.nNodes(), nFeat = gr.nFeatures();
+    const int n = gr.nNodes(), nFeat = gr.nFeatures(), nLogits = n - gr.logitOffset;
+    const bool bounded = options.maxFeatureNodes > 0 && options.maxFeatureNodes < nFeat;
+    const int nVisit = bounded ? options.maxFeatureNodes : nFeat;
 
-    qint64 writes = 0; // the rows of every layer's sources
-    for (const LayerSources& s : sources) writes += s.vectors.rows();
-    const qint64 need = estimateGraphBytes(cfg, T, nFeat, options, nFeat ? double(writes) / double(nFeat) : 1.0);
-    const CacheBudget budget = cacheBudget();
-    if (budget.bytes >= 0 && need > budget.bytes)
-        throw InputError(QStringLiteral("The attribution graph of %1 positions has %2 nodes (%3 active features) and needs %4, "
-                                        "but the memory budget is %5 (%6). Shorten the prompt or use a dictionary with fewer "
-                                        "active features.")
-                             .arg(T).arg(n).arg(nFeat).arg(formatBytes(need), formatBytes(budget.bytes), budget.origin));
-    gr.adjacency = Matrix::Zero(n, n);
+    qint64 writes = 0; // a cross-layer feature writes at every layer from its own up
+    for (int l = 0; l < nL; ++l)
+        for (int i = rm.crossLayer() ? 0 : l; i <= l; ++i) writes += firstAt[size_t(i)][size_t(T)] - firstAt[size_t(i)][0];
+    requireGraphFits(cfg, T, nFeat, writes, nLogits, options);
+    progress.step(0, nVisit + nLogits, QStringLiteral("feature sources"));
+    std::vector<LayerSources> sources = featureSources(rm, gr, firstAt);
     gr.values.assign(size_t(n), 0.0);
-
-    const GraphBackward backward(rm);
-    const int perBatch = std::max(1, options.batchRows / std::max(1, T));
-    const qint64 total = nFeat + (n - gr.logitOffset);
-    qint64 done = 0;
-    progress.step(0, total, QStringLiteral("attribution"));
-    // a batch: targets of one kind and layer, each with its injected gradient (graph_backward.h)
-    RowVector meanU;
-    auto runBatch = [&](const std::vector<int>& targets) {
-        Matrix G(Eigen::Index(targets.size()) * T, cfg.d_model);
-        TargetGradient first;
-        for (size_t b = 0; b < targets.size(); ++b) {
-            TargetGradient tg = targetGradient(rm, gr, targets[b], &meanU);
-            G.middleRows(Eigen::Index(b) * T, T) = tg.G;
-            if (b == 0) first = std::move(tg);
-        }
-        backward.run(targets, std::move(G), first.layer, first.atResidMid, &gr, &sources);
-        done += qint64(targets.size());
-        progress.step(done, total, QStringLiteral("attribution"));
-    };
     for (int i = 0; i < nFeat; ++i) gr.values[size_t(i)] = gr.nodes[size_t(i)].activation; // a firing feature's pre-activation
-    for (int first = 0; first < nFeat;) {
-        const int layer = gr.nodes[size_t(first)].layer;
-        std::vector<int> targets;
-        for (int i = first; i < nFeat && gr.nodes[size_t(i)].layer == layer && int(targets.size()) < perBatch; ++i) targets.push_back(i);
-        runBatch(targets);
-        first += int(targets.size());
+    RowBuilder builder(rm, gr, sources, options, progress, nVisit + nLogits);
+
+    if (!bounded) { // every row, in node order: the adjacency's rows are the nodes
+        gr.adjacency = Matrix::Zero(n, n);
+        std::vector<int> all(static_cast<size_t>(nFeat));
+        std::iota(all.begin(), all.end(), 0);
+        builder.features(gr.adjacency, all, [](int node) { return node; }, QStringLiteral("feature rows"));
+        builder.logits(gr.adjacency, [](int node) { return node; });
+        progress.step(nVisit + nLogits, nVisit + nLogits, QStringLiteral("feature rows"));
+        return gr;
     }
-    // logits: u_t = W_U[:, t] − mean column; their value u_t·ln_final at the last position
-    if (gr.logitOffset < n) {
-        meanU = meanUnembedding(model);
-        std::vector<int> targets;
-        RowVector u(cfg.d_model);
-        for (int i = gr.logitOffset; i < n; ++i) {
-            targets.push_back(i);
-            model.globals().W_U_T.copyRow(gr.nodes[size_t(i)].id, u.data());
-            gr.values[size_t(i)] = (u - meanU).cast<double>().dot(rm.clean.ln_final.row(T - 1).cast<double>());
+
+    // bounded: logit rows first, then queues of the features of highest partial influence
+    Matrix R = Matrix::Zero(nVisit + nLogits, n);
+    std::vector<int> rowNode;
+    builder.logits(R, [&](int node) {
+        rowNode.push_back(node);
+        return int(rowNode.size()) - 1;
+    });
+    std::vector<char> visited(static_cast<size_t>(nFeat), 0);
+    const int queueSize = std::max(1, options.updateInterval) * std::max(1, options.featureBatch);
+    int nVisited = 0, queues = 0;
+    const int nQueues = (nVisit + queueSize - 1) / queueSize;
+    while (nVisited < nVisit) {
+        const std::vector<double> influence = partialInfluences(R, int(rowNode.size()), rowNode, gr);
+        std::vector<int> rank(static_cast<size_t>(nFeat));
+        std::iota(rank.begin(), rank.end(), 0);
+        std::stable_sort(rank.begin(), rank.end(), [&](int a, int b) { return influence[size_t(a)] > influence[size_t(b)]; });
+        std::vector<int> pending;
+        const int want = std::min(queueSize, nVisit - nVisited);
+        for (int f : rank) {
+            if (int(pending.size()) == want) break;
+            if (!visited[size_t(f)]) pending.push_back(f);
         }
-        runBatch(targets);
+        std::sort(pending.begin(), pending.end()); // by layer: a backward batch starts at one layer
+        ++queues;
+        builder.features(R, pending, [&](int node) {
+            visited[size_t(node)] = 1;
+            rowNode.push_back(node);
+            return int(rowNode.size()) - 1;
+        }, QStringLiteral("feature rows, queue %1/%2").arg(queues).arg(nQueues));
+        nVisited += int(pending.size());
     }
-    progress.step(total, total, QStringLiteral("attribution"));
+    sources.clear();
+    sources.shrink_to_fit();
+    progress.step(nVisit + nLogits, nVisit + nLogits, QStringLiteral("packing the visited features"));
+    packVisited(gr, R, rowNode, visited);
     return gr;
 }
 

@@ -26,7 +26,7 @@ EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph,
     const TargetGradient tg = targetGradient(rm, graph, target);
     // what the source writes below the target's input (a cross-layer feature: at several layers)
     std::vector<std::pair<int, RowVector>> writes = sourceWrites(rm, graph, source);
-    std::erase_if(writes, [&](const auto& w) { return !(w.first < tg.layer || (w.first == tg.layer && !tg.atResidMid)); });
+    std::erase_if(writes, [&](const auto& w) { return !(w.first < tg.at.layer || (w.first == tg.at.layer && tg.at.first == BackwardHop::Mlp)); });
     // the part of it written below layer L, which L's heads and skip can carry
     auto writtenBelow = [&](int layer) {
         RowVector v = RowVector::Zero(cfg.d_model);
@@ -43,7 +43,7 @@ EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph,
     r.residual = writtenBelow(cfg.n_layers).cast<double>().dot(tg.G.row(ps).cast<double>());
 
     const GraphBackward backward(rm);
-    backward.run({target}, tg.G, tg.layer, tg.atResidMid, nullptr, nullptr, [&](int layer, BackwardHop hop, const Matrix& G) {
+    backward.carry(tg.G, tg.at, [&](int layer, BackwardHop hop, const Matrix& G) {
         if (layer <= sourceLayer) return; // below the source: no path starts there
         const RowVector v = writtenBelow(layer);
         if (hop == BackwardHop::Mlp) {

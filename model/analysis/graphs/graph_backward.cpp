@@ -52,15 +52,11 @@ TargetGradient targetGradient(const ReplacementModel& rm, const AttributionGraph
         const bool throughLn2 = rm.inputHook[size_t(t.layer)].site == HookSite::MlpIn;
         tg.G.row(t.position) = injected(cfg, u, throughLn2 ? rowOf(rm.model->layer(t.layer).ln2_w) : RowVector(),
                                         rm.ln2Scale[size_t(t.layer)], t.position);
-        tg.layer = t.layer;
-        tg.atResidMid = true;
+        tg.at = {t.layer, BackwardHop::Attention};
     } else if (t.kind == GraphNodeKind::Logit) {
-        const GlobalWeights& g = rm.model->globals();
-        RowVector row(cfg.d_model);
-        g.W_U_T.copyRow(t.id, row.data());
-        tg.G.row(T - 1) = injected(cfg, row - (meanU ? *meanU : meanUnembedding(*rm.model)), rowOf(g.ln_final_w), rm.lnFinalScale, T - 1);
-        tg.layer = cfg.n_layers - 1;
-        tg.atResidMid = false;
+        const RowVector u = targetDirection(rm, graph, node, meanU ? *meanU : meanUnembedding(*rm.model));
+        tg.G.row(T - 1) = injected(cfg, u, rowOf(rm.model->globals().ln_final_w), rm.lnFinalScale, T - 1);
+        tg.at = {cfg.n_layers - 1, BackwardHop::Mlp};
     } else {
         throw InputError(QStringLiteral("node %1 is not a target: only feature and logit nodes have incoming edges").arg(node));
     }
@@ -100,34 +96,42 @@ GraphBackward::GraphBackward(const ReplacementModel& rm) : rm_(rm), cfg_(rm.mode
     }
 }
 
-Matrix GraphBackward::run(const std::vector<int>& targets, Matrix G, int layer, bool atResidMid, AttributionGraph* graph,
-                          const std::vector<LayerSources>* sources, const Observer& observer) const {
-    int l = layer;
-    if (atResidMid) {
+Matrix GraphBackward::carry(Matrix G, InjectionPoint at, const Observer& observer) const {
+    return walk(std::move(G), at, nullptr, observer);
+}
+
+void GraphBackward::attribute(Matrix G, InjectionPoint at, const EdgeRows& out) const {
+    (void)walk(std::move(G), at, &out, {});
+}
+
+Matrix GraphBackward::walk(Matrix G, InjectionPoint at, const EdgeRows* out, const Observer& observer) const {
+    int l = at.layer;
+    if (at.first == BackwardHop::Attention) {
         if (observer) observer(l, BackwardHop::Attention, G);
         G += attentionBack(l, G);
         --l;
     }
     for (; l >= 0; --l) {
-        if (graph) contract(targets, l, G, (*sources)[size_t(l)], *graph);
+        if (out) contract(l, G, *out);
         if (observer) observer(l, BackwardHop::Mlp, G);
         if (Matrix s = skipBack(l, G); s.size()) G += s;
         if (observer) observer(l, BackwardHop::Attention, G);
         G += attentionBack(l, G);
     }
-    if (graph) {
+    if (out) {
         const Matrix& embed = rm_.clean.embed;
-        for (size_t b = 0; b < targets.size(); ++b)
+        for (size_t b = 0; b < out->rows.size(); ++b)
             for (int p = 0; p < T_; ++p)
-                graph->adjacency(targets[b], graph->tokenOffset + p) = embed.row(p).dot(G.row(Eigen::Index(b) * T_ + p));
+                (*out->matrix)(out->rows[b], out->tokenOffset + p) = embed.row(p).dot(G.row(Eigen::Index(b) * T_ + p));
     }
     return G;
 }
 
-void GraphBackward::contract(const std::vector<int>& targets, int l, const Matrix& G, const LayerSources& s,
-                             AttributionGraph& graph) const {
-    const Eigen::Index B = Eigen::Index(targets.size()), D = cfg_.d_model;
+void GraphBackward::contract(int l, const Matrix& G, const EdgeRows& out) const {
+    const Eigen::Index B = Eigen::Index(out.rows.size()), D = cfg_.d_model;
     const Matrix& err = rm_.errors[size_t(l)];
+    const LayerSources& s = (*out.sources)[size_t(l)];
+    Matrix& A = *out.matrix;
     Matrix E;
     for (int p = 0; p < T_; ++p) {
         const int r0 = s.begin[size_t(p)], n = s.begin[size_t(p) + 1] - r0;
@@ -138,12 +142,12 @@ void GraphBackward::contract(const std::vector<int>& targets, int l, const Matri
             const Weight V{s.vectors.row(r0).data(), n, D, D, WeightType::F32, false};
             weightGemm(G.data() + Eigen::Index(p) * D, B, D, Eigen::Index(T_) * D, V.t(), E.data(), n, true);
             for (Eigen::Index b = 0; b < B; ++b) {
-                float* row = &graph.adjacency(targets[size_t(b)], 0);
+                float* row = &A(out.rows[size_t(b)], 0);
                 for (int i = 0; i < n; ++i) row[s.node[size_t(r0 + i)]] += E(b, i); // += : a cross-layer feature writes at several layers
             }
         }
         for (Eigen::Index b = 0; b < B; ++b)
-            graph.adjacency(targets[size_t(b)], graph.errorIndex(l, p)) = err.row(p).dot(G.row(b * T_ + p));
+            A(out.rows[size_t(b)], out.errorOffset + l * T_ + p) = err.row(p).dot(G.row(b * T_ + p));
     }
 }
 

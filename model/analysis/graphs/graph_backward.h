@@ -12,12 +12,22 @@
 
 namespace attnscope {
 
-/// The gradient of one target where it is injected [pos, d_model], and where that is: resid_mid of `layer` for a
-/// feature of that layer (atResidMid), resid_post of the last layer for a logit.
+/// Where the backward is when it calls its observer: at resid_post of `layer` before that layer's MLP (skip)
+/// is crossed, or at resid_mid before its attention.
+enum class BackwardHop { Mlp, Attention };
+
+/// Where a gradient enters the backward: above `layer`'s hop `first` (resid_post of the last layer, first hop Mlp,
+/// for a logit; resid_mid of a feature's layer, first hop Attention, for a feature).
+struct InjectionPoint {
+    int layer = 0;
+    BackwardHop first = BackwardHop::Mlp;
+    bool operator==(const InjectionPoint&) const = default;
+};
+
+/// The gradient of one target where it is injected [pos, d_model], and where that is.
 struct TargetGradient {
     Matrix G;
-    int layer = 0;
-    bool atResidMid = false;
+    InjectionPoint at;
 };
 
 /// W_U's mean column, Σ_v W_U[:, v] / d_vocab [d_model] (summed in double).
@@ -42,9 +52,16 @@ struct LayerSources {
     std::vector<int> begin;
 };
 
-/// Where the backward is when it calls its observer: at resid_post of `layer` before that layer's MLP (skip)
-/// is crossed, or at resid_mid before its attention.
-enum class BackwardHop { Mlp, Attention };
+/// Where a batch's edges go: target b's edges into row rows[b] of *matrix, whose columns are the nodes of the
+/// graph's column space (every active feature, then errors, tokens and logits: AttributionGraph's order before any
+/// bound on the feature nodes). Written: the feature columns (added: a cross-layer feature writes at several layers),
+/// the error columns errorOffset + layer·T + pos and the token columns tokenOffset + pos.
+struct EdgeRows {
+    Matrix* matrix = nullptr;
+    std::vector<int> rows;                         ///< [batch]
+    const std::vector<LayerSources>* sources = nullptr; ///< [layer] the feature sources (LayerSources::node: columns)
+    int errorOffset = 0, tokenOffset = 0;
+};
 
 class GraphBackward {
 public:
@@ -53,11 +70,12 @@ public:
 
     explicit GraphBackward(const ReplacementModel& rm);
 
-    /// Carries G down to the embeddings. With `graph` (and its `sources`, one per layer), writes the edges from every
-    /// source into the targets (graph->adjacency rows `targets`): at each layer, the sources written at its MLP
-    /// output, then at the bottom the token embeddings. Returns the gradient at the embeddings [targets·pos, d_model].
-    Matrix run(const std::vector<int>& targets, Matrix G, int layer, bool atResidMid, AttributionGraph* graph,
-               const std::vector<LayerSources>* sources, const Observer& observer = {}) const;
+    /// Carries G [batch·pos, d_model], injected at `at`, down to the embeddings, calling `observer` before each hop.
+    /// Returns the gradient at the embeddings [batch·pos, d_model].
+    Matrix carry(Matrix G, InjectionPoint at, const Observer& observer = {}) const;
+    /// The same walk, writing the edges from every source into `out` (EdgeRows): at each layer, the sources
+    /// written at its MLP output and its error nodes, then at the bottom the token embeddings.
+    void attribute(Matrix G, InjectionPoint at, const EdgeRows& out) const;
 
     /// Layer l's attention alone: ln_1ᵀ(W_V (Pᵀ (G' W_Oᵀ))) per head summed, σ of ln_1 frozen ([rows, d_model]); G' is G
     /// carried back through the post-attention norm with its σ frozen (Gemma 2), else G itself.
@@ -71,7 +89,8 @@ public:
     const RowVector& ln2Gain(int l) const { return w2_[size_t(l)]; }
 
 private:
-    void contract(const std::vector<int>& targets, int l, const Matrix& G, const LayerSources& sources, AttributionGraph& graph) const;
+    Matrix walk(Matrix G, InjectionPoint at, const EdgeRows* out, const Observer& observer) const;
+    void contract(int l, const Matrix& G, const EdgeRows& out) const;
 
     const ReplacementModel& rm_;
     const ModelConfig& cfg_;

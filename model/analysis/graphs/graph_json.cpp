@@ -53,11 +53,14 @@ QJsonObject attributionGraphToJson(const AttributionGraph& g, const PrunedGraph&
             o.insert(QStringLiteral("feature"), n.id);
             o.insert(QStringLiteral("activation"), jsonNumber(n.activation));
         }
-        if (n.kind == GraphNodeKind::Token || n.kind == GraphNodeKind::Logit) {
+        if (n.kind == GraphNodeKind::Token || (n.kind == GraphNodeKind::Logit && n.id < g.dVocab)) {
             o.insert(QStringLiteral("token_id"), n.id);
             o.insert(QStringLiteral("token"), tokenText(tokenizer, n.id));
+        } else if (n.kind == GraphNodeKind::Logit) { // a custom target (virtual index d_vocab + i)
+            o.insert(QStringLiteral("target_id"), n.id);
+            o.insert(QStringLiteral("target"), targetLabel(g, tokenizer, i));
         }
-        if (n.kind == GraphNodeKind::Logit) o.insert(QStringLiteral("probability"), jsonNumber(n.activation));
+        if (n.kind == GraphNodeKind::Logit) o.insert(n.id < g.dVocab ? QStringLiteral("probability") : QStringLiteral("weight"), jsonNumber(n.activation));
         if (n.kind == GraphNodeKind::Feature || n.kind == GraphNodeKind::Logit) o.insert(QStringLiteral("value"), jsonNumber(g.values[size_t(i)]));
         nodes.append(o);
     }
@@ -74,9 +77,10 @@ QJsonObject attributionGraphToJson(const AttributionGraph& g, const PrunedGraph&
         {"tokens", tokenTextsJson(tokenizer, g.tokens)},
         {"token_ids", tokenIdsJson(g.tokens)},
         {"settings", QJsonObject{{"max_n_logits", attribution.maxLogits}, {"desired_logit_prob", attribution.desiredLogitProb},
-                                 {"node_threshold", pruning.nodeThreshold}, {"edge_threshold", pruning.edgeThreshold}}},
+                                 {"max_feature_nodes", attribution.maxFeatureNodes}, {"node_threshold", pruning.nodeThreshold},
+                                 {"edge_threshold", pruning.edgeThreshold}}},
         {"scores", QJsonObject{{"replacement", jsonNumber(scores.replacement)}, {"completeness", jsonNumber(scores.completeness)}}},
-        {"counts", QJsonObject{{"features", g.nFeatures()}, {"nodes", g.nNodes()}, {"kept_nodes", p.keptNodes()},
+        {"counts", QJsonObject{{"active_features", g.nActiveFeatures}, {"features", g.nFeatures()}, {"nodes", g.nNodes()}, {"kept_nodes", p.keptNodes()},
                                {"kept_edges", int(p.edges.size())}}},
         {"nodes", nodes},
         {"edges", edges}};
@@ -128,7 +132,8 @@ QJsonObject neuronpediaGraphJson(const AttributionGraph& g, const PrunedGraph& p
             o.insert(QStringLiteral("jsNodeId"), QStringLiteral("L_%1-%2").arg(n.id).arg(n.position));
             o.insert(QStringLiteral("token_prob"), double(n.activation));
             o.insert(QStringLiteral("is_target_logit"), i == g.logitOffset);
-            o.insert(QStringLiteral("clerp"), QStringLiteral("Output \"%1\" (p=%2)").arg(shownToken(tokenizer, n.id)).arg(double(n.activation), 0, 'f', 3));
+            o.insert(QStringLiteral("clerp"), n.id < g.dVocab ? QStringLiteral("Output \"%1\" (p=%2)").arg(shownToken(tokenizer, n.id)).arg(double(n.activation), 0, 'f', 3)
+                                                              : QStringLiteral("%1 (w=%2)").arg(targetLabel(g, tokenizer, i)).arg(double(n.activation), 0, 'f', 3));
             break;
         }
         nodes.append(o);
@@ -139,6 +144,10 @@ QJsonObject neuronpediaGraphJson(const AttributionGraph& g, const PrunedGraph& p
     return QJsonObject{
         {"metadata", QJsonObject{{"slug", info.slug}, {"scan", info.scan}, {"transcoder_list", QJsonArray()}, {"prompt_tokens", promptTokens},
                                  {"prompt", info.prompt}, {"node_threshold", pruning.nodeThreshold},
+                                 {"generation_settings", QJsonObject{{"max_n_logits", g.options.maxLogits},
+                                                                     {"desired_logit_prob", g.options.desiredLogitProb},
+                                                                     {"batch_size", g.options.featureBatch},
+                                                                     {"max_feature_nodes", g.options.maxFeatureNodes}}},
                                  {"pruning_settings", QJsonObject{{"node_threshold", pruning.nodeThreshold}, {"edge_threshold", pruning.edgeThreshold}}},
                                  {"info", QJsonObject{{"generator", QJsonObject{{"name", QStringLiteral("AttnScope")},
                                                                                {"version", QCoreApplication::applicationVersion()}}}}}}},

@@ -13,6 +13,7 @@
 
 #include "model/analysis/graphs/attribution_graph.h"
 
+#include <functional>
 #include <vector>
 
 namespace attnscope {
@@ -43,6 +44,10 @@ Matrix normalizedAdjacency(const Matrix& adjacency);
 
 /// Σ_{k≥1} w·N^k for w [n] (graph.py compute_influence), accumulated in double.
 std::vector<double> influenceOf(const Matrix& normalized, const std::vector<double>& weights);
+/// The same series with v ↦ v·N given as a function (N need not be stored).
+std::vector<double> influenceOf(const std::vector<double>& weights, const std::function<std::vector<double>(const std::vector<double>&)>& times);
+/// influenceOf(normalizedAdjacency(adjacency), weights), bit for bit, without the normalised copy.
+std::vector<double> adjacencyInfluence(const Matrix& adjacency, const std::vector<double>& weights);
 
 /// The value at which the descending cumulative share of `scores` (non-negative) reaches `threshold`
 /// (graph.py find_threshold).

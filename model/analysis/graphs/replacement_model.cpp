@@ -3,6 +3,7 @@
 #include "model/core/errors.h"
 #include "model/core/weight_gemm.h"
 #include "model/features/sparse_coder.h"
+#include "model/transformer/cache_budget.h"
 #include "model/transformer/forward.h"
 
 #include <QDir>
@@ -65,6 +66,16 @@ Vector normScale(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
 
 } // namespace
 
+qint64 replacementModelBytes(const ModelConfig& cfg, int nPositions, qint64 dTranscoder) {
+    ForwardOptions fo;
+    fo.cacheHeadResults = false;
+    const qint64 T = nPositions;
+    // activations [pos, d_transcoder] per layer, and the encode's pre-activations of one layer (2 copies)
+    const qint64 features = T * dTranscoder * 4 + 2 * T * (dTranscoder / std::max(cfg.n_layers, 1) + 1) * 4;
+    const qint64 perLayer = 4 * T * cfg.d_model * 4 + 4 * T * 4; // errors, the input and its reconstruction; divisors
+    return estimateCacheBytes(cfg, nPositions, fo).totalWithoutHeadResults() + features + cfg.n_layers * perLayer;
+}
+
 SparseCoder decoderInto(const ReplacementModel& rm, int source, int target) {
     SparseCoder c = rm.transcoders->coders[size_t(source)];
     if (source == target) return c;
@@ -92,6 +103,14 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
     rm.transcoders = &transcoders;
     rm.inputHook = requireTranscoderSet(transcoders, cfg);
     rm.tokens.assign(tokens.begin(), tokens.end());
+    qint64 dTranscoder = 0;
+    for (const SparseCoder& c : transcoders.coders) dTranscoder += c.d_sae;
+    const qint64 need = replacementModelBytes(cfg, int(tokens.size()), dTranscoder);
+    requireWithinBudget(need, [&](const CacheBudget& budget) {
+        return QStringLiteral("The replacement model of %1 positions (the clean run, and %2 transcoder activations per position) "
+                              "needs %3, but the memory budget is %4 (%5). Shorten the prompt.")
+            .arg(tokens.size()).arg(dTranscoder).arg(formatBytes(need), formatBytes(budget.bytes), budget.origin);
+    });
     ForwardOptions fo;
     fo.cacheHeadResults = false;
     rm.clean = runForward(model, tokens, fo, progress);

@@ -48,6 +48,11 @@ SparseCoder decoderInto(const ReplacementModel& rm, int source, int target);
 /// layer's transcoder input [pos, d_model] (read by skip connections). [pos, d_model].
 Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& activations, int layer, const Matrix& x);
 
+/// Bytes buildReplacementModel allocates: the clean run's cache (without head results; logits at every position),
+/// the activations [layer] [pos, d_transcoder] and their encoding's pre-activations, the errors and divisors.
+/// `dTranscoder`: Σ over layers of d_transcoder.
+qint64 replacementModelBytes(const ModelConfig& cfg, int nPositions, qint64 dTranscoder);
+
 /// Runs the clean forward on `tokens` and builds the replacement model with `transcoders`, a set with one
 /// transcoder per layer reading ln2.hook_normalized (mlp.hook_in) or hook_resid_mid and writing hook_mlp_out, or a
 /// cross-layer transcoder reading and writing the same hooks. Throws InputError naming the set's path when it is not
@@ -55,6 +60,7 @@ Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& 
 /// normalisation that is not linear). With post-attention and post-MLP norms (Gemma 2), the post-attention norm's
 /// divisor is frozen too, and the transcoders write hook_mlp_out after the post-MLP norm (as Gemma Scope's do), so
 /// their output reaches the residual stream directly.
+/// Refuses before running when replacementModelBytes exceeds the memory budget (InputError with both sizes).
 /// Cancelled when `progress` says so.
 ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
                                        const Progress& progress = {});

@@ -1,10 +1,10 @@
-#include "bench/process_memory.h"
+#include "model/core/process_memory.h"
 
 #include <QFile>
 #include <sys/resource.h>
 #include <unistd.h>
 
-namespace attnscope::bench {
+namespace attnscope {
 
 double currentRssMiB() {
     QFile f(QStringLiteral("/proc/self/statm"));
@@ -32,4 +32,4 @@ double maxRssMiB() {
     return u.ru_maxrss / 1024.0;
 }
 
-} // namespace attnscope::bench
+} // namespace attnscope

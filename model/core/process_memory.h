@@ -1,7 +1,8 @@
 #pragma once
-// Resident-set-size readings of this process (Linux /proc and getrusage), for the benchmark.
+// Resident-set-size readings of this process (Linux /proc and getrusage): the benchmarks' peak RSS and the tests of
+// memory estimates against it. On systems without /proc they read 0.
 
-namespace attnscope::bench {
+namespace attnscope {
 
 /// Current RSS in MiB (/proc/self/statm).
 double currentRssMiB();
@@ -12,4 +13,4 @@ void resetPeakRss();
 /// Peak RSS over the whole process lifetime (getrusage ru_maxrss), MiB.
 double maxRssMiB();
 
-} // namespace attnscope::bench
+} // namespace attnscope
