@@ -154,8 +154,7 @@ PatchingSweep runPatchingSweep(const Model& model, const PatchingRuns& runs, con
     checkPatchingMetric(cfg, o.metric);
     PatchingSweep sweep;
     sweep.options = o;
-    sweep.position = o.metric.position < 0 ? S - 1 : o.metric.position;
-    requirePosition(sweep.position, S);
+    sweep.position = resolvePosition(o.metric.position, S);
     const bool needsCorrupt = o.ablation == AblationKind::None || o.ablation == AblationKind::Resample;
     if (needsCorrupt && !runs.corrupt)
         throw InputError(o.ablation == AblationKind::None ? tr("Activation patching needs a corrupted prompt.")

@@ -134,10 +134,9 @@ FlowGraph flowGraph(const FlowContributions& fc, const FlowOptions& options) {
     FlowGraph g;
     g.norm = fc.norm;
     g.options = options;
-    g.options.position = options.position < 0 ? S - 1 : options.position;
+    g.options.position = resolvePosition(options.position, S);
     g.nLayers = nL;
     g.nPositions = S;
-    requirePosition(g.options.position, S);
     if (!(options.threshold >= 0)) throw InputError(tr("The threshold must be ≥ 0, got %1.").arg(options.threshold));
     const double tau = options.threshold;
     const bool everything = tau == 0;

@@ -95,8 +95,7 @@ PathPatchingResult runPathPatching(const Model& model, const PatchingRuns& runs,
     for (const HeadId& s : senders)
         if (s.layer < 0 || s.layer >= cfg.n_layers || s.head < 0 || s.head >= cfg.n_heads)
             throw InputError(tr("%1 is not a head of this model.").arg(headIdName(s)));
-    out.position = options.metric.position < 0 ? S - 1 : options.metric.position;
-    requirePosition(out.position, S);
+    out.position = resolvePosition(options.metric.position, S);
 
     const RowVector cleanLogits = positionLogits(model, *runs.clean, out.position);
     out.clean = patchingMetricValue(options.metric, cleanLogits, cleanLogits);

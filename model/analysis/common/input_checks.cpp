@@ -12,6 +12,12 @@ void requirePosition(int position, int nPositions) {
                              .arg(position).arg(nPositions));
 }
 
+int resolvePosition(int position, int nPositions) {
+    const int p = position < 0 ? nPositions - 1 : position;
+    requirePosition(p, nPositions);
+    return p;
+}
+
 void requireToken(const ModelConfig& cfg, int token) {
     if (token < 0 || token >= cfg.d_vocab)
         throw InputError(QCoreApplication::translate("analysis", "Token id %1 is outside the vocabulary [0, %2).")

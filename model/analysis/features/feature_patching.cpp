@@ -1,5 +1,6 @@
 #include "model/analysis/features/feature_patching.h"
 
+#include "model/analysis/common/input_checks.h"
 #include "model/analysis/features/feature_activations.h"
 #include "model/analysis/features/feature_intervention.h"
 #include "model/analysis/gradients/metric_gradients.h"
@@ -41,7 +42,7 @@ FeaturePatching featurePatching(const Model& model, const PatchingRuns& runs, co
     const FeatureRun a = runDictionary(model, clean, sae);
     const FeatureRun b = runDictionary(model, corrupt, sae);
     requireEditable(b.hookOut);
-    const int p = metric.position < 0 ? corrupt.nPositions() - 1 : metric.position;
+    const int p = resolvePosition(metric.position, corrupt.nPositions());
     const RowVector cleanLogits = clean.logits.row(clean.logitRow(p));
     const MetricGradients grads = metricGradients(model, corrupt, metric, cleanLogits, {}, progress);
     FeaturePatching out;

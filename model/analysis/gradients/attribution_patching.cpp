@@ -87,8 +87,7 @@ PatchingSweep runAttributionPatching(const Model& model, const PatchingRuns& run
     PatchingSweep sweep;
     sweep.options = o;
     sweep.method = atpStar ? PatchingMethod::AtpStar : PatchingMethod::Attribution;
-    sweep.position = o.metric.position < 0 ? S - 1 : o.metric.position;
-    requirePosition(sweep.position, S);
+    sweep.position = resolvePosition(o.metric.position, S);
     const RowVector cleanLogits = runs.clean->logits.row(runs.clean->logitRow(sweep.position));
     const RowVector corruptLogits = runs.corrupt->logits.row(runs.corrupt->logitRow(sweep.position));
     sweep.clean = patchingMetricValue(o.metric, cleanLogits, cleanLogits);
@@ -102,9 +101,7 @@ PatchingSweep runAttributionPatching(const Model& model, const PatchingRuns& run
     BackwardOptions backward;
     backward.patternGradients = o.hook == PatchHook::Pattern || (atpStar && (o.hook == PatchHook::Q || o.hook == PatchHook::K));
     const MetricGradients g = metricGradients(model, base, metric, cleanLogits, backward, progress);
-    if (!g.gradients.firstNonFinite.isEmpty())
-        throw InputError(tr("The gradient is not finite from %1 on: attribution patching cannot estimate the cells.")
-                             .arg(g.gradients.firstNonFinite));
+    requireFiniteGradients(g, tr(": attribution patching cannot estimate the cells"));
 
     sweep.cells = patchingCells(cfg, S, o);
     const int L = cfg.d_head;

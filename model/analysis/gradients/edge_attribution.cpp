@@ -206,8 +206,7 @@ EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs,
 
     EdgeAttribution out;
     out.options = options;
-    out.position = options.metric.position < 0 ? S - 1 : options.metric.position;
-    requirePosition(out.position, S);
+    out.position = resolvePosition(options.metric.position, S);
     PatchingMetric metric = options.metric;
     metric.position = out.position;
     const RowVector cleanLogits = positionLogits(model, clean, out.position);
@@ -244,9 +243,7 @@ EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs,
         }
         const ActivationCache& run = ig ? *point : clean;
         const MetricGradients mg = metricGradients(model, run, metric, cleanLogits, backward, cancelOnly);
-        if (!mg.gradients.firstNonFinite.isEmpty())
-            throw InputError(tr("The gradient is not finite from %1 on%2.")
-                                 .arg(mg.gradients.firstNonFinite, ig ? tr(" at EAP-IG step %1").arg(k + 1) : QString()));
+        requireFiniteGradients(mg, ig ? tr(" at EAP-IG step %1").arg(k + 1) : QString());
         const double weight = 1.0 / double(passes);
         for (int l = 0; l < cfg.n_layers; ++l) {
             progress.checkCancelled();
@@ -287,8 +284,7 @@ CircuitFaithfulness evaluateCircuit(const Model& model, const PatchingRuns& runs
     const int S = clean.nPositions(), H = cfg.n_heads, L = cfg.d_head;
     const Index D = cfg.d_model;
     PatchingMetric metric = metricIn;
-    metric.position = metricIn.position < 0 ? S - 1 : metricIn.position;
-    requirePosition(metric.position, S);
+    metric.position = resolvePosition(metricIn.position, S);
 
     // corrupted[r][s]: the edge s → r is outside the circuit, so r reads s's corrupted output
     const std::vector<size_t> starts = receiverStarts(graph, ix);

@@ -50,8 +50,7 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
     const int S = input.nPositions();
     InputAttribution out;
     out.options = options;
-    out.position = options.metric.position < 0 ? S - 1 : options.metric.position;
-    requirePosition(out.position, S);
+    out.position = resolvePosition(options.metric.position, S);
     PatchingMetric metric = options.metric;
     metric.position = out.position;
 
@@ -67,8 +66,7 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
     progress.step(done, passes, QStringLiteral("input"));
 
     const MetricGradients atInput = metricGradients(model, input, metric, RowVector(), {}, {});
-    if (options.method == SaliencyMethod::GradientTimesInput && !atInput.gradients.firstNonFinite.isEmpty())
-        throw InputError(tr("The gradient is not finite from %1 on.").arg(atInput.gradients.firstNonFinite));
+    if (options.method == SaliencyMethod::GradientTimesInput) requireFiniteGradients(atInput);
     out.metricInput = atInput.value;
     progress.step(++done, passes, QStringLiteral("baseline"));
     const ActivationCache atBaseline = runWithTokenEmbedding(model, tokens, baseline, input.pos_embed);
@@ -84,8 +82,7 @@ InputAttribution attributeInput(const Model& model, std::span<const int> tokens,
             const float alpha = float((k + 0.5) / options.steps);
             const Matrix point = baseline + alpha * delta;
             const MetricGradients g = metricGradients(model, runWithTokenEmbedding(model, tokens, point, input.pos_embed), metric, RowVector(), {}, {});
-            if (!g.gradients.firstNonFinite.isEmpty())
-                throw InputError(tr("The gradient is not finite from %1 on at α = %2.").arg(g.gradients.firstNonFinite).arg(alpha));
+            requireFiniteGradients(g, tr(" at α = %1").arg(alpha));
             gradSum += g.gradients.embed.cast<double>();
         }
         gradSum /= double(options.steps);

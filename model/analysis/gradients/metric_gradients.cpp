@@ -13,8 +13,7 @@ MetricGradients metricGradients(const Model& model, const ActivationCache& run, 
     checkPatchingMetric(cfg, metric);
     MetricGradients out;
     out.metric = metric;
-    out.position = metric.position < 0 ? run.nPositions() - 1 : metric.position;
-    requirePosition(out.position, run.nPositions());
+    out.position = resolvePosition(metric.position, run.nPositions());
     const int row = run.logitRow(out.position);
     if (row < 0)
         throw InputError(QCoreApplication::translate("gradients", "The run has no logits at position %1.").arg(out.position));
@@ -25,6 +24,11 @@ MetricGradients metricGradients(const Model& model, const ActivationCache& run, 
     const LogitGradient seed{out.position, patchingMetricLogitGradient(metric, logits, clean)};
     out.gradients = runBackward(model, run, std::span(&seed, 1), options, progress);
     return out;
+}
+
+void requireFiniteGradients(const MetricGradients& g, const QString& context) {
+    if (!g.gradients.firstNonFinite.isEmpty())
+        throw InputError(QCoreApplication::translate("gradients", "The gradient is not finite from %1 on%2.").arg(g.gradients.firstNonFinite, context));
 }
 
 } // namespace attnscope

@@ -22,4 +22,9 @@ struct MetricGradients {
 MetricGradients metricGradients(const Model& model, const ActivationCache& run, const PatchingMetric& metric,
                                 const RowVector& clean, const BackwardOptions& options = {}, const Progress& progress = {});
 
+/// The one finite-gradient guard: throws InputError "The gradient is not finite from HOOK on<context>." when the
+/// backward met a non-finite value (GradientCache::firstNonFinite); `context` says where (" at EAP-IG step 3",
+/// ": attribution patching cannot estimate the cells", or nothing).
+void requireFiniteGradients(const MetricGradients& g, const QString& context = {});
+
 } // namespace attnscope
