@@ -366,7 +366,7 @@ void TestAttributionGraph::refusesAGraphOverTheMemoryBudget() {
     qputenv("ATTNSCOPE_MEMORY_BUDGET", "1000000");
     const QString message = inputErrorOf([&] { attributeGraph(rm_); });
     qunsetenv("ATTNSCOPE_MEMORY_BUDGET");
-    QCOMPARE(message, QStringLiteral("The attribution graph of 7 positions (530 active features, 530 of them as nodes) needs 9.1 MB (rows "
+    QCOMPARE(message, QStringLiteral("The attribution graph of 7 positions (530 active features, 530 of them as nodes) needs 11.1 MB (rows "
                                      "1.2 MB, pruning 3.5 MB), but the memory budget is 976.6 kB (set by ATTNSCOPE_MEMORY_BUDGET). Use "
                                      "fewer feature nodes (--max-feature-nodes) or a shorter prompt."));
 }

@@ -8,6 +8,7 @@
 #include "model/transformer/cache_budget.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <numeric>
 
@@ -15,9 +16,10 @@ namespace attnscope {
 
 qint64 GraphMemory::peak() const {
     const qint64 attribution = sources + rows + batch + vectors;
-    const qint64 packing = square ? rows + square + vectors : 0;
+    // packing frees the stored rows' blocks as it writes the square's rows: at most one block's square rows beyond them
+    const qint64 packing = square ? std::max(rows + packingOverlap, square) + vectors : 0;
     const qint64 prune = (square ? square : rows) + pruning + vectors;
-    return std::max({attribution, packing, prune});
+    return std::max({attribution, packing, prune}) + unembedding;
 }
 
 GraphMemory estimateGraphMemory(const ModelConfig& cfg, int nPositions, qint64 nActiveFeatures, qint64 writes, int nLogits,
@@ -30,11 +32,14 @@ GraphMemory estimateGraphMemory(const ModelConfig& cfg, int nPositions, qint64 n
     const qint64 batchRows = std::max<qint64>(options.batchRows, T);
     GraphMemory g;
     g.sources = writes * cfg.d_model * 4;
-    g.rows = (bounded ? visited + nLogits : n) * n * 4;
+    const qint64 blockRows = 256, storedRows = (visited + nLogits + blockRows - 1) / blockRows * blockRows; // StoredRows' blocks
+    g.rows = (bounded ? storedRows : n) * n * 4;
     g.square = bounded ? m * m * 4 : 0;
+    g.packingOverlap = bounded ? blockRows * m * 4 : 0;
     // G, ∂/∂z, dV, the norm's input and output, a skip's and a post-norm's copies: 7 [batch·pos, width] float32
     g.batch = 7 * batchRows * width * 4 + batchRows / std::max<qint64>(T, 1) * n * 4;
     g.vectors = 8 * n * 8;
+    g.unembedding = qint64(cfg.d_vocab) * cfg.d_model * 4;
     // the kept nodes' normalised copy, and one double score per possible edge (rows of features and logits)
     g.pruning = m * m * 4 + (visited + nLogits) * m * 8;
     return g;
@@ -165,14 +170,46 @@ std::vector<LayerSources> featureSources(const ReplacementModel& rm, const Attri
     return sources;
 }
 
-/// circuit-tracer's compute_partial_influences (graph.py) in double over the stored rows [0, nRows) of R: N = |R| with
-/// each row divided by max(its sum, 1e-8); prod starts as the logit probabilities on the logit columns; then
-/// prod ← prod[rowNode] · N, summed into the influences, until prod is exactly 0 (the graph is acyclic). [columns]
-std::vector<double> partialInfluences(const Matrix& R, int nRows, const std::vector<int>& rowNode, const AttributionGraph& gr) {
-    const Eigen::Index n = R.cols();
+/// The rows a bounded build stores, in visit order: [rows, columns] float32 in blocks of kBlockRows rows, each block
+/// allocated (zeroed) when its first row is needed and freed as soon as packing has copied it, so the packed square
+/// never sits beside all of them.
+class StoredRows {
+public:
+    static constexpr int kBlockRows = 256;
+    explicit StoredRows(Eigen::Index columns) : columns_(columns) {}
+
+    /// A new row for `node`, zeroed; its index is size() − 1.
+    float* add(int node) {
+        const int r = int(node_.size());
+        if (r % kBlockRows == 0) blocks_.push_back(Matrix::Zero(kBlockRows, columns_));
+        node_.push_back(node);
+        return row(r);
+    }
+    float* row(int r) { return &blocks_[size_t(r / kBlockRows)](r % kBlockRows, 0); }
+    const float* row(int r) const { return &blocks_[size_t(r / kBlockRows)](r % kBlockRows, 0); }
+    int node(int r) const { return node_[size_t(r)]; }
+    int size() const { return int(node_.size()); }
+    Eigen::Index columns() const { return columns_; }
+    /// Frees the block holding row r once it is the last row of its block (packing walks the rows in order).
+    void release(int r) {
+        if (r % kBlockRows == kBlockRows - 1 || r == size() - 1) blocks_[size_t(r / kBlockRows)] = Matrix();
+    }
+
+private:
+    Eigen::Index columns_;
+    std::vector<Matrix> blocks_;
+    std::vector<int> node_;
+};
+
+/// circuit-tracer's compute_partial_influences (graph.py) in double over the stored rows: N = |R| with each row divided
+/// by max(its sum, 1e-8); prod starts as the logit probabilities on the logit columns; then prod ← prod[row's node] · N,
+/// summed into the influences, until prod is exactly 0 (the graph is acyclic). [columns]
+std::vector<double> partialInfluences(const StoredRows& R, const AttributionGraph& gr) {
+    const Eigen::Index n = R.columns();
+    const int nRows = R.size();
     std::vector<double> scale(size_t(nRows), 0.0);
-    teamFor(nRows, nRows * n > (1 << 20), [&](int r) {
-        const float* row = &R(r, 0);
+    teamFor(nRows, qint64(nRows) * n > (1 << 20), [&](int r) {
+        const float* row = R.row(r);
         double sum = 0;
         for (Eigen::Index c = 0; c < n; ++c) sum += std::abs(double(row[c]));
         scale[size_t(r)] = 1.0 / std::max(sum, 1e-8);
@@ -184,7 +221,7 @@ std::vector<double> partialInfluences(const Matrix& R, int nRows, const std::vec
     for (int iter = 0; iter < 128; ++iter) {
         std::vector<int> live;
         for (int r = 0; r < nRows; ++r)
-            if ((weight[size_t(r)] = prod[size_t(rowNode[size_t(r)])] * scale[size_t(r)]) != 0) live.push_back(r);
+            if ((weight[size_t(r)] = prod[size_t(R.node(r))] * scale[size_t(r)]) != 0) live.push_back(r);
         if (live.empty()) return influence;
         bool any = false;
         std::fill(prod.begin(), prod.end(), 0.0);
@@ -193,7 +230,7 @@ std::vector<double> partialInfluences(const Matrix& R, int nRows, const std::vec
             double* out = prod.data();
             for (int r : live) {
                 const double w = weight[size_t(r)];
-                const float* row = &R(r, 0);
+                const float* row = R.row(r);
                 for (Eigen::Index c = c0; c < c1; ++c) out[c] += w * std::abs(double(row[c]));
             }
         });
@@ -207,9 +244,11 @@ std::vector<double> partialInfluences(const Matrix& R, int nRows, const std::vec
     throw InputError(QStringLiteral("the partial influences did not converge in 128 steps: the graph has a cycle"));
 }
 
-/// Phases 3–5: computes rows of the graph's column space into a matrix, batch by batch.
+/// Phases 3–5: computes rows of the graph's column space, batch by batch; rowOf(node) gives each target's row.
 class RowBuilder {
 public:
+    using RowOf = std::function<float*(int node)>;
+
     RowBuilder(const ReplacementModel& rm, AttributionGraph& gr, const std::vector<LayerSources>& sources,
                const AttributionOptions& options, const Progress& progress, qint64 totalRows)
         : rm_(rm), gr_(gr), backward_(rm), progress_(progress), totalRows_(totalRows) {
@@ -219,28 +258,25 @@ public:
         out_.tokenOffset = gr.tokenOffset;
     }
 
-    int perBatch() const { return perBatch_; }
-
-    /// Rows rows[b] of `matrix` := the edges into nodes[b] (all feature nodes of one layer, or all logits).
-    void run(Matrix& matrix, const std::vector<int>& nodes, const std::vector<int>& rows, const QString& phase) {
+    /// The edges into nodes[b] (all feature nodes of one layer, or all logits) into rowOf(nodes[b]).
+    void run(const std::vector<int>& nodes, const RowOf& rowOf, const QString& phase) {
         const int T = rm_.nPositions();
         Matrix G(Eigen::Index(nodes.size()) * T, rm_.model->config().d_model);
         InjectionPoint at;
+        out_.rows.clear();
         for (size_t b = 0; b < nodes.size(); ++b) {
             TargetGradient tg = targetGradient(rm_, gr_, nodes[b], &meanU_);
             G.middleRows(Eigen::Index(b) * T, T) = tg.G;
             at = tg.at;
+            out_.rows.push_back(rowOf(nodes[b]));
         }
-        out_.matrix = &matrix;
-        out_.rows = rows;
         backward_.attribute(std::move(G), at, out_);
         done_ += qint64(nodes.size());
         progress_.step(done_, totalRows_, phase);
     }
 
-    /// The logit nodes' rows (and values: u_t·ln_final at the last position), `rowOf(node)` each.
-    template <typename RowOf>
-    void logits(Matrix& matrix, RowOf rowOf) {
+    /// The logit nodes' rows (and values: u_t·ln_final at the last position), in batches of at most perBatch.
+    void logits(const RowOf& rowOf) {
         const Model& model = *rm_.model;
         const int T = rm_.nPositions(), n = gr_.nNodes();
         if (gr_.logitOffset >= n) return;
@@ -248,26 +284,20 @@ public:
         for (int i = gr_.logitOffset; i < n; ++i)
             gr_.values[size_t(i)] = targetDirection(rm_, gr_, i, meanU_).cast<double>().dot(rm_.clean.ln_final.row(T - 1).cast<double>());
         for (int first = gr_.logitOffset; first < n; first += perBatch_) {
-            std::vector<int> nodes, rows;
-            for (int i = first; i < std::min(n, first + perBatch_); ++i) {
-                nodes.push_back(i);
-                rows.push_back(rowOf(i));
-            }
-            run(matrix, nodes, rows, QStringLiteral("logit rows"));
+            std::vector<int> nodes(size_t(std::min(n, first + perBatch_) - first));
+            std::iota(nodes.begin(), nodes.end(), first);
+            run(nodes, rowOf, QStringLiteral("logit rows"));
         }
     }
 
     /// Rows of `features` (ascending node indices), in batches of one layer and at most perBatch targets.
-    template <typename RowOf>
-    void features(Matrix& matrix, const std::vector<int>& features, RowOf rowOf, const QString& phase) {
+    void features(const std::vector<int>& features, const RowOf& rowOf, const QString& phase) {
         for (size_t first = 0; first < features.size();) {
             const int layer = gr_.nodes[size_t(features[first])].layer;
-            std::vector<int> nodes, rows;
-            for (size_t i = first; i < features.size() && gr_.nodes[size_t(features[i])].layer == layer && int(nodes.size()) < perBatch_; ++i) {
+            std::vector<int> nodes;
+            for (size_t i = first; i < features.size() && gr_.nodes[size_t(features[i])].layer == layer && int(nodes.size()) < perBatch_; ++i)
                 nodes.push_back(features[i]);
-                rows.push_back(rowOf(features[i]));
-            }
-            run(matrix, nodes, rows, phase);
+            run(nodes, rowOf, phase);
             first += nodes.size();
         }
     }
@@ -285,8 +315,9 @@ private:
 };
 
 /// Phase 5 of a bounded build: the visited features' rows and columns, with the errors, tokens and logits, as the
-/// graph (nodes renumbered; rows of R by rowNode).
-void packVisited(AttributionGraph& gr, const Matrix& R, const std::vector<int>& rowNode, const std::vector<char>& visited) {
+/// graph (nodes renumbered). The square is written row by row as the stored rows' blocks are freed, so the two
+/// are never whole side by side; its error and token rows are zero.
+void packVisited(AttributionGraph& gr, StoredRows& R, const std::vector<char>& visited) {
     const int nFeat = gr.nFeatures(), n = gr.nNodes();
     std::vector<int> keep; // old node indices, in the new order
     for (int i = 0; i < nFeat; ++i)
@@ -296,12 +327,23 @@ void packVisited(AttributionGraph& gr, const Matrix& R, const std::vector<int>& 
     std::vector<int> newIndex(size_t(n), -1);
     for (size_t j = 0; j < keep.size(); ++j) newIndex[size_t(keep[j])] = int(j);
     const Eigen::Index m = Eigen::Index(keep.size());
-    Matrix A = Matrix::Zero(m, m);
-    teamFor(Eigen::Index(rowNode.size()), true, [&](Eigen::Index r) {
-        float* dst = &A(newIndex[size_t(rowNode[size_t(r)])], 0);
-        const float* src = &R(r, 0);
-        for (Eigen::Index j = 0; j < m; ++j) dst[j] = src[keep[size_t(j)]];
-    });
+    Matrix A(m, m); // not zeroed: each row is written once below, so its pages are touched only then
+    std::vector<char> written(size_t(m), 0);
+    for (int r0 = 0; r0 < R.size(); r0 += StoredRows::kBlockRows) {
+        const int r1 = std::min(R.size(), r0 + StoredRows::kBlockRows);
+        teamFor(r1 - r0, true, [&](int k) {
+            const int r = r0 + k;
+            float* dst = &A(newIndex[size_t(R.node(r))], 0);
+            const float* src = R.row(r);
+            for (Eigen::Index j = 0; j < m; ++j) dst[j] = src[keep[size_t(j)]];
+        });
+        for (int r = r0; r < r1; ++r) {
+            written[size_t(newIndex[size_t(R.node(r))])] = 1;
+            R.release(r);
+        }
+    }
+    for (Eigen::Index j = 0; j < m; ++j)
+        if (!written[size_t(j)]) A.row(j).setZero(); // error and token rows
     std::vector<GraphNode> nodes;
     std::vector<double> values;
     for (int i : keep) {
@@ -353,27 +395,28 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
 
     if (!bounded) { // every row, in node order: the adjacency's rows are the nodes
         gr.adjacency = Matrix::Zero(n, n);
+        const RowBuilder::RowOf row = [&](int node) { return &gr.adjacency(node, 0); };
         std::vector<int> all(static_cast<size_t>(nFeat));
         std::iota(all.begin(), all.end(), 0);
-        builder.features(gr.adjacency, all, [](int node) { return node; }, QStringLiteral("feature rows"));
-        builder.logits(gr.adjacency, [](int node) { return node; });
+        builder.features(all, row, QStringLiteral("feature rows"));
+        builder.logits(row);
         progress.step(nVisit + nLogits, nVisit + nLogits, QStringLiteral("feature rows"));
         return gr;
     }
 
     // bounded: logit rows first, then queues of the features of highest partial influence
-    Matrix R = Matrix::Zero(nVisit + nLogits, n);
-    std::vector<int> rowNode;
-    builder.logits(R, [&](int node) {
-        rowNode.push_back(node);
-        return int(rowNode.size()) - 1;
-    });
+    StoredRows R(n);
     std::vector<char> visited(static_cast<size_t>(nFeat), 0);
+    const RowBuilder::RowOf row = [&](int node) {
+        if (node < nFeat) visited[size_t(node)] = 1;
+        return R.add(node);
+    };
+    builder.logits(row);
     const int queueSize = std::max(1, options.updateInterval) * std::max(1, options.featureBatch);
     int nVisited = 0, queues = 0;
     const int nQueues = (nVisit + queueSize - 1) / queueSize;
     while (nVisited < nVisit) {
-        const std::vector<double> influence = partialInfluences(R, int(rowNode.size()), rowNode, gr);
+        const std::vector<double> influence = partialInfluences(R, gr);
         std::vector<int> rank(static_cast<size_t>(nFeat));
         std::iota(rank.begin(), rank.end(), 0);
         std::stable_sort(rank.begin(), rank.end(), [&](int a, int b) { return influence[size_t(a)] > influence[size_t(b)]; });
@@ -385,17 +428,13 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
         }
         std::sort(pending.begin(), pending.end()); // by layer: a backward batch starts at one layer
         ++queues;
-        builder.features(R, pending, [&](int node) {
-            visited[size_t(node)] = 1;
-            rowNode.push_back(node);
-            return int(rowNode.size()) - 1;
-        }, QStringLiteral("feature rows, queue %1/%2").arg(queues).arg(nQueues));
+        builder.features(pending, row, QStringLiteral("feature rows, queue %1/%2").arg(queues).arg(nQueues));
         nVisited += int(pending.size());
     }
     sources.clear();
     sources.shrink_to_fit();
     progress.step(nVisit + nLogits, nVisit + nLogits, QStringLiteral("packing the visited features"));
-    packVisited(gr, R, rowNode, visited);
+    packVisited(gr, R, visited);
     return gr;
 }
 

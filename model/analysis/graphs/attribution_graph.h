@@ -72,13 +72,15 @@ struct AttributionGraph {
 /// pruneGraph + graphScores, beyond the replacement model (replacementModelBytes) and the weights.
 struct GraphMemory {
     qint64 sources = 0;     ///< what every active feature writes, [writes, d_model] float32
-    qint64 rows = 0;        ///< the stored rows: [n, n] without a bound; [visited + logits, n] with one (float32)
+    qint64 rows = 0;        ///< the stored rows: [n, n] without a bound; [visited + logits, n] with one, in blocks of 256 rows
     qint64 square = 0;      ///< with a bound: the visited square [m, m] it is packed into (0 without)
+    qint64 packingOverlap = 0; ///< with a bound: the square's rows written while their block is not yet freed (256 rows)
     qint64 batch = 0;       ///< one backward batch's gradients and temporaries
     qint64 vectors = 0;     ///< per-node vectors (influences, masks, row sums)
     qint64 pruning = 0;     ///< pruning's edge scores (double, at most one per possible edge) beside the adjacency
-    /// The largest phase: attribution (sources + rows + batch + vectors), packing (rows + square), pruning
-    /// (the final adjacency + pruning + vectors).
+    qint64 unembedding = 0; ///< W_U, read whole for its mean column: resident again if its mapped pages had been dropped
+    /// The largest phase: attribution (sources + rows + batch + vectors), packing (the larger of rows + packingOverlap
+    /// and the square), pruning (the final adjacency + pruning + vectors); each with the unembedding.
     qint64 peak() const;
 };
 

@@ -121,8 +121,7 @@ Matrix GraphBackward::walk(Matrix G, InjectionPoint at, const EdgeRows* out, con
     if (out) {
         const Matrix& embed = rm_.clean.embed;
         for (size_t b = 0; b < out->rows.size(); ++b)
-            for (int p = 0; p < T_; ++p)
-                (*out->matrix)(out->rows[b], out->tokenOffset + p) = embed.row(p).dot(G.row(Eigen::Index(b) * T_ + p));
+            for (int p = 0; p < T_; ++p) out->rows[b][out->tokenOffset + p] = embed.row(p).dot(G.row(Eigen::Index(b) * T_ + p));
     }
     return G;
 }
@@ -131,7 +130,6 @@ void GraphBackward::contract(int l, const Matrix& G, const EdgeRows& out) const 
     const Eigen::Index B = Eigen::Index(out.rows.size()), D = cfg_.d_model;
     const Matrix& err = rm_.errors[size_t(l)];
     const LayerSources& s = (*out.sources)[size_t(l)];
-    Matrix& A = *out.matrix;
     Matrix E;
     for (int p = 0; p < T_; ++p) {
         const int r0 = s.begin[size_t(p)], n = s.begin[size_t(p) + 1] - r0;
@@ -142,12 +140,12 @@ void GraphBackward::contract(int l, const Matrix& G, const EdgeRows& out) const 
             const Weight V{s.vectors.row(r0).data(), n, D, D, WeightType::F32, false};
             weightGemm(G.data() + Eigen::Index(p) * D, B, D, Eigen::Index(T_) * D, V.t(), E.data(), n, true);
             for (Eigen::Index b = 0; b < B; ++b) {
-                float* row = &A(out.rows[size_t(b)], 0);
+                float* row = out.rows[size_t(b)];
                 for (int i = 0; i < n; ++i) row[s.node[size_t(r0 + i)]] += E(b, i); // += : a cross-layer feature writes at several layers
             }
         }
         for (Eigen::Index b = 0; b < B; ++b)
-            A(out.rows[size_t(b)], out.errorOffset + l * T_ + p) = err.row(p).dot(G.row(b * T_ + p));
+            out.rows[size_t(b)][out.errorOffset + l * T_ + p] = err.row(p).dot(G.row(b * T_ + p));
     }
 }
 

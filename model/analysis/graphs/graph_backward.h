@@ -52,13 +52,12 @@ struct LayerSources {
     std::vector<int> begin;
 };
 
-/// Where a batch's edges go: target b's edges into row rows[b] of *matrix, whose columns are the nodes of the
-/// graph's column space (every active feature, then errors, tokens and logits: AttributionGraph's order before any
-/// bound on the feature nodes). Written: the feature columns (added: a cross-layer feature writes at several layers),
-/// the error columns errorOffset + layer·T + pos and the token columns tokenOffset + pos.
+/// Where a batch's edges go: target b's edges into the row rows[b] (a float array over the graph's column space:
+/// every active feature, then errors, tokens and logits, AttributionGraph's order before any bound on the feature
+/// nodes). Written: the feature columns (added: a cross-layer feature writes at several layers), the error columns
+/// errorOffset + layer·T + pos and the token columns tokenOffset + pos.
 struct EdgeRows {
-    Matrix* matrix = nullptr;
-    std::vector<int> rows;                         ///< [batch]
+    std::vector<float*> rows;                           ///< [batch]
     const std::vector<LayerSources>* sources = nullptr; ///< [layer] the feature sources (LayerSources::node: columns)
     int errorOffset = 0, tokenOffset = 0;
 };
