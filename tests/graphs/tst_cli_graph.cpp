@@ -4,6 +4,7 @@
 // the listed nodes), and bad invocations fail with their messages.
 
 #include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/attribution_targets.h"
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_pruning.h"
@@ -36,6 +37,7 @@ private slots:
     void neuronpediaLayout();
     void badInvocations();
     void interventionAndRoutes();
+    void featureNodeBoundAndTargets();
 
 private:
     QTemporaryDir tmp_;
@@ -205,6 +207,39 @@ void TestCliGraph::interventionAndRoutes() {
                                                                "--graph-json", tmp_.filePath("g.json"), "--edge-routes", "2"});
     QCOMPARE(alone.exitCode, 2);
     QVERIFY2(alone.err.contains(QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too")), qPrintable(alone.err));
+}
+
+void TestCliGraph::featureNodeBoundAndTargets() {
+    // --max-feature-nodes and --graph-targets: the dump and the Neuronpedia file against the library with the same options
+    const QString file = tmp_.filePath(QStringLiteral("bounded.json"));
+    const QStringList args{"--prompt", kPrompt, "--transcoders", "transcoders", "--graph", "--max-feature-nodes", "100",
+                           "--graph-targets", "diff: word, beginning", "--graph-json", file};
+    const QJsonObject g = demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(), args, QStringLiteral("graph"));
+    QVERIFY(!g.isEmpty());
+    AttributionOptions o;
+    o.maxFeatureNodes = 100;
+    o.targets = parseAttributionTargets(QStringLiteral("diff: word, beginning"), rm_);
+    const AttributionGraph want = attributeGraph(rm_, o);
+    QCOMPARE(g["settings"].toObject()["max_feature_nodes"].toInt(), 100);
+    QCOMPARE(g["counts"].toObject()["active_features"].toInt(), graph_.nFeatures());
+    QCOMPARE(g["counts"].toObject()["features"].toInt(), 100);
+    QCOMPARE(g["counts"].toObject()["nodes"].toInt(), want.nNodes());
+    const QJsonArray nodes = g["nodes"].toArray();
+    for (int i = 0; i < want.nFeatures(); ++i) QCOMPARE(nodes[i]["feature"].toInt(), want.nodes[size_t(i)].id);
+    const QJsonObject target = nodes[want.logitOffset].toObject();
+    QCOMPARE(target["target"].toString(), QStringLiteral("logit( word) − logit( beginning)"));
+    QCOMPARE(target["target_id"].toInt(), model_->config().d_vocab);
+    QCOMPARE(target["weight"].toDouble(), 1.0);
+    QVERIFY(std::abs(target["value"].toDouble() - want.values[size_t(want.logitOffset)]) <= 1e-6);
+    const QJsonObject settings = readJsonObject(file)["metadata"].toObject()["generation_settings"].toObject();
+    QCOMPARE(settings["max_feature_nodes"].toInt(), 100);
+    QCOMPARE(settings["batch_size"].toInt(), 256);
+    QCOMPARE(settings["max_n_logits"].toInt(), 10);
+    // a target the model cannot read fails with its message
+    const CliRun bad = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+                                                              "--graph-json", tmp_.filePath(QStringLiteral("none.json")), "--graph-targets", "ids: 99999"});
+    QVERIFY(bad.exitCode != 0);
+    QVERIFY2(bad.err.contains(QStringLiteral("--graph-targets \"ids: 99999\": \"99999\" is not a token id (0 … 4095)")), qPrintable(bad.err));
 }
 
 QTEST_GUILESS_MAIN(TestCliGraph)

@@ -107,6 +107,7 @@ GraphPanel::GraphPanel(QWidget* parent)
                             "a feature's decoder row: \"feature: 1:300\"; a d_model vector: \"vector: FILE.npy\"; a custom "
                             "target's weight: \"… @0.5\""));
     targets_->setMinimumWidth(160);
+    connect(targets_, &QLineEdit::returnPressed, this, [this] { build(); });
     summary_ = textLine();
     plot_ = new GraphPlot;
     plot_->clear(tr("No graph yet."));
@@ -669,6 +670,8 @@ QJsonObject GraphPanel::saveState() const {
 
 void GraphPanel::restoreState(const QJsonObject& state, QStringList* problems) {
     Q_UNUSED(problems);
+    const int bound = maxFeatureNodes_->value();
+    const QString targets = targets_->text();
     maxFeatureNodes_->setValue(state.value(QStringLiteral("max_feature_nodes")).toInt(maxFeatureNodes_->value()));
     targets_->setText(state.value(QStringLiteral("targets")).toString(targets_->text()));
     nodeThreshold_->setValue(state.value(QStringLiteral("node_threshold")).toDouble(nodeThreshold_->value()));
@@ -679,6 +682,8 @@ void GraphPanel::restoreState(const QJsonObject& state, QStringList* problems) {
     if (doc_ && doc_->indexOf(pendingSelection_) >= 0) selectNode(doc_->indexOf(pendingSelection_));
     const QString path = state.value(QStringLiteral("transcoders")).toString();
     if (!path.isEmpty() && path != setPath_) emit transcodersRequested(path);
+    // a graph built before the session's bound or targets arrived is built again with them
+    else if ((bound != maxFeatureNodes_->value() || targets != targets_->text()) && (built_ || tool_.isRunning())) build();
 }
 
 void GraphPanel::waitForIdle() {
