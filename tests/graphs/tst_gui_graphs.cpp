@@ -8,6 +8,7 @@
 #include "model/analysis/circuits/attention_score_split.h"
 #include "model/analysis/common/top_tokens.h"
 #include "model/analysis/features/feature_readout.h"
+#include "model/analysis/graphs/attribution_targets.h"
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/features/dictionary_set.h"
@@ -46,6 +47,7 @@ private slots:
     void pinnedSubgraph();
     void exportsThePng();
     void scaleAndThresholdsAndState();
+    void featureNodesAndTargetsFromASession();
     void anotherModelSaysTheSetDoesNotFit();
     void savedGraphOpensOffline();
     void aLargeFileOpensAndDraws();
@@ -356,6 +358,36 @@ void TestGuiGraphs::scaleAndThresholdsAndState() {
     // back to the test's prompt
     panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens));
     panel_->waitForIdle();
+    QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
+}
+
+void TestGuiGraphs::featureNodesAndTargetsFromASession() {
+    // a session's feature-node bound and targets rebuild the graph already built: the library's graph with them
+    panel_->restoreState(QJsonObject{{"max_feature_nodes", 100}, {"targets", "diff: word, beginning"}}, nullptr);
+    panel_->waitForIdle();
+    AttributionOptions o;
+    o.maxFeatureNodes = 100;
+    o.targets = parseAttributionTargets(QStringLiteral("diff: word, beginning"), rm_);
+    const AttributionGraph want = attributeGraph(rm_, o);
+    QVERIFY(panel_->built());
+    QCOMPARE(panel_->built()->graph.nFeatures(), 100);
+    QCOMPARE(panel_->built()->graph.nActiveFeatures, graph_.nFeatures());
+    QCOMPARE(int(panel_->document()->nodes.size()), pruneGraph(want).keptNodes());
+    QVERIFY2(panel_->summaryText().contains(QStringLiteral("%1 active features, the 100 most influential as nodes").arg(graph_.nFeatures())),
+             qPrintable(panel_->summaryText()));
+    int logits = 0;
+    for (const GraphDocumentNode& n : panel_->document()->nodes)
+        if (n.kind == GraphNodeKind::Logit) {
+            ++logits;
+            QCOMPARE(n.clerp, QStringLiteral("logit( word) − logit( beginning) (w=1.000)"));
+        }
+    QCOMPARE(logits, 1);
+    QCOMPARE(panel_->saveState().value("max_feature_nodes").toInt(), 100);
+    QCOMPARE(panel_->saveState().value("targets").toString(), QStringLiteral("diff: word, beginning"));
+    // back to the defaults: the full graph again
+    panel_->restoreState(QJsonObject{{"max_feature_nodes", 7500}, {"targets", ""}}, nullptr);
+    panel_->waitForIdle();
+    QCOMPARE(panel_->built()->graph.nFeatures(), graph_.nFeatures());
     QCOMPARE(int(panel_->document()->nodes.size()), pruned_.keptNodes());
 }
 
