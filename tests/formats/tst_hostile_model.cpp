@@ -367,6 +367,7 @@ private slots:
     }
 
     void nanAndInfWeightsLoadAndAreNamed() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QCOMPARE(nonFiniteWeights(*tiny_), QStringList{});
         const QString dir = tmp_.filePath(QStringLiteral("nan"));
         QDir().mkpath(dir);
