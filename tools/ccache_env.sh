@@ -8,6 +8,8 @@ if command -v ccache > /dev/null 2>&1; then
   export CCACHE_BASEDIR="$PWD"
   export CCACHE_NOHASHDIR=1 # -g builds: the build folder's path out of the hash, so clones share them too
   export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+  # room for the release, sanitizer, arm64 and fuzz builds together (ccache keeps 5 GB unless told)
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-12G}"
   ATTNSCOPE_LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 else
   ATTNSCOPE_LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)
