@@ -244,13 +244,13 @@ private slots:
         checkEverything(*llama, b, a);
     }
 
-    void equalsTheHookedForwardTinyGpt2() { checkAgainstHooked(*tinyGpt2(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardAtAnEarlierPosition() { checkAgainstHooked(*tinyGpt2(), 12, 7, 1e-5); }
-    void equalsTheHookedForwardLlama() { checkAgainstHooked(*stories(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardLlamaLong() { checkAgainstHooked(*stories(), 70, 66, 1e-5); }
-    void equalsTheHookedForwardLlamaF16() { checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardQwen3() { checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardGemma2() { checkAgainstHooked(*gemma2(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardTinyGpt2() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyGpt2(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardAtAnEarlierPosition() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyGpt2(), 12, 7, 1e-5); }
+    void equalsTheHookedForwardLlama() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*stories(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardLlamaLong() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*stories(), 70, 66, 1e-5); }
+    void equalsTheHookedForwardLlamaF16() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardQwen3() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardGemma2() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*gemma2(), 12, -1, 1e-5); }
 
     void capturesTheReceiversInputs() {
         ATTNSCOPE_REQUIRE_TESTDATA();

@@ -121,6 +121,7 @@ private slots:
     }
 
     void planKeepsDropsOrRefuses() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const ModelConfig& cfg = tiny_->config();
         const ForwardOptions opt;
         QVERIFY(planCache(cfg, 10, opt, -1).cacheHeadResults);      // unknown memory: no limit

@@ -352,6 +352,7 @@ private slots:
     }
 
     void configErrors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, field);
         QFETCH(QJsonValue, value);
         QFETCH(QString, message);
@@ -376,6 +377,7 @@ private slots:
     }
 
     void configVariants() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QJsonObject config = tinyConfig();
         config.remove(QStringLiteral("n_positions"));
         config[QStringLiteral("n_ctx")] = 32;
