@@ -56,6 +56,7 @@ class TestLlamaBadInput : public QObject {
 
 private slots:
     void goodFolderOpens() { // the base of the HF cases is fine as written
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         writeGoodFolder(dir.path());
         const auto m = loadModel(dir.path());
