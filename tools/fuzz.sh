@@ -11,8 +11,9 @@ shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt gguf llama2c llama2c_tokenizer npy_header)
 bash tools/install_deps.sh clang libclang-rt-14-dev # clang-14's libFuzzer runtime
+source tools/ccache_env.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_BUILD_TESTS=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "${ATTNSCOPE_LAUNCHER[@]}"
 cmake --build build-fuzz --target fuzzers -j2
 run() {
   local t=$1

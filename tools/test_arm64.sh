@@ -27,9 +27,10 @@ if [ ! -f "$SYSROOT/.complete" ]; then
   touch "$SYSROOT/.complete"
 fi
 [ "${ARM64_SETUP_ONLY:-0}" = 1 ] && exit 0
+source tools/ccache_env.sh
 PKG_CONFIG_LIBDIR="$SYSROOT/usr/lib/aarch64-linux-gnu/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$SYSROOT" \
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$(pwd)/tools/arm64-toolchain.cmake" \
-  -DATTNSCOPE_ARM64_SYSROOT="$SYSROOT"
+  -DATTNSCOPE_ARM64_SYSROOT="$SYSROOT" "${ATTNSCOPE_LAUNCHER[@]}"
 if [ "${ARM64_TESTS:-all}" = kernels ]; then
   cmake --build "$BUILD" -j"$(nproc)" --target attnscope_kernel_suites
   cd "$BUILD" && ctest --output-on-failure -j"$(nproc)" -L kernels

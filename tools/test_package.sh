@@ -16,7 +16,8 @@ APT=(env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y -q
 start=$(date +%s)
 
 bash tools/install_deps.sh
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+source tools/ccache_env.sh
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${ATTNSCOPE_LAUNCHER[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target attnscope
 
 # the files `cmake --install` puts in place, and the models inside the program, used from another folder

@@ -42,6 +42,7 @@ class TestCliFilesUnchanged : public QObject {
     Q_OBJECT
 private slots:
     void modelFilesUnchangedAfterOpenRunAndExport() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir tmp;
         const QString model = tmp.filePath("model");
         QDir().mkpath(model);
@@ -70,6 +71,7 @@ private slots:
     }
 
     void exportsAreNeverOverwrittenWithoutForce() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir tmp;
         const QString out = tmp.filePath("heads");
         QDir().mkpath(out);

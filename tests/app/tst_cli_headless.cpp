@@ -37,6 +37,7 @@ private slots:
 };
 
 void TestCliHeadless::dumpJsonMatchesReference() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const QString out = dir.filePath("dump.json");
@@ -67,6 +68,7 @@ void TestCliHeadless::dumpJsonMatchesReference() {
 }
 
 void TestCliHeadless::dumpJsonWithoutBos() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QString out = dir.filePath("dump.json");
     const Run r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "Hello world", "--no-bos", "--dump-json", out});
@@ -78,6 +80,7 @@ void TestCliHeadless::dumpJsonWithoutBos() {
 }
 
 void TestCliHeadless::exportsAllHeadsAsPng() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const Run r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "The cat sat on the mat.", "--export",
                           dir.path(), "--width", "640", "--height", "560", "--scale", "2"});
@@ -94,6 +97,7 @@ void TestCliHeadless::exportsAllHeadsAsPng() {
 }
 
 void TestCliHeadless::exportsOneHeadAsSvgAndPdf() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     for (const QString fmt : {"svg", "pdf"}) {
         const Run r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", "a <b> & c", "--layer", "0", "--head", "2",
@@ -114,6 +118,7 @@ void TestCliHeadless::exportsOneHeadAsSvgAndPdf() {
 }
 
 void TestCliHeadless::reportsErrors() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     Run r = runExe({"--model", dir.filePath("nope"), "--prompt", "x", "--dump-json", dir.filePath("o.json")});
     QCOMPARE(r.exitCode, 1);
@@ -136,6 +141,7 @@ void TestCliHeadless::reportsErrors() {
 }
 
 void TestCliHeadless::refusesToOverwriteWithoutForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QString out = dir.filePath("dump.json");
     {
@@ -158,6 +164,7 @@ void TestCliHeadless::refusesToOverwriteWithoutForce() {
 // --dump-steps: steps in the documented order, shapes with S = 18, masked cells as null, and the
 // pattern step equal to --dump-json's attention pattern (and so to the picoGPT reference).
 void TestCliHeadless::dumpStepsMatchesDumpJson() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const QString steps = dir.filePath("steps.json"), dump = dir.filePath("dump.json");
@@ -202,6 +209,7 @@ void TestCliHeadless::dumpStepsMatchesDumpJson() {
 // ATTNSCOPE_MEMORY_BUDGET: a value that is not a positive integer stops before any work (exit 1, as a bad
 // ATTNSCOPE_ISA does); a budget too small for the cache is refused naming the variable as its source.
 void TestCliHeadless::memoryBudgetFromTheEnvironment() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QString out = dir.filePath("o.json");
     struct Unset {

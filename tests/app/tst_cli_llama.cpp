@@ -38,10 +38,11 @@ QString llamaFile(const char* name) { return testdata(QStringLiteral("llama/") +
 class TestCliLlama : public QObject {
     Q_OBJECT
 
-    std::vector<StoriesPrompt> prompts_ = storiesPrompts();
+    std::vector<StoriesPrompt> prompts_ = testdataAvailable() ? storiesPrompts() : std::vector<StoriesPrompt>{};
 
 private slots:
     void dumpJsonWithGeneration_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QStringList>("model");
         QTest::addColumn<QStringList>("input");
         const StoriesPrompt& p = prompts_[0];
@@ -55,6 +56,7 @@ private slots:
         QTest::newRow(".gguf --token-ids") << gguf << QStringList{"--token-ids", ids.join(',')};
     }
     void dumpJsonWithGeneration() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QStringList, model);
         QFETCH(QStringList, input);
         const StoriesPrompt& p = prompts_[0];
@@ -80,6 +82,7 @@ private slots:
     }
 
     void tokenizeStories_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("ids");
         const auto cases = storiesTokenizerCases();
@@ -89,6 +92,7 @@ private slots:
     }
     /// --tokenize with the checkpoint and --tokenizer tok512.bin (the model's BOS default: on).
     void tokenizeStories() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, text);
         QFETCH(std::vector<int>, ids);
         const CliRun r = runExe({"--model", storiesFile("stories260K.bin"), "--tokenizer", storiesFile("tok512.bin"), "--prompt", text, "--tokenize"});
@@ -97,6 +101,7 @@ private slots:
     }
 
     void tokenizeVocabOnlyGguf_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("text");
         QTest::addColumn<bool>("bos");
         QTest::addColumn<std::vector<int>>("ids");
@@ -121,6 +126,7 @@ private slots:
     }
     /// --tokenize on ggml-vocab-llama-spm.gguf (no tensors): its embedded vocabulary, without a model.
     void tokenizeVocabOnlyGguf() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, text);
         QFETCH(bool, bos);
         QFETCH(std::vector<int>, ids);

@@ -67,6 +67,7 @@ class TestGuiHostile : public QObject {
     Q_OBJECT
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QVERIFY(settingsDir_.isValid());
         // settings go to a temporary folder, never to the user's
         QCoreApplication::setOrganizationName(QStringLiteral("AttnScopeHostileTest"));
@@ -162,6 +163,7 @@ private slots:
     }
 
     void nanWeightsWarnAndStillDraw() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = copyTiny(QStringLiteral("nan"));
         QByteArray bytes = readFile(dir + QStringLiteral("/model.safetensors"));
         const SafetensorsHeader h = parseSafetensorsHeader(bytes, bytes.size(), QStringLiteral("model.safetensors"));

@@ -36,6 +36,7 @@ private:
 };
 
 void TestGuiMainWindow::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QCoreApplication::setOrganizationName("AttnScopeTest"); // keep the user's settings untouched
     w_ = std::make_unique<MainWindow>();
     w_->show();
@@ -46,6 +47,7 @@ void TestGuiMainWindow::initTestCase() {
 }
 
 void TestGuiMainWindow::opensRunsAndShowsHeads() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const auto cache = w_->session().cache();
     QVERIFY(cache);
     QCOMPARE(cache->nPositions(), 18); // BOS on by default
@@ -151,6 +153,7 @@ void TestGuiMainWindow::finishedJobMessagesAreTemporary() {
 }
 
 void TestGuiMainWindow::newJobClearsTheLastMessage() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto* status = w_->statusBar()->findChild<StatusLine*>();
     QVERIFY(status);
     // a warning stays while nothing happens, and goes as soon as the prompt runs again

@@ -86,6 +86,7 @@ bool TestGuiOpenModel::drop(const QList<QUrl>& urls) {
 }
 
 void TestGuiOpenModel::dropOpensModelFolder() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString dir = copyTiny("dropped");
     QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
     QVERIFY(drop({QUrl::fromLocalFile(dir)}));
@@ -100,6 +101,7 @@ void TestGuiOpenModel::dropOpensModelFolder() {
 }
 
 void TestGuiOpenModel::dropOpensSessionFile() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString dir = copyTiny("for-session");
     SessionState s;
     s.model = dir;
@@ -131,6 +133,7 @@ void TestGuiOpenModel::dropOfNothingUsableIsRefused() {
 }
 
 void TestGuiOpenModel::recentModels() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     clearRecentModels();
     const QString a = copyTiny("recent-a"), b = copyTiny("recent-b");
     QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
@@ -167,6 +170,7 @@ void TestGuiOpenModel::recentModels() {
 /// `attnscope stories260K.bin --tokenizer tok512.bin` in window mode: the tokenizer reaches the loader (it
 /// was used by the headless modes only, and the window said "no tokenizer").
 void TestGuiOpenModel::llama2cWithTokenizerFromTheCommandLine() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
     w_->openModel(testdata("stories260K/stories260K.bin"), "Once upon a time", testdata("stories260K/tok512.bin"));
     QVERIFY(ran.wait(30000));
@@ -176,6 +180,7 @@ void TestGuiOpenModel::llama2cWithTokenizerFromTheCommandLine() {
 }
 
 void TestGuiOpenModel::reloadIsOfferedWhenTheModelChanges() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString dir = copyTiny("watched");
     QSignalSpy ran(&w_->session(), &ModelSession::forwardFinished);
     w_->openModel(dir, "The cat sat");
@@ -222,6 +227,7 @@ void TestGuiOpenModel::reloadIsOfferedWhenTheModelChanges() {
 }
 
 void TestGuiOpenModel::openDialogAcceptsModelFolders() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString dir = copyTiny("pick-me");
     QVERIFY(QDir(tmp_.path()).mkpath("plain/inner"));
     writeFile(tmp_.filePath("plain/w.gguf"), "GGUF");

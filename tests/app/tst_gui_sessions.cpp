@@ -83,6 +83,7 @@ private:
 };
 
 void TestGuiSessions::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     qputenv("HOME", tmp_.path().toUtf8()); // QSettings and the stores stay inside the test
     qunsetenv("XDG_CONFIG_HOME");
     QCoreApplication::setOrganizationName("AttnScopeTest");
@@ -98,6 +99,7 @@ QString TestGuiSessions::writeSession(const QJsonObject& o, const QString& name)
 }
 
 void TestGuiSessions::roundTripsEverySetting() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     MainWindow a;
     openAndRun(a, model_, "The cat sat on the mat. The cat sat on the mat.");
     QSignalSpy ran(&a.session(), &ModelSession::forwardFinished);
@@ -377,6 +379,7 @@ void TestGuiSessions::splittersAreRemembered() {
 /// the session stores the tokenizer's absolute path, and a fresh window restores the model with it (without
 /// it the checkpoint does not open: there is no tokenizer.bin beside it).
 void TestGuiSessions::llama2cTokenizerRoundTrips() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString weights = tmp_.filePath("stories"), tokenizers = tmp_.filePath("tokenizers");
     QVERIFY(QDir().mkpath(weights) && QDir().mkpath(tokenizers));
     copyFiles(testdata("stories260K"), weights, {"stories260K.bin"});

@@ -230,6 +230,7 @@ private:
 };
 
 void TestAttentionSteps::initTestCase() {
+    if (!testdataAvailable()) return; // the cases that read it skip
     model_ = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     cache_ = std::make_unique<ActivationCache>(runForward(*model_, intsFromJson(ref["token_ids"].toArray())));
@@ -246,12 +247,14 @@ void TestAttentionSteps::stepsEqualForwardCache_data() {
 }
 
 void TestAttentionSteps::stepsEqualForwardCache() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QFETCH(int, layer);
     QFETCH(int, head);
     checkAgainstCache(*model_, *cache_, layer, head);
 }
 
 void TestAttentionSteps::patternMatchesPicoGpt() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QJsonObject v = readJsonObject(testdata("tiny-gpt2/reference.json"))["variants"].toObject()["float32"].toObject();
     const double d0 = maxAbsDiff(step(attentionSteps(*model_, *cache_, 0, 0), "pattern").values,
                                  matrixFromJson(v["attention_layer0_head0"].toArray()));
@@ -261,6 +264,7 @@ void TestAttentionSteps::patternMatchesPicoGpt() {
 }
 
 void TestAttentionSteps::jsonHasNullMaskedCells() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const std::vector<AttentionStep> steps = attentionSteps(*model_, *cache_, 1, 2);
     // through text and back, as an exported file would be read
     const QByteArray text = QJsonDocument(attentionStepsToJson(steps, 1, 2)).toJson(QJsonDocument::Compact);
@@ -305,6 +309,7 @@ void TestAttentionSteps::jsonHasNullMaskedCells() {
 }
 
 void TestAttentionSteps::rejectsBadArguments() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     try {
         attentionSteps(*model_, *cache_, 2, 0);
         QFAIL("no error for layer 2");
@@ -361,6 +366,7 @@ void TestAttentionSteps::groupedQueryVariant() {
 /// here in double from the projection and the q_norm/k_norm weights read from the checkpoint), RoPE rotates the
 /// normed vectors, and the order is q, k, v, q_norm, k_norm, q_rot, k_rot.
 void TestAttentionSteps::qwen3QkNormSteps() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const LlamaCheckpoint ck = randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 21);
     writeHfLlamaFolder(ck, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
@@ -394,6 +400,7 @@ void TestAttentionSteps::qwen3QkNormSteps() {
 /// A random Gemma 2: the softcapped step is c·tanh(scaled / c) (recomputed here in double), which the cached scores
 /// match; layer 0 is windowed and layer 1 not; attn_out is the post-normed output, still the sum of the head results.
 void TestAttentionSteps::gemma2SoftcapSteps() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     writeHfLlamaFolder(randomLlama(smallGemma2Spec(), 22), dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
     const auto model = loadModel(dir.path());

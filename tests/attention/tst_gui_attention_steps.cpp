@@ -76,6 +76,7 @@ private:
 };
 
 void TestGuiAttentionSteps::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     model_ = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const std::vector<int> ids = tokenizePrompt(model_->tokenizer(), ref["prompt"].toString(), true);
@@ -167,6 +168,7 @@ void TestGuiAttentionSteps::keyboardAndDiagramNavigate() {
 // stories260K (Llama architecture, RoPE): the diagram shows RMSNorm and RoPE boxes and no "+ pos";
 // q_rot/k_rot light the RoPE box, q/k/v the Q/K/V box, and every step has a box.
 void TestGuiAttentionSteps::rotaryModelShowsRopeBoxes() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const auto llama = loadModel(testdata("stories260K/stories260K.gguf"));
     const std::vector<int> ids = tokenizePrompt(llama->tokenizer(), QStringLiteral("Once upon a time"), true);
     const auto cache = std::make_shared<const ActivationCache>(runForward(*llama, ids));

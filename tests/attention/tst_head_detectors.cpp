@@ -170,6 +170,7 @@ void TestHeadDetectors::formulas() {
 }
 
 void TestHeadDetectors::tinyGpt2MatchesReferencePatterns() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // scores from picoGPT's recorded patterns (float64) for L0H0 and L1H3, computed here by hand
     auto model = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));

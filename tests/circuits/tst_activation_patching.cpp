@@ -46,6 +46,7 @@ class TestActivationPatching : public QObject {
     Q_OBJECT
 private slots:
     void parsesMetrics() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const Tokenizer& tok = model->tokenizer();
         const PatchingMetric d = parsePatchingMetric(tok, QStringLiteral("logit_diff: a, b"));

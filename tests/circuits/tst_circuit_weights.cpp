@@ -56,12 +56,14 @@ class TestCircuitWeights : public QObject {
     Q_OBJECT
 private slots:
     void scoreSplitSumsToTheCachedScore() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         checkSplitSums(*loadModel(testdata("tiny-gpt2")));
         checkSplitSums(*stories());
         checkSplitSums(*loadModel(demoDir()));
     }
 
     void scoreSplitComponentsAndMask() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const ActivationCache cache = runOn(*model, 6, 6);
         const AttentionScoreSplit s = splitAttentionScore(*model, cache, 1, 2, 5, 3);
@@ -85,6 +87,7 @@ private slots:
     }
 
     void factorTrickEqualsTheFullProducts() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         for (const auto& model : {loadModel(testdata("tiny-gpt2")), stories()}) {
             const ModelConfig& cfg = model->config();
             for (CompositionKind kind : {CompositionKind::Q, CompositionKind::K, CompositionKind::V}) {
@@ -117,6 +120,7 @@ private slots:
     }
 
     void virtualOvCircuitInTokenSpace() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const ModelConfig& cfg = model->config();
         const std::vector<ScoredPair> top = virtualOvCircuit(*model, 0, 1, 1, 2, 20);

@@ -60,6 +60,7 @@ private slots:
     }
 
     void contributionsOfARealPass() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const ModelConfig& cfg = model->config();
         const ActivationCache cache = runOn(*model, 9, 1);
@@ -99,6 +100,7 @@ private slots:
     }
 
     void pruningKeepsExactlyTheRoutesAboveTheThreshold() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const int S = 10, nL = model->config().n_layers;
         const FlowContributions fc = flowContributions(*model, runOn(*model, S, 2));
@@ -155,6 +157,7 @@ private slots:
     }
 
     void neuronSplitOfAnMlpEdge() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const ActivationCache cache = runOn(*model, 6, 3);
         const int M = model->config().d_mlp;

@@ -181,6 +181,7 @@ class TestPatchedForward : public QObject {
     Q_OBJECT
 private slots:
     void hooksThatChangeNothingChangeNothing() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         for (const auto& model : {tinyGpt2(), stories()}) {
             const std::vector<int> tokens = randomTokens(12, model->config().d_vocab, 3);
             auto hooks = std::make_shared<ForwardHooks>();
@@ -196,6 +197,7 @@ private slots:
     }
 
     void patchingNothingIsTheBaseRunBitwise() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2()}) {
             const ModelConfig& cfg = model->config();
             const std::vector<int> tokens = randomTokens(10, cfg.d_vocab, 4);
@@ -221,6 +223,7 @@ private slots:
     }
 
     void patchingEverythingIsTheSourceRunBitwise() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2()}) {
             const int V = model->config().d_vocab;
             std::vector<int> a = randomTokens(14, V, 5), b = randomTokens(14, V, 6);
@@ -241,15 +244,16 @@ private slots:
         checkEverything(*llama, b, a);
     }
 
-    void equalsTheHookedForwardTinyGpt2() { checkAgainstHooked(*tinyGpt2(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardAtAnEarlierPosition() { checkAgainstHooked(*tinyGpt2(), 12, 7, 1e-5); }
-    void equalsTheHookedForwardLlama() { checkAgainstHooked(*stories(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardLlamaLong() { checkAgainstHooked(*stories(), 70, 66, 1e-5); }
-    void equalsTheHookedForwardLlamaF16() { checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardQwen3() { checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
-    void equalsTheHookedForwardGemma2() { checkAgainstHooked(*gemma2(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardTinyGpt2() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyGpt2(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardAtAnEarlierPosition() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyGpt2(), 12, 7, 1e-5); }
+    void equalsTheHookedForwardLlama() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*stories(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardLlamaLong() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*stories(), 70, 66, 1e-5); }
+    void equalsTheHookedForwardLlamaF16() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardQwen3() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardGemma2() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*gemma2(), 12, -1, 1e-5); }
 
     void capturesTheReceiversInputs() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = stories();
         const ModelConfig& cfg = model->config();
         const std::vector<int> clean = randomTokens(11, cfg.d_vocab, 8), corrupt = randomTokens(11, cfg.d_vocab, 9);
@@ -287,6 +291,7 @@ private slots:
     /// Qwen 3's q/k norms on the capture path that skips a layer's attention: layer 1's attn_out is frozen, and
     /// its q (head 3) and k (head 1, K/V head 0) are captured from the run's own resid_pre, through q_norm/k_norm.
     void capturesThroughQkNorms() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = qwen3();
         const ModelConfig& cfg = model->config();
         const std::vector<int> clean = randomTokens(9, cfg.d_vocab, 8), corrupt = randomTokens(9, cfg.d_vocab, 9);
@@ -317,6 +322,7 @@ private slots:
     }
 
     void rejectsBadPatches() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = tinyGpt2();
         const ActivationCache base = fullRun(*model, randomTokens(6, model->config().d_vocab, 10));
         ActivationPatch p;

@@ -122,12 +122,17 @@ void checkModel(const Model& model) {
 class TestPathPatching : public QObject {
     Q_OBJECT
 private slots:
-    void tinyGpt2() { checkModel(*loadModel(testdata("tiny-gpt2"))); }
+    void tinyGpt2() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
+        checkModel(*loadModel(testdata("tiny-gpt2")));
+    }
     void stories260K() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         checkModel(*loadModel(testdata("stories260K/stories260K.bin"), {}, LoadOptions{testdata("stories260K/tok512.bin")}));
     }
 
     void parsesHeadsAndReceivers() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto model = loadModel(testdata("tiny-gpt2"));
         const ModelConfig& cfg = model->config();
         const std::vector<HeadId> h = parseHeadList(cfg, QStringLiteral("0.1, L1H3"));

@@ -132,6 +132,7 @@ void TestCliStitch::variantsAreLabelled() {
 }
 
 void TestCliStitch::rankDeficientEmbeddingIsReported() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // tiny-gpt2 with column 1 of wte equal to column 0: rank 63 of d_model 64
     const QString folder = dir_.filePath("deficient");
     QDir().mkpath(folder);
@@ -172,6 +173,7 @@ void TestCliStitch::modelFilesNeverChange() {
 }
 
 void TestCliStitch::reportsBadInput() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString out = dir_.filePath("bad.json");
     struct Case { QStringList args; int code; QString err; };
     const QList<Case> cases{

@@ -174,6 +174,7 @@ void TestGuiStitch::secondModelFailureIsShown() {
 /// A second model asked for by name (the Hugging Face cache's "gpt2"): the session resolves and opens the
 /// snapshot, and the panel's request settles although the model's path is not the name it asked with.
 void TestGuiStitch::secondModelByName() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const FakeStores stores = buildFakeStores(tmp_.filePath("stores"));
     useFakeStores(stores);
     MainWindow w(nullptr, MainWindow::Mode::Offscreen);
@@ -290,6 +291,7 @@ void TestGuiStitch::rankDeficientEmbeddingIsReported() {
 }
 
 void TestGuiStitch::vocabularyMismatchIsShown() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const auto gpt2 = loadModel(testdata("tiny-gpt2")), llama = loadModel(testdata("stories260K/stories260K.gguf"));
     StitchView s;
     s.setText(QStringLiteral("Once upon a time"));
@@ -386,6 +388,7 @@ void TestGuiStitch::finetuneRanksProjectsAndExports() {
 }
 
 void TestGuiStitch::finetuneRefusesOtherArchitectures() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     FinetuneView f;
     f.setModels(demo_, loadModel(testdata("tiny-gpt2")));
     f.rank();

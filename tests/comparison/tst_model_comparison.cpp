@@ -88,6 +88,7 @@ private:
 };
 
 void TestModelComparison::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     tiny_ = loadModel(testdata("tiny-gpt2"));
     tinyAgain_ = loadModel(testdata("tiny-gpt2/model.safetensors"));
     tinyF16_ = loadModel(testdata("tiny-gpt2/model.float16.safetensors"));
@@ -194,6 +195,7 @@ void TestModelComparison::headDifferenceMatchesBruteForce() {
 /// weights in two files (both store Q/K in Meta's interleaved RoPE layout), so the comparison must call
 /// every layer aligned with itself and every parameter identical; the F32 values are compared bit for bit.
 void TestModelComparison::llamaCheckpointsInTwoFormats() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     LoadOptions withTokenizer;
     withTokenizer.tokenizerPath = testdata("stories260K/tok512.bin");
     const auto bin = loadModel(testdata("stories260K/stories260K.bin"), {}, withTokenizer);

@@ -125,6 +125,7 @@ private slots:
 };
 
 void TestStitching::selfStitchReproducesLogits_data() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTest::addColumn<QString>("path");
     QTest::addColumn<bool>("unembedding");
     QTest::newRow("tiny-gpt2") << testdata("tiny-gpt2") << false;
@@ -281,6 +282,7 @@ void TestStitching::rankDeficientEmbeddingIsReported() {
 }
 
 void TestStitching::vocabularyMismatchNamesSizesOrToken() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const auto a = randomGpt2(1, 16, 30, 1), b = randomGpt2(1, 16, 31, 2);
     QCOMPARE(inputErrorOf([&] { computeStitchMap(*a, *b); }), QString("The models do not share a tokenizer: d_vocab is 30 in model A (handmade) vs 31 in model B (handmade)."));
     QCOMPARE(inputErrorOf([&] { stitchBase(*a, *b, std::vector<int>{1, 2, 3}); }),

@@ -109,6 +109,7 @@ void TestCliKernels::versionNamesTheKernel() {
 }
 
 void TestCliKernels::everyRunnableKernelMatchesReference() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     for (KernelIsa isa : runnableKernelIsas()) {
         QString error;
         const std::vector<double> logits = dumpLogits(kernelIsaName(isa), {}, &error);
@@ -119,6 +120,7 @@ void TestCliKernels::everyRunnableKernelMatchesReference() {
 }
 
 void TestCliKernels::unknownKernelIsAClearError() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const Run r = run(kExe, {"--model", testdata("tiny-gpt2"), "--prompt", "x", "--dump-json", "/dev/null"}, "avx1024");
     QCOMPARE(r.status, QProcess::NormalExit);
     QCOMPARE(r.exitCode, 1);
@@ -135,6 +137,7 @@ void TestCliKernels::emulatedCpus_data() {
 }
 
 void TestCliKernels::emulatedCpus() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     if (!haveQemu()) QSKIP("qemu-x86_64 (Debian qemu-user) is not installed");
     QFETCH(QString, cpu);
     QFETCH(QString, expected);

@@ -46,11 +46,13 @@ private:
 };
 
 void TestCliModelNames::initTestCase() {
+    // without ../shared/testdata the gpt2 snapshot's files are empty: the cases that open them skip
     stores_ = buildFakeStores(tmp_.path());
     useFakeStores(stores_); // inherited by the attnscope processes
 }
 
 void TestCliModelNames::namesResolveInEveryHeadlessMode() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // --dump-json by repo name: the snapshot refs/main names (tiny-gpt2's files)
     const QString byName = tmp_.filePath("byname.json"), byPath = tmp_.filePath("bypath.json");
     CliRun r = runExe({"--model", "gpt2", "--prompt", "The cat", "--dump-json", byName, "--layer", "1", "--head", "2"});
@@ -133,6 +135,7 @@ void TestCliModelNames::screenshotsHaveTheSizeAndContent() {
 }
 
 void TestCliModelNames::screenshotOfASession() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // a session picks the panel settings of the picture: the lens coloured by the rank of a target
     const QJsonObject session{{"format", "attnscope-session"}, {"version", 1}, {"model", testdata("tiny-gpt2")},
                               {"prompt", "The cat sat"}, {"layer", 0}, {"head", 0},
@@ -187,6 +190,7 @@ void TestCliModelNames::screenshotUsageErrors() {
 /// on stderr (with the size used) where it cannot; --tokenizer reaches the model; a prompt longer than n_ctx
 /// fails as --dump-json does, instead of silently showing its last n_ctx tokens.
 void TestCliModelNames::screenshotSizeTokenizerAndContext() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString small = tmp_.filePath("small.png");
     CliRun r = runExe({"--screenshot", "attention", "--out", small, "--model", "demo", "--width", "1100", "--height", "650"});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));

@@ -58,6 +58,7 @@ private:
 };
 
 void TestGuiModelPicker::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     stores_ = buildFakeStores(tmp_.path());
     useFakeStores(stores_); // before any QSettings: settings live in the fake HOME too
     qunsetenv("XDG_CONFIG_HOME");
@@ -72,6 +73,7 @@ void TestGuiModelPicker::init() {
 }
 
 void TestGuiModelPicker::listsEveryStore() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     ModelPickerDialog d;
     d.show();
     d.waitForScan();
@@ -142,6 +144,7 @@ void TestGuiModelPicker::filtersAndOpens() {
 }
 
 void TestGuiModelPicker::recentEntriesComeFirst() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     clearRecentModels();
     addRecentModel(testdata("tiny-gpt2"));
     addRecentModel("ollama:llama3.2:1b");
@@ -157,6 +160,7 @@ void TestGuiModelPicker::recentEntriesComeFirst() {
 }
 
 void TestGuiModelPicker::addedFoldersAreSearched() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir mine;
     QVERIFY(QDir().mkpath(mine.filePath("experiments/run1")));
     copyFiles(testdata("tiny-gpt2"), mine.filePath("experiments/run1"), {"config.json", "model.safetensors", "vocab.json", "merges.txt"});

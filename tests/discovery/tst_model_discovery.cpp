@@ -50,12 +50,14 @@ private:
 };
 
 void TestModelDiscovery::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QVERIFY(tmp_.isValid());
     stores_ = buildFakeStores(tmp_.path());
     useFakeStores(stores_);
 }
 
 void TestModelDiscovery::probesHuggingFaceFolder() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const ModelProbe p = probeModel(testdata("tiny-gpt2"));
     QVERIFY2(p.readable(), qPrintable(p.problem));
     QCOMPARE(p.format, ModelFormat::HfFolder);
@@ -77,6 +79,7 @@ void TestModelDiscovery::probesHuggingFaceFolder() {
 }
 
 void TestModelDiscovery::probesSafetensorsFiles() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const ModelProbe f16 = probeModel(testdata("tiny-gpt2/model.float16.safetensors"));
     QVERIFY2(f16.readable(), qPrintable(f16.problem));
     QCOMPARE(f16.format, ModelFormat::Safetensors);
@@ -96,6 +99,7 @@ void TestModelDiscovery::probesSafetensorsFiles() {
 }
 
 void TestModelDiscovery::probesRealGgufAndLlama2c() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const ModelProbe g = probeModel(testdata("stories260K/stories260K.gguf"));
     QVERIFY2(g.readable(), qPrintable(g.problem));
     QCOMPARE(g.format, ModelFormat::Gguf);
@@ -139,6 +143,7 @@ void TestModelDiscovery::probesSyntheticGguf() {
 }
 
 void TestModelDiscovery::rejectsHostileFiles() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QByteArray gguf = readFile(stores_.ollamaBlob);
     // every truncation inside the header is a clear error naming the file, never a crash
@@ -235,6 +240,7 @@ void TestModelDiscovery::hubCacheLocation() {
 }
 
 void TestModelDiscovery::hubCacheSnapshots() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QList<HfCachedModel> all = listHfCache(stores_.hubCache);
     QCOMPARE(all.size(), 2);
     QCOMPARE(all[0].repoId, QString("TinyLlama/TinyLlama-1.1B-Chat-v1.0"));
@@ -288,6 +294,7 @@ void TestModelDiscovery::ollamaManifests() {
 }
 
 void TestModelDiscovery::lmStudioFolder() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QCOMPARE(lmStudioModelDirs().first(), stores_.lmStudio);
     QCOMPARE(scanModelFolder(stores_.lmStudio), QStringList{stores_.lmStudioGguf});
     // an HF folder is one entry, its files are not listed; depth is limited; symlink loops end
@@ -302,6 +309,7 @@ void TestModelDiscovery::lmStudioFolder() {
 }
 
 void TestModelDiscovery::listsEverythingInstalled() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir user;
     QVERIFY(QDir().mkpath(user.filePath("mine")));
     copyFiles(testdata("tiny-gpt2"), user.filePath("mine"), {"config.json", "model.safetensors", "vocab.json", "merges.txt"});
@@ -339,6 +347,7 @@ void TestModelDiscovery::listsEverythingInstalled() {
 }
 
 void TestModelDiscovery::resolvesNames() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QCOMPARE(resolveModelName("gpt2").path, stores_.gpt2Newest);
     QCOMPARE(resolveModelName("hf:gpt2").path, stores_.gpt2Newest);
     QCOMPARE(resolveModelName("TinyLlama/TinyLlama-1.1B-Chat-v1.0").path, stores_.tinyLlamaSnapshot);
@@ -366,6 +375,7 @@ void TestModelDiscovery::resolvesNames() {
 }
 
 void TestModelDiscovery::loaderNamesCachedModelsByRepo() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const auto model = loadModel(resolveModelName("gpt2").path);
     QCOMPARE(model->info().name, QString("gpt2"));
     QCOMPARE(model->config().n_layers, 2);

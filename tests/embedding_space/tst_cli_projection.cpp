@@ -53,7 +53,7 @@ std::vector<ScoredToken> tokensFromJson(const QJsonArray& a) {
 class TestCliProjection : public QObject {
     Q_OBJECT
 private slots:
-    void initTestCase() { tiny_ = loadModel(testdata("tiny-gpt2")); }
+    void initTestCase() { ATTNSCOPE_REQUIRE_TESTDATA(); tiny_ = loadModel(testdata("tiny-gpt2")); }
     void pairProjectionMatchesBruteForce_data();
     void pairProjectionMatchesBruteForce();
     void neuronProjectionMatchesBruteForce_data();
@@ -77,6 +77,7 @@ void TestCliProjection::pairProjectionMatchesBruteForce_data() {
 }
 
 void TestCliProjection::pairProjectionMatchesBruteForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QFETCH(QString, kind);
     QFETCH(int, layer);
     QFETCH(int, head);
@@ -111,6 +112,7 @@ void TestCliProjection::neuronProjectionMatchesBruteForce_data() {
 }
 
 void TestCliProjection::neuronProjectionMatchesBruteForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QFETCH(QString, kind);
     QFETCH(int, layer);
     QFETCH(int, neuron);
@@ -135,6 +137,7 @@ void TestCliProjection::neuronProjectionMatchesBruteForce() {
 }
 
 void TestCliProjection::logitLensLastBoundaryIsTheLogits() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const QString out = dir_.filePath("lens.json");
     const Run r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", ref["prompt"].toString(), "--logit-lens",
@@ -176,6 +179,7 @@ void TestCliProjection::logitLensLastBoundaryIsTheLogits() {
 }
 
 void TestCliProjection::reportsErrors() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const QString out = dir_.filePath("never.json");
     Run r = runExe({"--model", testdata("tiny-gpt2"), "--project", "vo", "--layer", "0", "--head", "0", "--dump-json", out});
     QCOMPARE(r.exitCode, 2);

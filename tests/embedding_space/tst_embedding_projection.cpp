@@ -57,7 +57,9 @@ private:
     std::shared_ptr<const Model> tiny_;
 };
 
-void TestEmbeddingProjection::initTestCase() { tiny_ = loadModel(testdata("tiny-gpt2")); }
+void TestEmbeddingProjection::initTestCase() {
+    if (testdataAvailable()) tiny_ = loadModel(testdata("tiny-gpt2")); // else the cases that read it skip
+}
 
 void TestEmbeddingProjection::pairTopKMatchesBruteForce_data() {
     QTest::addColumn<int>("kind");
@@ -73,6 +75,7 @@ void TestEmbeddingProjection::pairTopKMatchesBruteForce_data() {
 }
 
 void TestEmbeddingProjection::pairTopKMatchesBruteForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QFETCH(int, kind);
     QFETCH(int, layer);
     QFETCH(int, head);
@@ -107,6 +110,7 @@ void TestEmbeddingProjection::groupedQueryHeadsUseTheirKvHead() {
 }
 
 void TestEmbeddingProjection::rowQueryMatchesBruteForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     for (auto kind : {PairProjectionKind::OV, PairProjectionKind::QK}) {
         const MatrixD S = denseCircuitScores(*tiny_, kind, 1, 1);
         for (int row : {0, 97, 511}) {
@@ -119,6 +123,7 @@ void TestEmbeddingProjection::rowQueryMatchesBruteForce() {
 }
 
 void TestEmbeddingProjection::neuronTopAndBottomMatchBruteForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const ModelConfig& c = tiny_->config();
     for (int l = 0; l < c.n_layers; ++l)
         for (int i : {0, 100, c.d_mlp - 1}) {
@@ -139,6 +144,7 @@ void TestEmbeddingProjection::neuronTopAndBottomMatchBruteForce() {
 
 // tiny-gpt2 (tied) and a random model with a separate unembedding: output tokens through W_U
 void TestEmbeddingProjection::reverseSearchMatchesBruteForce() {
+  ATTNSCOPE_REQUIRE_TESTDATA();
   for (const std::shared_ptr<const Model>& m : {tiny_, gqaModel()}) {
     const ModelConfig& c = m->config();
     const int t = std::min(300, c.d_vocab - 9);
@@ -180,6 +186,7 @@ void TestEmbeddingProjection::reverseSearchMatchesBruteForce() {
 }
 
 void TestEmbeddingProjection::conventionNamesTheUnembedding() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QVERIFY(unembeddingTied(*tiny_));
     QCOMPARE(embeddingConvention(*tiny_), QStringLiteral("This model ties its embeddings (W_U = W_Eᵀ): E = W_E reads both sides."));
     const auto untied = gqaModel();
@@ -198,6 +205,7 @@ void TestEmbeddingProjection::conventionNamesTheUnembedding() {
 }
 
 void TestEmbeddingProjection::progressAndCancellation() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     int reports = 0;
     qint64 lastTotal = 0;
     Progress counting;
@@ -220,6 +228,7 @@ void TestEmbeddingProjection::progressAndCancellation() {
 }
 
 void TestEmbeddingProjection::rejectsBadIndices() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto expectInputError = [](auto&& f, const QString& text) {
         try {
             f();
@@ -237,6 +246,7 @@ void TestEmbeddingProjection::rejectsBadIndices() {
 }
 
 void TestEmbeddingProjection::json() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     const PairProjection p = projectPairs(*tiny_, PairProjectionKind::QK, 1, 2, 3);
     const Tokenizer& tok = tiny_->tokenizer();
     const auto text = [&](int id) { return QString::fromUtf8(tok.tokenBytes(id)); };

@@ -70,6 +70,7 @@ private:
 };
 
 void TestGuiEmbeddingSpace::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     tiny_ = loadModel(testdata("tiny-gpt2"));
     ref_ = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const std::vector<int> ids = tokenizePrompt(tiny_->tokenizer(), ref_["prompt"].toString(), true);
@@ -291,6 +292,7 @@ void TestGuiEmbeddingSpace::projectionsNeuronRowAndReverse() {
 }
 
 void TestGuiEmbeddingSpace::compareSameModelIsIdentity() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     ModelComparePanel panel;
     ModelSession session;
     connectSession(panel, session);
@@ -324,6 +326,7 @@ void TestGuiEmbeddingSpace::compareSameModelIsIdentity() {
 }
 
 void TestGuiEmbeddingSpace::compareF32WithF16() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     ModelComparePanel panel;
     ModelSession session;
     connectSession(panel, session);

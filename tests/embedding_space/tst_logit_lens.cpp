@@ -79,6 +79,7 @@ private:
 };
 
 void TestLogitLens::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     model_ = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     cache_ = runForward(*model_, intsFromJson(ref["token_ids"].toArray()));

@@ -249,6 +249,7 @@ void TestQuantizedTopK::tinyGpt2PairsMatchBruteForce_data() {
 }
 
 void TestQuantizedTopK::tinyGpt2PairsMatchBruteForce() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QFETCH(int, kind);
     QFETCH(int, layer);
     QFETCH(int, head);

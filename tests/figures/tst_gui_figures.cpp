@@ -184,6 +184,7 @@ private:
 };
 
 void TestGuiFigures::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QStandardPaths::setTestModeEnabled(true); // QSettings under ~/.qttest: the user's settings stay untouched
     QCoreApplication::setOrganizationName(QStringLiteral("AttnScopeFiguresTest"));
     QSettings().clear();

@@ -109,6 +109,7 @@ private:
 
 private slots:
     void stories260K() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto f = GgufFile::open(stories());
         QCOMPARE(f->label(), QStringLiteral("stories260K.gguf"));
         QCOMPARE(f->version(), 3u);
@@ -191,6 +192,7 @@ private slots:
     /// Checked both ways: every tensor equals the .bin byte for byte, and applying LlamaModel.permute to
     /// the .bin's wq/wk gives different rows, so the comparison can tell the two layouts apart.
     void stories260KMatchesBin() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto g = GgufFile::open(stories());
         const auto b = Llama2cFile::open(testdata(QStringLiteral("stories260K/stories260K.bin")));
         const auto same = [&](const QString& name, Llama2cWeight w, int layer) {
@@ -223,6 +225,7 @@ private slots:
     }
 
     void tinyRandomLlama() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto f = GgufFile::open(testdata(QStringLiteral("llama/llama-2-tiny-random.gguf")));
         QCOMPARE(f->tensors().size(), size_t(12));
         QCOMPARE(f->u64(QStringLiteral("llama.embedding_length")), 8u);
@@ -265,6 +268,7 @@ private slots:
     }
 
     void vocabOnlyLlama() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString path = testdata(QStringLiteral("llama/ggml-vocab-llama-spm.gguf"));
         const auto f = GgufFile::open(path);
         QVERIFY(f->tensors().empty());
@@ -300,6 +304,7 @@ private slots:
     }
 
     void vocabOnlyGpt2() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto f = GgufFile::open(testdata(QStringLiteral("gpt2-tokenizer/ggml-vocab-gpt-2.gguf")));
         QVERIFY(f->tensors().empty());
         QCOMPARE(f->string(QStringLiteral("general.architecture")), QStringLiteral("gpt2"));
@@ -349,6 +354,7 @@ private slots:
     }
 
     void typedGetterErrors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, getter);
         QFETCH(QString, key);
         QFETCH(QString, message);

@@ -60,12 +60,13 @@ std::unique_ptr<Gpt2BpeTokenizer> gpt2() {
 class TestHostileModel : public QObject {
     Q_OBJECT
 private:
-    std::shared_ptr<const Model> tiny_ = loadModel(tiny());
-    std::unique_ptr<Gpt2BpeTokenizer> gpt2_ = gpt2();
+    std::shared_ptr<const Model> tiny_ = testdataAvailable() ? loadModel(tiny()) : nullptr;
+    std::unique_ptr<Gpt2BpeTokenizer> gpt2_ = testdataAvailable() ? gpt2() : nullptr;
     QTemporaryDir tmp_;
 
 private slots:
     void estimateMatchesHandCount() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // tiny-gpt2: n_layers 2, n_heads 4, d_model 64, d_head 16, d_mlp 256, d_vocab 512; S = 10
         const ModelConfig& cfg = tiny_->config();
         ForwardOptions opt;
@@ -92,6 +93,7 @@ private slots:
     }
 
     void estimateMatchesRealCache() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(bool, headResults);
         QFETCH(bool, allLogits);
         ForwardOptions opt;
@@ -104,6 +106,7 @@ private slots:
     }
 
     void estimateNeverOverflows() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         ModelConfig huge = tiny_->config();
         huge.n_layers = huge.n_heads = huge.d_model = huge.d_mlp = huge.d_vocab = std::numeric_limits<int>::max();
         const CacheEstimate e = estimateCacheBytes(huge, std::numeric_limits<int>::max(), ForwardOptions{});
@@ -118,6 +121,7 @@ private slots:
     }
 
     void planKeepsDropsOrRefuses() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const ModelConfig& cfg = tiny_->config();
         const ForwardOptions opt;
         QVERIFY(planCache(cfg, 10, opt, -1).cacheHeadResults);      // unknown memory: no limit
@@ -243,6 +247,7 @@ private slots:
     }
 
     void runForwardUnderABudget() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const std::vector<int> ids = tokenizePrompt(tiny_->tokenizer(), QStringLiteral("one two three four five six"), true);
         const int S = int(ids.size());
         const ActivationCache full = runForward(*tiny_, ids);
@@ -307,6 +312,7 @@ private slots:
     }
 
     void awkwardPrompts() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, text);
         QFETCH(QString, joined);
         const std::vector<int> ids = tokenizePrompt(*gpt2_, text, true);
@@ -329,6 +335,7 @@ private slots:
     }
 
     void emptyPromptWithoutBosIsAClearError() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         try {
             runForward(*tiny_, tokenizePrompt(tiny_->tokenizer(), QString(), false));
             QFAIL("no InputError");
@@ -338,6 +345,7 @@ private slots:
     }
 
     void hundredKilobytePaste() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QString text;
         const QString line = QStringLiteral("Lorem ipsum dolor sit amet, שלום 🙂 e\u0301 12345 — ");
         while (text.toUtf8().size() < 100 * 1024) text += line;
@@ -367,6 +375,7 @@ private slots:
     }
 
     void nanAndInfWeightsLoadAndAreNamed() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QCOMPARE(nonFiniteWeights(*tiny_), QStringList{});
         const QString dir = tmp_.filePath(QStringLiteral("nan"));
         QDir().mkpath(dir);

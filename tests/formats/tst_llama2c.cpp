@@ -52,6 +52,7 @@ private:
 
 private slots:
     void header() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto f = Llama2cFile::open(storiesBin());
         QCOMPARE(f->label(), QStringLiteral("stories260K.bin"));
         const Llama2cConfig& c = f->config();
@@ -81,6 +82,7 @@ private slots:
     }
 
     void shapesAndValues() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto f = Llama2cFile::open(storiesBin());
         using W = Llama2cWeight;
         const auto shape = [&](W w, int layer) { return f->tensor(w, layer).shape; };
@@ -137,6 +139,7 @@ private slots:
     }
 
     void untiedClassifier() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // The real file with vocab_size negated and a wcls (the embedding negated) appended.
         QByteArray bytes = withField(real_, 5, -512);
         QByteArray wcls = real_.mid(28, 512 * 64 * 4);
@@ -153,6 +156,7 @@ private slots:
     }
 
     void hostileHeader_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<QString>("problem");
         const QByteArray& r = real_;

@@ -56,6 +56,7 @@ class TestLlamaBadInput : public QObject {
 
 private slots:
     void goodFolderOpens() { // the base of the HF cases is fine as written
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         writeGoodFolder(dir.path());
         const auto m = loadModel(dir.path());
@@ -79,6 +80,7 @@ private slots:
     }
     /// The good folder with model.safetensors rewritten: `tensor` removed, reshaped to [8, 64] or added ([48] of 0.5).
     void hfTensorErrors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, tensor);
         QFETCH(QString, edit);
         QFETCH(QString, expected);
@@ -111,6 +113,7 @@ private slots:
                                                         << "config.json: unsupported rope_scaling type 'dynamic'; supported: linear, llama3";
     }
     void hfConfigErrors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, key);
         QFETCH(QJsonValue, value);
         QFETCH(QString, expected);
@@ -130,6 +133,7 @@ private slots:
     /// Qwen 3: a folder without blocks.1's q_norm is refused naming the tensor; qwen3_moe is refused as such;
     /// head_dim × num_attention_heads that does not fit q_proj names both shapes.
     void qwen3Errors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         const LlamaCheckpoint c = randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 8, 48), 9);
         writeHfLlamaFolder(c, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
@@ -157,6 +161,7 @@ private slots:
     /// Gemma 2: a soft-cap ≤ 0, a window larger than the context, Gemma 3, and a GGUF without a post-norm tensor are
     /// refused naming the file and the field or tensor; null soft-caps mean none.
     void gemma2Errors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         LlamaSpec spec = smallLlamaSpec("gemma2", 32, 4, 2, 8, 48);
         spec.attn_softcap = 10;
@@ -187,6 +192,7 @@ private slots:
 
     /// stories260K.gguf with general.architecture "llama" patched to "bloom" (same length, in place).
     void ggufUnsupportedArchitecture() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         QByteArray bytes = readBytes(storiesFile("stories260K.gguf"));
         const auto f = GgufFile::fromBytes(bytes, "x");
@@ -203,6 +209,7 @@ private slots:
     /// and 1 resolve; layer 2 fails when first used (and again on the next use), naming tensor, block and
     /// row; the forward reports the same ModelError; the file is unchanged.
     void ggufNanBlockScale() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         QByteArray bytes = ggufQ8_0Copy(storiesFile("stories260K.gguf"), Q8Copy::Q8_0);
         qint64 offset = -1;
@@ -227,6 +234,7 @@ private slots:
     }
 
     void llama2cWithoutTokenizer() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         copyFiles(storiesFile(QString()), dir.path(), {"stories260K.bin"});
         const QString path = dir.filePath("stories260K.bin");
@@ -241,6 +249,7 @@ private slots:
     }
 
     void llama2cTokenizerPastTheEnd_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<QString>("problem");
         const QByteArray good = readBytes(storiesFile("tok512.bin"));
@@ -256,6 +265,7 @@ private slots:
         QTest::newRow("truncated in a record") << good.left(5000) << QStringLiteral("runs past the end of the file");
     }
     void llama2cTokenizerPastTheEnd() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QByteArray, bytes);
         QFETCH(QString, problem);
         QTemporaryDir dir;

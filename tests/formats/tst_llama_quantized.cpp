@@ -20,12 +20,14 @@ class TestLlamaQuantized : public QObject {
     Q_OBJECT
 
     TempFiles tmp_;
-    std::vector<StoriesPrompt> prompts_ = storiesPrompts();
+    std::vector<StoriesPrompt> prompts_;
     std::shared_ptr<const Model> q8_, decoded_;
     QStringList kept_;
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
+        prompts_ = storiesPrompts();
         q8_ = loadModel(tmp_.write("stories260K-q8_0.gguf", ggufQ8_0Copy(storiesFile("stories260K.gguf"), Q8Copy::Q8_0, &kept_)));
         decoded_ = loadModel(tmp_.write("stories260K-q8_0-decoded.gguf",
                                         ggufQ8_0Copy(storiesFile("stories260K.gguf"), Q8Copy::DequantizedF32)));

@@ -101,7 +101,7 @@ class TestLoader : public QObject {
     Q_OBJECT
 private:
     QTemporaryDir tmp_;
-    std::vector<FixtureTensor> f32_ = readSafetensors(tiny() + QStringLiteral("/model.safetensors"));
+    std::vector<FixtureTensor> f32_ = testdataAvailable() ? readSafetensors(tiny() + QStringLiteral("/model.safetensors")) : std::vector<FixtureTensor>{};
 
     /// A new model folder with tiny-gpt2's tokenizer, the given config and weight files.
     QString makeFolder(const QString& name, const QJsonObject& config,
@@ -125,6 +125,7 @@ private:
 
 private slots:
     void loadsTinyGpt2Folder() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto m = loadModel(tiny());
         const ModelConfig& c = m->config();
         QCOMPARE(c.modelType, QStringLiteral("gpt2"));
@@ -185,6 +186,7 @@ private slots:
     }
 
     void loadsEachFileByPath() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, file);
         QFETCH(QString, dtype);
         QFETCH(qint64, bytes);
@@ -211,6 +213,7 @@ private slots:
     }
 
     void shardedMatchesSingleFile() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<FixtureTensor> a, b;
         QJsonObject weightMap;
         for (const auto& t : f32_) {
@@ -236,6 +239,7 @@ private slots:
     }
 
     void transformerPrefixAndIgnoredBuffers() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<FixtureTensor> prefixed;
         for (auto t : f32_) {
             t.name = QStringLiteral("transformer.") + t.name;
@@ -250,6 +254,7 @@ private slots:
     }
 
     void lmHeadIsUsedWhenPresent() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<FixtureTensor> tensors = f32_;
         std::vector<float> head(512 * 64);
         for (size_t i = 0; i < head.size(); ++i) head[i] = float(i % 97) * 0.01f - 0.5f;
@@ -263,6 +268,7 @@ private slots:
     }
 
     void unalignedF32IsCopiedCorrectly() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // A header padded to an odd length puts every F32 tensor at an unaligned address.
         const QString dir = makeFolder(QStringLiteral("unaligned"), tinyConfig(),
                                        {{QStringLiteral("model.safetensors"), buildSafetensors(f32_, {}, 1)}});
@@ -277,12 +283,14 @@ private slots:
     }
 
     void missingTensor() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = makeFolder(QStringLiteral("missing"), without(QStringLiteral("h.1.mlp.c_fc.bias")));
         QCOMPARE(loadError(dir), QStringLiteral("model.safetensors: missing tensor h.1.mlp.c_fc.bias "
                                                 "(also looked for transformer.h.1.mlp.c_fc.bias)"));
     }
 
     void tensorShapeMismatch() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<FixtureTensor> tensors = f32_;
         for (auto& t : tensors)
             if (t.name == QLatin1String("h.0.attn.c_attn.weight")) {
@@ -300,6 +308,7 @@ private slots:
     }
 
     void nonWeightDtypeRejected() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<FixtureTensor> tensors = f32_;
         for (auto& t : tensors)
             if (t.name == QLatin1String("ln_f.bias")) t.dtype = QStringLiteral("I32");
@@ -308,6 +317,7 @@ private slots:
     }
 
     void unsupportedModelType() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QJsonObject config = tinyConfig();
         config[QStringLiteral("model_type")] = QStringLiteral("falcon");
         QCOMPARE(loadError(makeFolder(QStringLiteral("falcon"), config,
@@ -342,6 +352,7 @@ private slots:
     }
 
     void configErrors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, field);
         QFETCH(QJsonValue, value);
         QFETCH(QString, message);
@@ -357,6 +368,7 @@ private slots:
     }
 
     void configNPositionsMissingBoth() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QJsonObject config = tinyConfig();
         config.remove(QStringLiteral("n_positions"));
         config.remove(QStringLiteral("n_ctx"));
@@ -365,6 +377,7 @@ private slots:
     }
 
     void configVariants() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QJsonObject config = tinyConfig();
         config.remove(QStringLiteral("n_positions"));
         config[QStringLiteral("n_ctx")] = 32;
@@ -396,6 +409,7 @@ private slots:
     }
 
     void missingConfig() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = tmp_.filePath(QStringLiteral("noconfig"));
         QDir().mkpath(dir);
         copyFiles(tiny(), dir, kTokenizerFiles + QStringList{QStringLiteral("model.safetensors")});
@@ -416,6 +430,7 @@ private slots:
     }
 
     void badIndexes() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, shard);
         QFETCH(QString, message);
         QJsonObject weightMap;
@@ -433,6 +448,7 @@ private slots:
     }
 
     void indexEntryNotInShard() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<FixtureTensor> tensors = without(QStringLiteral("ln_f.bias"));
         QJsonObject weightMap;
         for (const auto& t : f32_) weightMap.insert(t.name, QStringLiteral("model-00001.safetensors"));
@@ -445,6 +461,7 @@ private slots:
     }
 
     void duplicateTensorAcrossShards() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QJsonObject weightMap;
         for (const auto& t : f32_) weightMap.insert(t.name, QStringLiteral("a.safetensors"));
         weightMap[QStringLiteral("ln_f.bias")] = QStringLiteral("b.safetensors");
@@ -457,12 +474,14 @@ private slots:
     }
 
     void brokenWeightFileNamesIt() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = makeFolder(QStringLiteral("brokenfile"), tinyConfig(),
                                        {{QStringLiteral("model.safetensors"), QByteArray(5, 'x')}});
         QCOMPARE(loadError(dir), QStringLiteral("model.safetensors: file is 5 bytes, too short for the 8-byte header length of a safetensors file"));
     }
 
     void noWeights() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = makeFolder(QStringLiteral("noweights"), tinyConfig(), {});
         QCOMPARE(loadError(dir), dir + QStringLiteral(": no weights found: expected model.safetensors or model.safetensors.index.json"));
         writeFile(dir + QStringLiteral("/pytorch_model.bin"), "x");
@@ -474,6 +493,7 @@ private slots:
     }
 
     void missingTokenizerIsAnError() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = tmp_.filePath(QStringLiteral("notok"));
         QDir().mkpath(dir);
         copyFiles(tiny(), dir, {QStringLiteral("config.json"), QStringLiteral("model.safetensors")});
@@ -489,6 +509,7 @@ private slots:
     /// A tokenizer file given apart goes with a llama2.c checkpoint only; for a model with its own tokenizer it is
     /// an error naming both (it was silently ignored), for loadModel and loadTokenizerOnly alike.
     void separateTokenizerOnlyForLlama2c() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString tok = testdata("stories260K/tok512.bin");
         const QString expected = QStringLiteral("%1: this model has its own tokenizer; a separate tokenizer file (%2) goes with a "
                                                 "llama2.c checkpoint (.bin) only");
@@ -507,6 +528,7 @@ private slots:
     }
 
     void filesUnchangedAfterLoad() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = tmp_.filePath(QStringLiteral("unchanged"));
         QDir().mkpath(dir);
         copyFiles(tiny(), dir, kTokenizerFiles + QStringList{QStringLiteral("config.json"), QStringLiteral("model.float16.safetensors")});
@@ -529,6 +551,7 @@ private slots:
     }
 
     void progressAndCancel() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         std::vector<std::pair<qint64, qint64>> steps;
         Progress p;
         p.report = [&](qint64 done, qint64 total, const QString&) { steps.emplace_back(done, total); };
@@ -549,6 +572,7 @@ private slots:
     }
 
     void concurrentLayerResolution() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString dir = tmp_.filePath(QStringLiteral("concurrent"));
         QDir().mkpath(dir);
         copyFiles(tiny(), dir, kTokenizerFiles + QStringList{QStringLiteral("config.json"), QStringLiteral("model.bfloat16.safetensors")});

@@ -30,6 +30,7 @@ private:
 
 private slots:
     void hostileFile_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("fileName");
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<QString>("problem");
@@ -200,6 +201,7 @@ private slots:
     }
 
     void tinyGpt2Files() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, file);
         QFETCH(QString, dtype);
         QFETCH(qint64, bytes);

@@ -77,6 +77,7 @@ class TestBackward : public QObject {
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QVERIFY(tmp_.isValid());
         cases_ = gradientCases(tmp_.path());
         QCOMPARE(cases_.at("mistral").model->config().sliding_window, 3);

@@ -112,6 +112,7 @@ class TestEdgeAttribution : public QObject {
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QVERIFY(tmp_.isValid());
         // the gradient suites' three models and prompts (support/gradient_cases.h), each with a corrupted prompt
         for (const auto& [name, g] : gradientCases(tmp_.path())) {

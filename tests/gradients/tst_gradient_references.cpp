@@ -65,6 +65,7 @@ private slots:
     }
 
     void matchesPyTorchAutograd() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, file);
         const QJsonObject ref = readJsonObject(referenceDir() + QLatin1Char('/') + file);
         QVERIFY(ref["source"].toString().contains("autograd"));

@@ -49,6 +49,7 @@ private slots:
         QTest::newRow("stories260K, token 'the'") << "stories" << 261;
     }
     void integratedGradientsAreComplete() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, model);
         QFETCH(int, baseline);
         std::shared_ptr<const Model> m = demo_;

@@ -392,6 +392,7 @@ void TestGuiGraphs::featureNodesAndTargetsFromASession() {
 }
 
 void TestGuiGraphs::anotherModelSaysTheSetDoesNotFit() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // tiny-gpt2 (d_model 2) with the demo's transcoders (d_model 128): no build, and the summary says why
     const auto tiny = std::shared_ptr<const Model>(loadModel(testdata("tiny-gpt2")));
     const auto cache = std::make_shared<const ActivationCache>(runForward(*tiny, tokenizePrompt(tiny->tokenizer(), QStringLiteral("hello world"), false)));

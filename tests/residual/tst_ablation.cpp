@@ -123,6 +123,7 @@ void TestAblation::rejectsBadOptions() {
 }
 
 void TestAblation::meanDiffersFromZeroOnTinyGpt2() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const Matrix refLogits = matrixFromJson(ref["variants"].toObject()["float32"].toObject()["logits"].toArray());

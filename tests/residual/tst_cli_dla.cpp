@@ -111,12 +111,14 @@ void TestCliDla::checkAgainstPanel(const QString& modelPath, const QString& prom
 }
 
 void TestCliDla::tinyGpt2TokenMatchesPanel() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // " c" is one token of tiny-gpt2 (its 255 merges split " cat" into " c" + "at"); the picker gets
     // the display string, the CLI the decoded text
     checkAgainstPanel(testdata("tiny-gpt2"), kTinyPrompt, " c", QString::fromUtf8("␣c"), {}, -1);
 }
 
 void TestCliDla::tinyGpt2DifferenceAtPositionMatchesPanel() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     checkAgainstPanel(testdata("tiny-gpt2"), kTinyPrompt, " the,at", " the", "at", 7);
 }
 
@@ -132,6 +134,7 @@ void TestCliDla::demoModelSumsToLogit() {
 // MLP (no pos_embed, no b_O), they sum to the logit, and that logit is run.c's at the last prompt position
 // (reference.json "main", ≤ 1e-4).
 void TestCliDla::llamaTokenWithSpaceMatchesRunC() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QString out = dir.filePath("dump.json");
     const Run r = runExe({"--model", testdata("stories260K/stories260K.gguf"), "--prompt", "Once upon a time", "--dla", " there",
@@ -157,6 +160,7 @@ void TestCliDla::llamaTokenWithSpaceMatchesRunC() {
 }
 
 void TestCliDla::reportsErrors() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const QString out = dir.filePath("dump.json");
     Run r = runExe({"--model", testdata("tiny-gpt2"), "--prompt", kTinyPrompt, "--dla", " cat", "--dump-json", out});

@@ -153,6 +153,7 @@ void TestDecomposition::rejectsBadBoundaryAndPosition() {
 }
 
 void TestDecomposition::sumsToResidualOnTinyGpt2() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const ActivationCache cache = runForward(*model, intsFromJson(ref["token_ids"].toArray()));

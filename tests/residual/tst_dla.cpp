@@ -186,6 +186,7 @@ void TestDla::rejectsBadTokens() {
 }
 
 void TestDla::tinyGpt2MatchesPicoGptLogits() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const QJsonObject f32 = ref["variants"].toObject()["float32"].toObject();
@@ -214,6 +215,7 @@ void TestDla::tinyGpt2MatchesPicoGptLogits() {
 /// loops from the checkpoint's (1 + w)); DLA sums to the logit before the final soft-cap, which equals the float64
 /// reference's with the cap removed, and c·tanh(that / c) is the model's logit.
 void TestDla::gemma2ThroughPostNorms() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const LlamaCheckpoint ck = randomLlama(smallGemma2Spec(), 31);
     writeHfLlamaFolder(ck, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");

@@ -61,6 +61,7 @@ private:
 };
 
 void TestGuiResidual::initTestCase() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     model_ = loadModel(testdata("tiny-gpt2"));
     const QString prompt = readJsonObject(testdata("tiny-gpt2/reference.json"))["prompt"].toString();
     cache_ = std::make_shared<const ActivationCache>(runForward(*model_, tokenizePrompt(model_->tokenizer(), prompt, true)));

@@ -41,6 +41,7 @@ private slots:
     void initTestCase() { QCoreApplication::setOrganizationName("AttnScopeTest"); }
 
     void headGridFillsInAndHeatmapShowsRecomputedLayers() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
         MainWindow w;
         w.resize(1400, 900);

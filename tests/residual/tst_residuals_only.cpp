@@ -62,7 +62,7 @@ std::vector<int> promptIds(const Model& model) {
 class TestResidualsOnly : public QObject {
     Q_OBJECT
 private:
-    std::shared_ptr<const Model> tiny_ = loadModel(testdata(QStringLiteral("tiny-gpt2")));
+    std::shared_ptr<const Model> tiny_ = testdataAvailable() ? loadModel(testdata(QStringLiteral("tiny-gpt2"))) : nullptr;
     std::shared_ptr<const Model> demo_ = loadModel(demoDir());
 
     std::shared_ptr<const Model> modelNamed(const QString& name) { return name == "demo" ? demo_ : tiny_; }
@@ -81,6 +81,7 @@ private slots:
 
     void recomputedLayersAreBitwiseEqual() {
         QFETCH(QString, model);
+        if (model == "tiny") ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(bool, ablate);
         QFETCH(bool, headResults);
         const auto m = modelNamed(model);
@@ -129,6 +130,7 @@ private slots:
 
     void analysesGiveTheSameNumbers() {
         QFETCH(QString, model);
+        if (model == "tiny") ATTNSCOPE_REQUIRE_TESTDATA();
         const auto m = modelNamed(model);
         const ModelConfig& cfg = m->config();
         const std::vector<int> ids = promptIds(*m);
@@ -184,6 +186,7 @@ private slots:
     }
 
     void budgetChoosesResidualsOnly() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const std::vector<int> ids = promptIds(*tiny_);
         const int S = int(ids.size());
         const ActivationCache full = runForward(*tiny_, ids);
@@ -296,6 +299,7 @@ private slots:
     }
 
     void cancelledRequestsDoNotCompute() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const std::vector<int> ids = promptIds(*tiny_);
         ForwardOptions opt;
         opt.residualsOnly = true;

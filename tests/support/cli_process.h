@@ -8,8 +8,12 @@
 
 namespace attnscope::test {
 
+/// How long runCli waits for the process: a bound on a hang, not on speed (tests/CMakeLists.txt gives the suites that
+/// start processes the time for it).
+constexpr int kCliTimeoutSeconds = 600;
+
 struct CliRun {
-    int exitCode; ///< -1 on a 120 s timeout
+    int exitCode; ///< -1 on a timeout (kCliTimeoutSeconds)
     QString out, err;
 };
 

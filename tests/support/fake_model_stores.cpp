@@ -119,7 +119,7 @@ FakeStores buildFakeStores(const QString& root) {
     const QString gpt2 = s.hubCache + QStringLiteral("/models--gpt2");
     s.gpt2Newest = gpt2 + QStringLiteral("/snapshots/607a30d783dfa663caf39e06633721c8d4cfcd7e");
     s.gpt2Older = gpt2 + QStringLiteral("/snapshots/11c5a3d5811f50298f278a704980280950aedb10");
-    for (const QString& snap : {s.gpt2Newest, s.gpt2Older}) {
+    for (const QString& snap : {s.gpt2Newest, s.gpt2Older}) { // empty files without ../shared/testdata
         mkdirs(snap);
         for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt"})
             addHfFile(gpt2, snap, QString::fromLatin1(f), readFile(testdata(QStringLiteral("tiny-gpt2/") + QLatin1String(f))));

@@ -104,6 +104,7 @@ class TestLlamaTokenizer : public QObject {
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         loadTimed(bin_, "tokenizer.bin (32000 tokens)", [] { return loadLlama2cTokenizer(llamaFile("tokenizer.bin")); });
         loadTimed(json_, "tokenizer.json (32000 tokens, 61249 merges)", [] { return loadHfTokenizerJson(llamaFile("tokenizer.json")); });
         // the vocab-only GGUF (tokenizer.ggml.model llama)
@@ -166,6 +167,7 @@ private slots:
     }
 
     void llamaCppVectors_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("source");
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("ids");
@@ -190,6 +192,7 @@ private slots:
     }
 
     void llama2Vectors_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("source");
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("idsWithBos");
@@ -204,6 +207,7 @@ private slots:
         }
     }
     void llama2Vectors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, source);
         QFETCH(QString, text);
         QFETCH(std::vector<int>, idsWithBos);
@@ -233,6 +237,7 @@ private slots:
     /// tokenizer.json and the vocab-only GGUF give the same ids on all 65 texts (each also equals the
     /// expected ids above; this pins the two sources to each other with BOS handling included).
     void tokenizerJsonAgreesWithGguf() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QStringList texts;
         for (const auto& c : readLlamaCppVectors()) texts << c.first;
         for (const QJsonValue& v : readJsonObject(llamaFile("llama2_spm_tokenizer_vectors.json")).value("vectors").toArray())
@@ -246,6 +251,7 @@ private slots:
     }
 
     void stories260K_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("idsWithBos");
         const QJsonArray cases = readJsonObject(testdata(QStringLiteral("stories260K/reference.json"))).value("tokenizer_cases").toArray();
@@ -264,6 +270,7 @@ private slots:
     }
 
     void specialTokensInText() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // Off by default: "</s>" is text. On: control tokens are whole units, and the text after one
         // gets the dummy prefix again (llama.cpp is_prev_special; HF normalizes each piece).
         auto tok = loadLlama2cTokenizer(llamaFile("tokenizer.bin"));
@@ -319,6 +326,7 @@ private slots:
     }
 
     void fromArraysWithoutBos() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // What the GGUF reader does: the arrays with their types and tokenizer.ggml.add_bos_token.
         SpmVocab vocab = bin_->vocab();
         QCOMPARE(vocab.pieces.size(), size_t(32000));
@@ -354,6 +362,7 @@ private slots:
     }
 
     void hfBosSettings() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // tokenizer_config.json's add_bos_token overrides the template (transformers LlamaTokenizerFast).
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
@@ -375,6 +384,7 @@ private slots:
     }
 
     void metaspaceTokenizerJson() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // Newer conversions write the same tokenizer as pre_tokenizer Metaspace(prepend_scheme
         // "first", split false) with no normalizer: the same ids on texts without special tokens.
         QJsonObject root = readJsonObject(llamaFile("tokenizer.json"));
@@ -440,6 +450,7 @@ private slots:
     }
 
     void llama2cFileErrors_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QByteArray>("bytes");
         QTest::addColumn<QString>("problem");
         const QByteArray good = readBytes(testdata(QStringLiteral("stories260K/tok512.bin")));
@@ -467,6 +478,7 @@ private slots:
     }
 
     void llama2cVocabSize() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString path = testdata(QStringLiteral("stories260K/tok512.bin"));
         QCOMPARE(loadLlama2cTokenizer(path, 512)->vocabSize(), 512);
         QCOMPARE(loadLlama2cTokenizer(path, 300)->vocabSize(), 300); // run.c reads vocab_size tokens, ignores the rest
@@ -530,6 +542,7 @@ private slots:
     }
 
     void longPromptAndLargeVocabulary() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // A prompt of about 2,000 tokens (the 47 llama.cpp texts repeated): the same ids from every source,
         // and the text back. The CPU times are printed; speed targets live in bench/.
         QString prompt;
@@ -566,6 +579,7 @@ private slots:
     }
 
     void concurrentEncode() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto cases = readLlamaCppVectors();
         QStringList many;
         for (int r = 0; r < 10; ++r)

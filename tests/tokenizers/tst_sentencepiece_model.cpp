@@ -39,6 +39,7 @@ class TestSentencePieceModel : public QObject {
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QVERIFY(dir_.isValid());
         texts_ = QString::fromUtf8(readBytes(testdata(QStringLiteral("llama/ggml-vocab-llama-spm.gguf.inp"))))
                      .split(QStringLiteral("\n__ggml_vocab_test__\n"));

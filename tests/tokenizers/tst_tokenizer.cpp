@@ -135,6 +135,7 @@ class TestTokenizer : public QObject {
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // CPU time, printed only: speed targets live in bench/ ("open + tokenizer ready").
         QElapsedTimer timer;
         timer.start();
@@ -180,6 +181,7 @@ private slots:
     }
 
     void llamaCppVectors_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("ids");
         const QString inp = QString::fromUtf8(readAll(testdata(QStringLiteral("gpt2-tokenizer/ggml-vocab-gpt-2.gguf.inp"))));
@@ -202,6 +204,7 @@ private slots:
     }
 
     void casesJson_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("ids");
         QTest::addColumn<QStringList>("tokens");
@@ -228,6 +231,7 @@ private slots:
     }
 
     void matchesReferenceBpeOnRandomWords() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // Random single-pretoken words (letters, optional leading space), including long repetitive
         // ones where merge order matters most, against the naive encoder.py algorithm.
         QHash<QString, int> ranks;
@@ -257,6 +261,7 @@ private slots:
     }
 
     void tinyReference() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QJsonObject ref = readJson(tinyDir() + QStringLiteral("/reference.json"));
         const QJsonArray cases = ref.value("tokenizer_cases").toArray();
         QCOMPARE(cases.size(), 6);
@@ -277,6 +282,7 @@ private slots:
         QTest::newRow("[a, b] merges, <|endoftext|> only in added_tokens") << true;
     }
     void tokenizerJsonMatchesVocabAndMerges() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(bool, pairMerges);
         QTemporaryDir dir;
         QVERIFY(dir.isValid());
@@ -375,6 +381,7 @@ private slots:
             QStringLiteral("not a byte-level BPE vocabulary: no token for byte 0x00 (\"Ā\")"));
     }
     void vocabAndMergesErrors() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QByteArray, vocab);
         QFETCH(QByteArray, merges);
         QFETCH(bool, blameMerges);
@@ -425,6 +432,7 @@ private slots:
     }
 
     void loadFromFolder() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const auto tok = loadTokenizerFromFolder(tinyDir());
         QCOMPARE(tok->vocabSize(), 512);
         QCOMPARE(tok->encode(QStringLiteral("Hello world")), (std::vector<int>{39, 68, 297, 78, 476, 335}));
@@ -481,6 +489,7 @@ private slots:
     }
 
     void longInputs() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QString mixed;
         const QJsonArray cases = readJson(testdata(QStringLiteral("gpt2-tokenizer/cases.json"))).value("cases").toArray();
         for (int i = 0; mixed.size() < 100 * 1024; ++i) mixed += cases.at(i % cases.size()).toObject().value("text").toString() + QLatin1Char('\n');
@@ -511,6 +520,7 @@ private slots:
     }
 
     void concurrentEncodeMatchesSequential() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         // A fresh tokenizer (empty cache) hit from several threads at once.
         const auto tok = Gpt2BpeTokenizer::fromVocabAndMerges(gpt2Vocab(), gpt2Merges());
         QStringList texts;

@@ -39,6 +39,7 @@ void TestForward::matchesPicoGptReference_data() {
 }
 
 void TestForward::matchesPicoGptReference() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     QFETCH(QString, variant);
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const QJsonObject v = ref["variants"].toObject()[variant].toObject();
@@ -89,6 +90,7 @@ void TestForward::firstPassReadsWeightsInPlaceWithTheSameBits_data() {
 }
 
 void TestForward::firstPassReadsWeightsInPlaceWithTheSameBits() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     // A freshly opened model's first pass reads its weights in place while the packer makes the copies
     // (weight_packer.h); a pass on the copies gives the same bits, at every hook point. The packer is held
     // for the first pass, so that it certainly read every weight in place.
@@ -113,6 +115,7 @@ void TestForward::firstPassReadsWeightsInPlaceWithTheSameBits() {
 }
 
 void TestForward::cacheIsInternallyConsistent() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const QJsonObject ref = readJsonObject(testdata("tiny-gpt2/reference.json"));
     const ActivationCache c = runForward(*model, intsFromJson(ref["token_ids"].toArray()));
@@ -144,6 +147,7 @@ void TestForward::cacheIsInternallyConsistent() {
 }
 
 void TestForward::lastPositionLogitsOnlyEqualFullLogits() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const std::vector<int> ids{511, 464, 269, 265};
     const ActivationCache full = runForward(*model, ids);
@@ -160,6 +164,7 @@ void TestForward::lastPositionLogitsOnlyEqualFullLogits() {
 }
 
 void TestForward::recycledCacheGivesIdenticalResultsInTheSameBuffers() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const std::vector<int> ids{511, 464, 269, 265, 12, 7};
     const ActivationCache fresh = runForward(*model, ids);
@@ -189,6 +194,7 @@ void TestForward::recycledCacheGivesIdenticalResultsInTheSameBuffers() {
 }
 
 void TestForward::stopAtLayerRunsTheLowerBlocksOnly() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     const std::vector<int> ids{511, 464, 269, 265, 12, 7};
     const ActivationCache full = runForward(*model, ids);
@@ -216,6 +222,7 @@ void TestForward::stopAtLayerRunsTheLowerBlocksOnly() {
 }
 
 void TestForward::rejectsBadPrompts() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     std::vector<int> tooLong(65, 1);
     try {
@@ -239,6 +246,7 @@ void TestForward::rejectsBadPrompts() {
 }
 
 void TestForward::cancels() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
     auto model = loadModel(testdata("tiny-gpt2"));
     int reports = 0;
     Progress p;

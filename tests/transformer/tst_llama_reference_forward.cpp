@@ -105,6 +105,7 @@ private slots:
     /// N(0, 0.02), so attention is nearly uniform and even a wrong rotary layout (HalfSplit) moves the logits
     /// by only 4.4e-4 of the largest one.
     void tinyRandomGguf() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const QString path = testdata("llama/llama-2-tiny-random.gguf");
         const auto model = loadModel(path);
         QCOMPARE(model->config().rope_layout, RopeLayout::Interleaved);
@@ -126,6 +127,7 @@ private slots:
     /// on the packed copy being attached): the first pass, on weights read in place while the packer is held,
     /// and a pass on the packed copies give the same bits at every hook point.
     void firstPassInPlaceEqualsPackedBf16() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const LlamaSpec spec = smallLlamaSpec("llama", 40, 4, 2, 16, 56);
         const LlamaCheckpoint c = randomLlama(spec, 4242u, true, false);
         const QString dir = tmp_.filePath(QStringLiteral("bf16-packing"));
@@ -159,6 +161,7 @@ private slots:
     /// Each random model written as an HF folder, opened by loadModel, run on 20 positions: every position
     /// within 1e-4 of its largest logit (float32 against float64 through 2 layers; seen: ~1e-6).
     void randomHfModels() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(int, index);
         const RandomCase rc = randomCases()[size_t(index)];
         const LlamaCheckpoint c = randomLlama(rc.spec, 1000u + quint32(index), rc.qkvBias, rc.oBias);
@@ -259,6 +262,7 @@ private slots:
     /// layer_types; 28 by default, as in Qwen2-7B's config): with max_window_layers 2 of 2 layers no layer is
     /// windowed, so the logits are the reference's without a window (they differ from the windowed ones).
     void qwen2WindowOffByMaxWindowLayers() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         LlamaSpec s = smallLlamaSpec("qwen2", 32, 4, 2, 8, 48);
         const LlamaCheckpoint c = randomLlama(s, 77, true, false);
         const QString dir = tmp_.filePath(QStringLiteral("qwen2-max-window-layers"));

@@ -66,13 +66,14 @@ class TestLlamaStories : public QObject {
     Q_OBJECT
 
     QTemporaryDir tmp_;
-    std::vector<StoriesPrompt> prompts_ = storiesPrompts();
+    std::vector<StoriesPrompt> prompts_ = testdataAvailable() ? storiesPrompts() : std::vector<StoriesPrompt>{};
     std::map<QString, std::shared_ptr<const Model>> models_;
     QString folder(const QString& name) const { return tmp_.filePath(name); }
     const Model& model(const QString& source) const { return *models_.at(source); }
 
 private slots:
     void initTestCase() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const LlamaCheckpoint meta = readLlama2cCheckpoint(storiesFile("stories260K.bin"));
         const LlamaCheckpoint hf = toHfLayout(meta);
         const QString tok = storiesFile("tok512.bin");
@@ -118,6 +119,7 @@ private slots:
     /// reader, in Meta layout and after the HF permutation: both within 1e-4 of run.c (the README's numpy
     /// float64 forward is within 1.6e-5), so it can judge the random models of tst_llama_reference_forward.
     void referenceForwardMatchesRunC() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         const LlamaCheckpoint meta = readLlama2cCheckpoint(storiesFile("stories260K.bin"));
         const LlamaCheckpoint hf = toHfLayout(meta);
         for (const StoriesPrompt& p : prompts_) {
@@ -188,6 +190,7 @@ private slots:
     /// greedy sequence whatever the guess (each pass makes at least one more leading id final); a good guess
     /// only makes it one pass instead of 200 forwards.
     void unpromptedStoryMatchesRunC() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, source);
         const Model& m = model(source);
         const QString expected = storiesUnpromptedText();
@@ -207,6 +210,7 @@ private slots:
     }
 
     void tokenizerCases_data() {
+        ATTNSCOPE_REQUIRE_TESTDATA();
         QTest::addColumn<QString>("source");
         QTest::addColumn<QString>("text");
         QTest::addColumn<std::vector<int>>("ids");
