@@ -1,7 +1,10 @@
 // The Graph tab's document (model/analysis/graphs/graph_document.h): the demo model's attribution graph with its bundled
 // transcoders becomes the kept nodes and edges with each node's graph index, survives a write and a read exactly (ids,
 // layers, positions, weights, pins, supernodes); a hand-written Neuronpedia file is read member by member; hostile files
-// are refused with a message naming the file and what is wrong.
+// are refused with a message naming the file and what is wrong. Every real graph file in
+// ../shared/testdata/real-world/graphs (circuit-tracer 1.0.0, Neuronpedia's graph server, Neuronpedia's fixtures; 64-bit
+// Cantor-paired feature ids, null activations, logits at n_layers + 1, non-ASCII clerps) opens with the counts, ids and
+// feature values the JSON holds, and is written back unchanged and valid against Neuronpedia's graph-schema.json.
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/graph_document.h"
 #include "model/analysis/graphs/graph_json.h"
@@ -11,10 +14,14 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/prompt.h"
 #include "support/error_capture.h"
+#include "support/json_schema_check.h"
+#include "support/reference_json.h"
 #include "support/test_paths.h"
 
+#include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -55,6 +62,37 @@ QString writeTemp(const QTemporaryDir& dir, const QString& name, const QByteArra
 }
 
 QByteArray json(const QJsonObject& o) { return QJsonDocument(o).toJson(); }
+
+const QString kRealGraphs = QStringLiteral("real-world/graphs");
+const QString kGraphSchema = QStringLiteral("real-world/graphs/hijohnnylin+neuronpedia+apps+webapp+app+api+graph/graph-schema.json");
+
+/// One real file's numbers, read with python3's json module (PROVENANCE.md there says where each file comes from).
+struct RealGraph {
+    const char* file;
+    int features, errors, tokens, logits, links;
+    const char* largestId;    ///< the node with the largest feature value
+    qint64 largestFeature;    ///< its feature as the file writes it
+    const char* logitId;      ///< the first logit node
+    int logitFileLayer;       ///< its layer as the file writes it (n_layers + 1)
+    int promptTokens, pins, supernodes;
+};
+const RealGraph kRealGraphFiles[] = {
+    {"decoderesearch+circuit-tracer+demos+graph_files/3plus5-plt.json", 463, 80, 7, 8, 22789, "25_15920_6", 2515920LL, "27_235321_6", 27, 7, 0, 0},
+    {"decoderesearch+circuit-tracer+demos+graph_files/bee-insect-clt.json", 209, 40, 7, 10, 2929, "0_98149_1", 4816760324LL, "27_35312_6", 27, 7, 0, 0},
+    {"decoderesearch+circuit-tracer+demos+graph_files/gemma-small-big-en_2025-11-13T10-16-02-770Z.json", 563, 112, 9, 10, 23559, "25_16043_8",
+     2516043LL, "27_13210_8", 27, 9, 17, 5},
+    {"decoderesearch+circuit-tracer+demos+graph_files/nobelcomesfromth-1761108237891_2025-10-22T04-46-53-163Z.json", 227, 58, 7, 10, 2770,
+     "0_98149_1", 4816760324LL, "27_24318_6", 27, 7, 0, 0},
+    {"decoderesearch+circuit-tracer+demos+graph_files/thelargestplanet-1763017024609_2025-11-13T06-58-01-950Z.json", 248, 56, 9, 10, 3697,
+     "0_98149_1", 4816760324LL, "27_48453_8", 27, 9, 6, 0},
+    {"decoderesearch+circuit-tracer+graph_files/night-clt-hp.json", 390, 126, 13, 3, 3392, "0_98223_3", 4824026199LL, "27_3354_12", 27, 13, 0, 0},
+    {"hijohnnylin+neuronpedia+apps+graph+tests+fixtures+graphs/123-gemma-2-2b-clt-hp.json", 13, 2, 4, 5, 75, "0_95057_3", 4518059210LL,
+     "27_235310_3", 27, 4, 0, 0},
+    {"hijohnnylin+neuronpedia+apps+graph+tests+fixtures+graphs/123-gemma-2-2b-gemmascope-transcoder-16k.json", 30, 10, 4, 5, 238, "0_15528_2",
+     120582684LL, "27_235310_3", 27, 4, 0, 0},
+    {"hijohnnylin+neuronpedia+apps+graph+tests+fixtures+graphs/123-qwen3-4b-transcoder-hp.json", 89, 28, 4, 1, 877, "35_160816_3",
+     12936763342LL, "37_19_3", 37, 4, 0, 0},
+};
 } // namespace
 
 class TestGraphDocument : public QObject {
@@ -64,6 +102,9 @@ private slots:
     void readsANeuronpediaFile();
     void refusesHostileFiles();
     void readsAnErrorIdThatEqualsAFeatures();
+    void writesLargeFeatureIdsAsIntegers();
+    void opensEveryRealGraphFile();
+    void schemaCheckerFindsViolations();
 };
 
 void TestGraphDocument::demoGraphRoundTrip() {
@@ -284,6 +325,154 @@ void TestGraphDocument::readsAnErrorIdThatEqualsAFeatures() {
     QCOMPARE(doc.links[3].source, 1); // "0_1_2" → layer-1 feature 23: the layer-0 feature, not the layer-1 error
     QCOMPARE(doc.links[3].target, 4);
     QVERIFY2(doc.notes.join(' ').contains(QStringLiteral("1 node ids name both a feature and an error node")), qPrintable(doc.notes.join(' ')));
+}
+
+void TestGraphDocument::writesLargeFeatureIdsAsIntegers() {
+    // a Cantor-paired id past 2^32 and a null feature: read as 64-bit / −1, written back as the same integer and null
+    QJsonObject g = smallGraph();
+    QJsonArray nodes = g.value("nodes").toArray();
+    QJsonObject big = nodes[1].toObject();
+    big.insert("feature", qint64(13000000000));
+    big.insert("run_idx", 3); // a member the document does not model
+    nodes[1] = big;
+    QJsonObject nullFeature = nodes[2].toObject();
+    nullFeature.insert("feature", QJsonValue::Null);
+    nullFeature.insert("activation", QJsonValue::Null);
+    nodes[2] = nullFeature;
+    g.insert("nodes", nodes);
+    const GraphDocument doc = graphDocumentFromJson(g, QStringLiteral("big.json"));
+    QCOMPARE(doc.nodes[1].fileFeature, qint64(13000000000));
+    QCOMPARE(doc.nodes[1].feature, qint64(17)); // from node_id
+    QCOMPARE(doc.nodes[2].fileFeature, qint64(-1));
+    const QByteArray text = QJsonDocument(graphDocumentToJson(doc)).toJson();
+    QVERIFY2(text.contains("\"feature\": 13000000000,"), text.constData());
+    QVERIFY(!text.contains("e+"));
+    const QJsonArray back = graphDocumentToJson(doc).value("nodes").toArray();
+    QCOMPARE(back[1].toObject().value("run_idx").toInt(), 3);
+    QVERIFY(back[2].toObject().value("feature").isNull());
+    QVERIFY(back[2].toObject().value("activation").isNull());
+    // past 2^53 a JSON number holds no exact integer: refused
+    big.insert("feature", 1e17);
+    nodes[1] = big;
+    g.insert("nodes", nodes);
+    QCOMPARE(inputErrorOf([&] { graphDocumentFromJson(g, "huge.json"); }), QStringLiteral("huge.json: nodes[1].feature is not an integer"));
+}
+
+void TestGraphDocument::opensEveryRealGraphFile() {
+    const QString folder = testdata(kRealGraphs);
+    if (!QDir(folder).exists()) QSKIP(qPrintable(QStringLiteral("no %1 (the shared reference data, docs/development.md#tests)").arg(folder)));
+    const QJsonObject schema = readJsonObject(testdata(kGraphSchema));
+    // every graph file there is in the table (a new file must be added to it)
+    QStringList found;
+    for (const QString& sub : QDir(folder).entryList(QDir::Dirs | QDir::NoDotAndDotDot))
+        for (const QString& f : QDir(folder + QLatin1Char('/') + sub).entryList({QStringLiteral("*.json")}, QDir::Files))
+            if (!f.contains(QLatin1String("schema")) && f != QLatin1String("graph-metadata.json")) found << sub + QLatin1Char('/') + f;
+    QCOMPARE(found.size(), int(std::size(kRealGraphFiles)));
+    QTemporaryDir dir;
+    for (const RealGraph& r : kRealGraphFiles) {
+        const QString path = folder + QLatin1Char('/') + QLatin1String(r.file);
+        QVERIFY2(found.contains(QLatin1String(r.file)), r.file);
+        const QJsonObject raw = readJsonObject(path);
+        const GraphDocument doc = readGraphFile(path);
+        // counts by kind, links, prompt, pins and supernodes
+        int counts[4] = {0, 0, 0, 0};
+        for (const GraphDocumentNode& n : doc.nodes) ++counts[int(n.kind)];
+        QCOMPARE(counts[int(GraphNodeKind::Feature)], r.features);
+        QCOMPARE(counts[int(GraphNodeKind::Error)], r.errors);
+        QCOMPARE(counts[int(GraphNodeKind::Token)], r.tokens);
+        QCOMPARE(counts[int(GraphNodeKind::Logit)], r.logits);
+        QCOMPARE(int(doc.links.size()), r.links);
+        QCOMPARE(int(doc.promptTokens.size()), r.promptTokens);
+        QCOMPARE(int(doc.pinnedIds.size()), r.pins);
+        QCOMPARE(int(doc.supernodes.size()), r.supernodes);
+        QVERIFY2(doc.notes.isEmpty(), qPrintable(doc.notes.join(' ')));
+        // the largest feature id exactly, and the logits at n_layers + 1
+        const int largest = doc.indexOf(QLatin1String(r.largestId));
+        QVERIFY2(largest >= 0, r.largestId);
+        QCOMPARE(doc.nodes[size_t(largest)].fileFeature, r.largestFeature);
+        QCOMPARE(doc.nodes[size_t(largest)].feature, QString::fromLatin1(r.largestId).section('_', 1, 1).toLongLong());
+        const int logit = doc.indexOf(QLatin1String(r.logitId));
+        QVERIFY2(logit >= 0 && doc.nodes[size_t(logit)].kind == GraphNodeKind::Logit, r.logitId);
+        QCOMPARE(doc.nodes[size_t(logit)].layer, r.logitFileLayer - 1);
+        QCOMPARE(doc.nLayers(), r.logitFileLayer - 1);
+        // every node against the JSON read independently: id, feature value, kind, position
+        const QJsonArray rawNodes = raw.value("nodes").toArray();
+        QCOMPARE(rawNodes.size(), qsizetype(doc.nodes.size()));
+        const bool cantor = raw.value("metadata").toObject().contains("schema_version"); // generations B and C
+        for (int i = 0; i < rawNodes.size(); ++i) {
+            const QJsonObject o = rawNodes[i].toObject();
+            const GraphDocumentNode& n = doc.nodes[size_t(i)];
+            QCOMPARE(n.nodeId, o.value("node_id").toString());
+            QCOMPARE(n.fileFeature, o.value("feature").toInteger());
+            QCOMPARE(n.ctxIdx, o.value("ctx_idx").toInt());
+            QCOMPARE(n.clerp, o.value("clerp").toString());
+            const QString type = o.value("feature_type").toString();
+            QCOMPARE(n.kind, type == "embedding" ? GraphNodeKind::Token : type == "logit" ? GraphNodeKind::Logit
+                             : type == "mlp reconstruction error" ? GraphNodeKind::Error : GraphNodeKind::Feature);
+            if (n.kind == GraphNodeKind::Error) QCOMPARE(n.fileFeature, qint64(-1));
+            if (cantor && n.kind == GraphNodeKind::Feature) { // Neuronpedia's feature: the Cantor pairing of (layer, index)
+                const qint64 s = n.layer + n.feature;
+                QCOMPARE(n.fileFeature, s * (s + 1) / 2 + n.feature);
+            }
+        }
+        // written back: every member of every node, link, metadata and qParams as the file had it
+        const QString out = dir.filePath(QStringLiteral("back-%1.json").arg(&r - kRealGraphFiles));
+        writeGraphFile(doc, out);
+        QFile written(out);
+        QVERIFY(written.open(QIODevice::ReadOnly));
+        const QByteArray text = written.readAll();
+        const QJsonObject back = QJsonDocument::fromJson(text).object();
+        QCOMPARE(back.keys(), raw.keys());
+        QCOMPARE(back.value("metadata").toObject(), raw.value("metadata").toObject());
+        QCOMPARE(back.value("qParams").toObject(), raw.value("qParams").toObject());
+        const QJsonArray backNodes = back.value("nodes").toArray(), backLinks = back.value("links").toArray(), rawLinks = raw.value("links").toArray();
+        QCOMPARE(backNodes.size(), rawNodes.size());
+        for (int i = 0; i < rawNodes.size(); ++i) QVERIFY2(backNodes[i] == rawNodes[i], qPrintable(QString::number(i)));
+        QCOMPARE(backLinks.size(), rawLinks.size());
+        for (int i = 0; i < rawLinks.size(); ++i) QVERIFY2(backLinks[i] == rawLinks[i], qPrintable(QString::number(i)));
+        // feature values as integers in the text (QJsonValue's == would take 1.3e+10 for 13000000000)
+        static const QRegularExpression integerFeature(QStringLiteral("\"feature\": -?[0-9]+[,\\n]"));
+        QCOMPARE(int(QString::fromUtf8(text).count(integerFeature)), rawNodes.size());
+        QVERIFY2(text.contains(QByteArray("\"feature\": ") + QByteArray::number(r.largestFeature)), r.file);
+        // and read back: the same ids, features and links
+        const GraphDocument again = readGraphFile(out);
+        QCOMPARE(again.nodes.size(), doc.nodes.size());
+        for (size_t i = 0; i < doc.nodes.size(); ++i) {
+            QCOMPARE(again.nodes[i].nodeId, doc.nodes[i].nodeId);
+            QCOMPARE(again.nodes[i].fileFeature, doc.nodes[i].fileFeature);
+            QCOMPARE(again.nodes[i].clerp, doc.nodes[i].clerp);
+        }
+        QCOMPARE(again.links.size(), doc.links.size());
+        for (size_t i = 0; i < doc.links.size(); ++i)
+            QVERIFY(again.links[i].source == doc.links[i].source && again.links[i].target == doc.links[i].target &&
+                    again.links[i].weight == doc.links[i].weight);
+        // valid against Neuronpedia's schema, as the file was
+        QCOMPARE(jsonSchemaViolations(raw, schema).join('\n'), QString());
+        QCOMPARE(jsonSchemaViolations(back, schema).join('\n'), QString());
+    }
+    // the non-ASCII clerp of the Gemma fixture's logit, read and written as UTF-8
+    const GraphDocument gemma = readGraphFile(folder + QLatin1Char('/') + QLatin1String(kRealGraphFiles[6].file));
+    const int macau = gemma.indexOf(QStringLiteral("27_144988_3"));
+    QVERIFY(macau >= 0);
+    QCOMPARE(gemma.nodes[size_t(macau)].clerp, QStringLiteral("Output \"\u6FB3\u95E8\" (p=0.110)"));
+    QCOMPARE(gemma.nodeLabel(macau), QStringLiteral("logit \"\u6FB3\u95E8\" (p=0.110)"));
+}
+
+void TestGraphDocument::schemaCheckerFindsViolations() {
+    // the checker the real files pass can fail: a mistyped feature, a missing clerp, a missing member
+    const QJsonObject feature{{"type", QJsonArray{"integer", "null"}}};
+    const QJsonObject node{{"type", "object"}, {"required", QJsonArray{"clerp"}}, {"properties", QJsonObject{{"feature", feature}}}};
+    const QJsonObject nodes{{"type", "array"}, {"items", node}};
+    const QJsonObject schema{{"type", "object"}, {"required", QJsonArray{"nodes", "metadata"}}, {"properties", QJsonObject{{"nodes", nodes}}}};
+    const QJsonObject good{{"metadata", QJsonObject{}}, {"nodes", QJsonArray{QJsonObject{{"feature", qint64(13000000000)}, {"clerp", ""}},
+                                                                            QJsonObject{{"feature", QJsonValue::Null}, {"clerp", "x"}}}}};
+    QCOMPARE(jsonSchemaViolations(good, schema), QStringList());
+    const QJsonObject bad{{"nodes", QJsonArray{QJsonObject{{"feature", 1.5}, {"clerp", ""}}, QJsonObject{{"feature", "7"}}}}};
+    QCOMPARE(jsonSchemaViolations(bad, schema),
+             (QStringList{"$: lacks the required member \"metadata\"", "$.nodes[0].feature: is number, not integer or null",
+                          "$.nodes[1]: lacks the required member \"clerp\"", "$.nodes[1].feature: is string, not integer or null"}));
+    QCOMPARE(jsonSchemaViolations(QJsonObject{}, QJsonObject{{"oneOf", QJsonArray{}}}),
+             QStringList{"$: the schema's keyword \"oneOf\" is not one this checker knows"});
 }
 
 QTEST_MAIN(TestGraphDocument)

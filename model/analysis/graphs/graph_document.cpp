@@ -46,6 +46,13 @@ public:
         const QJsonValue v = need(m);
         return toInt(m, v);
     }
+    /// A whole number up to kMaxGraphFeatureId in magnitude (a 64-bit feature id).
+    qint64 toInt64(const QString& m, const QJsonValue& v) const {
+        const double d = v.toDouble(std::nan(""));
+        if (!v.isDouble() || !std::isfinite(d) || d != std::floor(d) || std::abs(d) > double(kMaxGraphFeatureId))
+            fail(m, QStringLiteral("is not an integer"));
+        return v.toInteger();
+    }
     int toInt(const QString& m, const QJsonValue& v) const {
         const double d = v.toDouble(std::nan(""));
         if (!v.isDouble() || !std::isfinite(d) || d != std::floor(d) || std::abs(d) > 2e9) fail(m, QStringLiteral("is not an integer"));
@@ -88,6 +95,7 @@ public:
         }
         return out;
     }
+    const QJsonObject& members() const { return o_; }
     Reader at(const QJsonValue& v, const QString& where) const {
         if (!v.isObject()) Reader(o_, label_, where).fail(QString(), QStringLiteral("is not an object"));
         return Reader(v.toObject(), label_, where);
@@ -97,6 +105,16 @@ private:
     QJsonObject o_;
     QString label_, where_;
 };
+
+/// The node members GraphDocumentNode holds (graphDocumentToJson writes each one the node's `kept` does not have).
+const QStringList kNodeMembers{"node_id", "feature", "layer", "ctx_idx", "feature_type", "jsNodeId", "clerp",
+                               "influence", "activation", "token_prob", "is_target_logit"};
+
+/// `o` without `members`.
+QJsonObject without(QJsonObject o, std::initializer_list<const char*> members) {
+    for (const char* m : members) o.remove(QLatin1String(m));
+    return o;
+}
 
 GraphNodeKind kindOf(const QString& featureType) {
     if (featureType == QLatin1String("embedding")) return GraphNodeKind::Token;
@@ -110,7 +128,9 @@ GraphDocumentNode readNode(const Reader& r, int nTokens) {
     n.nodeId = r.string(QStringLiteral("node_id"));
     n.featureType = r.string(QStringLiteral("feature_type"));
     n.kind = kindOf(n.featureType);
-    n.feature = r.integer(QStringLiteral("feature"));
+    // an integer (64-bit: Cantor pairings pass 2^32), or null (the schema allows it; read as −1, written back null)
+    const QJsonValue feature = r.need(QStringLiteral("feature"));
+    n.feature = feature.isNull() ? -1 : r.toInt64(QStringLiteral("feature"), feature);
     n.ctxIdx = r.integer(QStringLiteral("ctx_idx"));
     if (n.ctxIdx < 0 || (nTokens > 0 && n.ctxIdx >= nTokens))
         r.fail(QStringLiteral("ctx_idx"), QStringLiteral("%1 is outside the prompt's %2 tokens").arg(n.ctxIdx).arg(nTokens));
@@ -139,7 +159,8 @@ GraphDocumentNode readNode(const Reader& r, int nTokens) {
     if (n.kind == GraphNodeKind::Feature) {
         const QStringList parts = n.nodeId.split(QLatin1Char('_'));
         bool okLayer = false, okFeature = false;
-        const int idLayer = parts.size() == 3 ? parts[0].toInt(&okLayer) : -1, id = parts.size() == 3 ? parts[1].toInt(&okFeature) : -1;
+        const int idLayer = parts.size() == 3 ? parts[0].toInt(&okLayer) : -1;
+        const qint64 id = parts.size() == 3 ? parts[1].toLongLong(&okFeature) : -1;
         if (okLayer && okFeature && idLayer == n.layer && id >= 0) n.feature = id;
     }
     n.jsNodeId = r.optString(QStringLiteral("jsNodeId"));
@@ -148,6 +169,10 @@ GraphDocumentNode readNode(const Reader& r, int nTokens) {
     n.activation = r.optNumber(QStringLiteral("activation"), 0);
     n.tokenProb = r.optNumber(QStringLiteral("token_prob"), 0);
     n.isTargetLogit = r.optBool(QStringLiteral("is_target_logit"));
+    // written back as read: the members held above leave `kept` unless null; the layer stays as the file wrote it
+    n.kept = r.members();
+    for (const QString& m : kNodeMembers)
+        if (m != QLatin1String("layer") && !n.kept.value(m).isNull()) n.kept.remove(m);
     return n;
 }
 
@@ -169,6 +194,7 @@ void readQParams(const QJsonObject& json, GraphDocument& doc) {
     if (q.isUndefined() || q.isNull()) return;
     const Reader top(json, doc.label, QString());
     const Reader r = top.at(q, QStringLiteral("qParams"));
+    doc.extraQParams = without(r.members(), {"pinnedIds", "supernodes"});
     const auto known = [&](const QString& id) {
         if (doc.indexOf(id) >= 0) return true;
         doc.notes << QStringLiteral("qParams names %1, which is not a node of the graph: left out").arg(id);
@@ -251,6 +277,7 @@ GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& labe
     doc.label = label;
     const Reader top(json, label, QString());
     readHeader(top, doc);
+    doc.extraMembers = without(json, {"metadata", "qParams", "nodes", "links"});
     const QJsonArray nodes = top.array(QStringLiteral("nodes"));
     const QJsonArray links = top.array(QStringLiteral("links"));
     // circuit-tracer writes an error node's id as 0_LAYER_POS, which can equal a layer-0 feature's (0_FEATURE_POS): one
@@ -295,7 +322,8 @@ GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& labe
                 break;
             }
         l.weight = r.number(QStringLiteral("weight"));
-        doc.links.push_back(l);
+        l.kept = without(r.members(), {"source", "target", "weight"});
+        doc.links.push_back(std::move(l));
     }
     readQParams(json, doc);
     return doc;
@@ -330,7 +358,7 @@ GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const Pruned
     }
     for (const auto& [t, s] : pruned.edges)
         if (docIndex[size_t(t)] >= 0 && docIndex[size_t(s)] >= 0)
-            doc.links.push_back({docIndex[size_t(s)], docIndex[size_t(t)], double(graph.adjacency(t, s))});
+            doc.links.push_back({docIndex[size_t(s)], docIndex[size_t(t)], double(graph.adjacency(t, s)), {}});
     for (const QString& id : info.pinnedIds)
         if (doc.indexOf(id) >= 0) doc.pinnedIds << id;
     for (const QStringList& s : info.supernodes) { // members no longer kept are left out
@@ -343,6 +371,10 @@ GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const Pruned
 }
 
 QJsonObject graphDocumentToJson(const GraphDocument& doc) {
+    // each member the object does not already hold (the file's own, kept as read)
+    const auto put = [](QJsonObject& o, const char* member, const QJsonValue& v) {
+        if (!o.contains(QLatin1String(member))) o.insert(QLatin1String(member), v);
+    };
     QJsonObject meta = doc.extraMetadata;
     QJsonArray tokens;
     for (const QString& t : doc.promptTokens) tokens.append(t);
@@ -353,22 +385,70 @@ QJsonObject graphDocumentToJson(const GraphDocument& doc) {
     meta.insert(QStringLiteral("node_threshold"), doc.nodeThreshold);
     QJsonArray nodes, links, supernodes;
     for (const GraphDocumentNode& n : doc.nodes) {
-        const QString layer = n.kind == GraphNodeKind::Token ? QStringLiteral("E")
-                              : QString::number(n.kind == GraphNodeKind::Logit ? n.layer + 1 : n.layer);
-        QJsonObject o{{"node_id", n.nodeId}, {"feature", n.fileFeature}, {"layer", layer}, {"ctx_idx", n.ctxIdx},
-                      {"feature_type", n.featureType}, {"jsNodeId", n.jsNodeId}, {"clerp", n.clerp}, {"influence", n.influence},
-                      {"activation", n.activation}, {"token_prob", n.tokenProb}, {"is_target_logit", n.isTargetLogit},
-                      {"run_idx", 0}, {"reverse_ctx_idx", 0}};
+        QJsonObject o = n.kept;
+        put(o, "node_id", n.nodeId);
+        put(o, "feature", QJsonValue(n.fileFeature)); // an integer as read (a double would be written 1.3e+10)
+        put(o, "layer", n.kind == GraphNodeKind::Token ? QStringLiteral("E") : QString::number(n.kind == GraphNodeKind::Logit ? n.layer + 1 : n.layer));
+        put(o, "ctx_idx", n.ctxIdx);
+        put(o, "feature_type", n.featureType);
+        put(o, "jsNodeId", n.jsNodeId);
+        put(o, "clerp", n.clerp);
+        put(o, "influence", n.influence);
+        put(o, "activation", n.activation);
+        put(o, "token_prob", n.tokenProb);
+        put(o, "is_target_logit", n.isTargetLogit);
         nodes.append(o);
     }
-    for (const GraphDocumentLink& l : doc.links)
-        links.append(QJsonObject{{"source", doc.nodes[size_t(l.source)].nodeId}, {"target", doc.nodes[size_t(l.target)].nodeId}, {"weight", l.weight}});
+    for (const GraphDocumentLink& l : doc.links) {
+        QJsonObject o = l.kept;
+        o.insert(QStringLiteral("source"), doc.nodes[size_t(l.source)].nodeId);
+        o.insert(QStringLiteral("target"), doc.nodes[size_t(l.target)].nodeId);
+        o.insert(QStringLiteral("weight"), l.weight);
+        links.append(o);
+    }
     for (const QStringList& s : doc.supernodes) supernodes.append(QJsonArray::fromStringList(s));
-    return QJsonObject{{"metadata", meta},
-                       {"qParams", QJsonObject{{"pinnedIds", QJsonArray::fromStringList(doc.pinnedIds)}, {"supernodes", supernodes},
-                                               {"linkType", QStringLiteral("both")}, {"clickedId", QString()}, {"sg_pos", QString()}}},
-                       {"nodes", nodes},
-                       {"links", links}};
+    QJsonObject q = doc.extraQParams;
+    q.insert(QStringLiteral("pinnedIds"), QJsonArray::fromStringList(doc.pinnedIds));
+    q.insert(QStringLiteral("supernodes"), supernodes);
+    put(q, "linkType", QStringLiteral("both"));
+    put(q, "clickedId", QString());
+    put(q, "sg_pos", QString());
+    QJsonObject out = doc.extraMembers;
+    out.insert(QStringLiteral("metadata"), meta);
+    out.insert(QStringLiteral("qParams"), q);
+    out.insert(QStringLiteral("nodes"), nodes);
+    out.insert(QStringLiteral("links"), links);
+    return out;
+}
+
+QJsonObject graphFileSummary(const GraphDocument& doc) {
+    int counts[4] = {0, 0, 0, 0}; // feature, error, token, logit
+    for (const GraphDocumentNode& n : doc.nodes)
+        ++counts[n.kind == GraphNodeKind::Feature ? 0 : n.kind == GraphNodeKind::Error ? 1 : n.kind == GraphNodeKind::Token ? 2 : 3];
+    QJsonArray supernodes;
+    for (const QStringList& s : doc.supernodes)
+        supernodes.append(QJsonObject{{"name", s.value(0)}, {"members", QJsonArray::fromStringList(s.mid(1))}});
+    QJsonObject out{{"file", doc.label},
+                    {"slug", doc.slug},
+                    {"scan", doc.scan},
+                    {"prompt", doc.prompt},
+                    {"prompt_tokens", QJsonArray::fromStringList(doc.promptTokens)},
+                    {"n_layers", doc.nLayers()},
+                    {"n_positions", doc.nPositions()},
+                    {"nodes", QJsonObject{{"feature", counts[0]}, {"error", counts[1]}, {"token", counts[2]}, {"logit", counts[3]},
+                                          {"total", int(doc.nodes.size())}}},
+                    {"links", int(doc.links.size())},
+                    {"pinned_ids", QJsonArray::fromStringList(doc.pinnedIds)},
+                    {"supernodes", supernodes},
+                    {"notes", QJsonArray::fromStringList(doc.notes)}};
+    if (doc.extraMetadata.contains(QLatin1String("schema_version")))
+        out.insert(QStringLiteral("schema_version"), doc.extraMetadata.value(QLatin1String("schema_version")));
+    // scores, when the file has them: a "scores" object, or circuit-tracer's names
+    QJsonObject scores = doc.extraMetadata.value(QLatin1String("scores")).toObject();
+    for (const char* m : {"replacement_score", "completeness_score"})
+        if (doc.extraMetadata.value(QLatin1String(m)).isDouble()) scores.insert(QString::fromLatin1(m).section(QLatin1Char('_'), 0, 0), doc.extraMetadata.value(QLatin1String(m)));
+    if (!scores.isEmpty()) out.insert(QStringLiteral("scores"), scores);
+    return out;
 }
 
 GraphDocument readGraphFile(const QString& path) {

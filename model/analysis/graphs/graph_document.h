@@ -4,7 +4,10 @@
 // elsewhere (circuit-tracer, Neuronpedia), with the user's pins and supernodes (qParams), written back in the same
 // layout. Node kinds come from feature_type: "embedding" → token, "logit" → logit, "mlp reconstruction error" →
 // error, anything else (e.g. "cross layer transcoder") → feature. Layers: embeddings −1 (Neuronpedia "E"), logits
-// n_layers (Neuronpedia writes n_layers + 1), features and errors their layer.
+// n_layers (Neuronpedia writes n_layers + 1), features and errors their layer. Feature ids are 64-bit: Neuronpedia's
+// current files write a feature as the Cantor pairing of (layer, index), past 2^32 for wide transcoders. A file is
+// written back as it was read: its node ids, `feature` values (as integers), layers as written, null members, and every
+// member of metadata, qParams, the nodes, the links and the top level that the document does not model.
 
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/graph_json.h"
@@ -22,21 +25,26 @@ struct GraphDocumentNode {
     GraphNodeKind kind = GraphNodeKind::Feature;
     int layer = 0;           ///< −1 embeddings, n_layers logits
     int ctxIdx = 0;          ///< the position
-    int feature = -1;        ///< feature id (features: from node_id "L_F_P"), −1 (errors), position (embeddings), token id (logits)
-    int fileFeature = -1;    ///< the file's "feature" as written (circuit-tracer may add layer × 10^k to a feature id)
+    qint64 feature = -1;     ///< feature id (features: from node_id "L_F_P"), −1 (errors), position (embeddings), token id (logits)
+    qint64 fileFeature = -1; ///< the file's "feature" as written (circuit-tracer adds layer × 10^k to a feature id, Neuronpedia
+                             ///< writes the Cantor pairing (L+i)(L+i+1)/2 + i; −1 when null)
     QString featureType;     ///< the file's feature_type
     QString jsNodeId;        ///< the file's jsNodeId ("" when absent)
     QString clerp;           ///< the file's label ("" when absent)
     double influence = 0;    ///< cumulative influence (smaller = more influential); 0 when absent (logits)
-    double activation = 0;   ///< a feature's activation; 0 when absent
+    double activation = 0;   ///< a feature's activation; 0 when absent or null (error nodes)
     double tokenProb = 0;    ///< a logit's probability
     bool isTargetLogit = false;
     int graphIndex = -1;     ///< index into the AttributionGraph it was made from; −1 for a loaded file
+    /// The node's members written back as they were: those the fields above do not hold (run_idx, reverse_ctx_idx,
+    /// qk_tracing_results, …), the layer as the file wrote it, and members that were null (activation, influence, feature).
+    QJsonObject kept;
 };
 
 struct GraphDocumentLink {
     int source = 0, target = 0; ///< indices into GraphDocument::nodes
     double weight = 0;
+    QJsonObject kept;           ///< the link's other members (written back)
 };
 
 struct GraphDocument {
@@ -45,7 +53,10 @@ struct GraphDocument {
     QString slug, scan, prompt;
     QStringList promptTokens;       ///< [pos] as displayed
     double nodeThreshold = 0.8;
-    QJsonObject extraMetadata;      ///< the file's other metadata members (kept when writing it back)
+    QJsonObject extraMetadata;      ///< the file's other metadata members (kept when writing it back): schema_version,
+                                    ///< transcoder_list, info, generation_settings, pruning_settings, …
+    QJsonObject extraQParams;       ///< qParams' other members (linkType, clickedId, sg_pos, …), written back
+    QJsonObject extraMembers;       ///< the top level's members besides metadata, qParams, nodes and links (qk_only_nodes, …)
     // qParams
     QStringList pinnedIds;
     std::vector<QStringList> supernodes; ///< each [name, node_id, …]
@@ -69,9 +80,12 @@ struct GraphDocument {
 /// The highest layer a graph file may name (the largest models have under 200; the figure draws a row per layer).
 inline constexpr int kMaxGraphLayers = 1000;
 
+/// The largest |feature| a graph file may hold: a JSON number's exact integers (2^53).
+inline constexpr qint64 kMaxGraphFeatureId = qint64(1) << 53;
+
 /// Reads a graph in Neuronpedia's layout. `label` (the file name) starts every error. Throws InputError
 /// "LABEL: WHAT" for every missing or mistyped member (metadata, metadata.prompt_tokens, nodes, links and each
-/// node's node_id, feature, layer, ctx_idx, feature_type, each link's source, target, weight), a layer that is
+/// node's node_id, feature (an integer up to kMaxGraphFeatureId, or null), layer, ctx_idx, feature_type, each link's source, target, weight), a layer that is
 /// neither a number nor "E" or is above kMaxGraphLayers, a ctx_idx outside prompt_tokens, a node_id repeated by a node of
 /// the same kind, a link to a node_id not in nodes. An id naming a feature and an error node (circuit-tracer's error ids
 /// 0_LAYER_POS can equal a layer-0 feature's) is read, its links resolved by layer, and noted. Pins and supernode
@@ -90,6 +104,12 @@ QJsonObject graphDocumentToJson(const GraphDocument& doc);
 /// Largest graph file readGraphFile accepts: Neuronpedia's graphs are tens to a few hundred MB, and the parsed JSON
 /// takes a few times the file's size in memory.
 inline constexpr qint64 kMaxGraphFileBytes = 512'000'000;
+
+/// What a graph file holds, for the command line's --open-graph --dump-json ("graph_file"): file, slug, scan, prompt,
+/// prompt_tokens, schema_version (when present), n_layers, n_positions, nodes {feature, error, token, logit, total}, links,
+/// pinned_ids, supernodes [{name, members}], scores (the file's metadata "scores" object, or its replacement_score /
+/// completeness_score, when present), notes.
+QJsonObject graphFileSummary(const GraphDocument& doc);
 
 /// Opens a Neuronpedia graph JSON file. Throws InputError "PATH: …" when it cannot be read, is larger than
 /// kMaxGraphFileBytes, is not JSON or not a graph (graphDocumentFromJson's checks).
