@@ -18,7 +18,7 @@ bool argvIsHeadless(int argc, char** argv) {
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
                                  "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
                                  "--stitch", "--finetune-diff", "--sae", "--feature-contexts", "--merge", "--contexts-db", "--graph",
-                                 "--graph-json", "--transcoders"})
+                                 "--graph-json", "--transcoders", "--open-graph"})
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -55,6 +55,21 @@ QString checkContextsOptions(CommandLine& c, const QString& shard, bool corpusOn
             return QStringLiteral("--shard must be I/N with 0 <= I < N, got '%1'").arg(shard);
     }
     if (c.feature >= 0 && c.dumpJson.isEmpty()) return QStringLiteral("--feature F with --feature-contexts writes to --dump-json FILE: give it too");
+    return {};
+}
+
+/// --open-graph's companions; "" when they make sense. `given`: the options set, `positional`: the other arguments.
+QString checkOpenGraphOptions(const CommandLine& c, const QStringList& given, const QStringList& positional) {
+    static const QStringList allowed{"open-graph", "dump-json", "graph-json", "export", "width", "height", "scale", "force"};
+    for (const QString& name : given)
+        if (!allowed.contains(name))
+            return QStringLiteral("--open-graph FILE needs no model: it takes --dump-json, --graph-json, --export FIG.png|svg|pdf "
+                                  "(with --width, --height, --scale) and --force, not %1%2").arg(name.size() > 1 ? "--" : "-", name);
+    if (!positional.isEmpty()) return QStringLiteral("--open-graph FILE takes no other file: %1").arg(positional.join(' '));
+    if (c.dumpJson.isEmpty() && c.graphJson.isEmpty() && c.exportDir.isEmpty())
+        return QStringLiteral("--open-graph FILE writes --dump-json OUT, --graph-json OUT or --export FIG.png|svg|pdf: give at least one");
+    if (!c.exportDir.isEmpty() && !QStringList{"png", "svg", "pdf"}.contains(QFileInfo(c.exportDir).suffix().toLower()))
+        return QStringLiteral("--export with --open-graph is a figure file, FIG.png, FIG.svg or FIG.pdf, got '%1'").arg(c.exportDir);
     return {};
 }
 
@@ -161,6 +176,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  fine-tuning      attnscope --model demo --finetune-diff demo-variant --dump-json ranking.json\n"
         "  screenshot       attnscope --screenshot logit-lens --out lens.png [--model demo --prompt … --layer 1 --head 1]\n"
         "                   attnscope --screenshot compare-models --out compare.png --session-file compare.attnscope\n"
+        "  graph file       attnscope --open-graph graph.json --dump-json g.json [--graph-json back.json] [--export graph.png]\n"
         "  version          attnscope --version\n\n"
         "MODEL is a model folder (Hugging Face layout), a file (.safetensors, .gguf, llama2.c .bin), or a name: demo "
         "(the bundled model), NAME or ORG/NAME "
@@ -306,6 +322,10 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                                   "--generate N the continuation).", "EDITS");
     const QCommandLineOption edgeRoutesOpt("edge-routes", "With --graph: which heads carry the N strongest kept edges between "
                                                           "positions (each edge split exactly by its first hop); adds \"edge_routes\".", "N");
+    const QCommandLineOption openGraph("open-graph", "Open an attribution graph file (Neuronpedia's layout; no model needed): "
+                                                     "--dump-json writes \"graph_file\" (counts, layers, positions, pins, supernodes, "
+                                                     "notes), --graph-json the file written back, --export FIG.png|svg|pdf the Graph "
+                                                     "tab's figure.", "FILE");
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
@@ -315,7 +335,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt, maxFeatureNodesOpt, graphTargetsOpt,
                   graphInterveneOpt, edgeRoutesOpt,
-                  nodeThresholdOpt, edgeThresholdOpt});
+                  nodeThresholdOpt, edgeThresholdOpt, openGraph});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     QStringList argv = args; // "--feature F --project": --project without a value reads the feature in embedding space
@@ -421,6 +441,14 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.dumpJson = p.value(dumpJson);
     c.dumpSteps = p.value(dumpSteps);
     c.force = p.isSet(force);
+    if (p.isSet(openGraph)) {
+        c.openGraph = p.value(openGraph);
+        c.graphJson = p.value(graphJsonOpt);
+        *error = checkOpenGraphOptions(c, p.optionNames(), pos);
+        if (!error->isEmpty()) return false;
+        *out = c;
+        return true;
+    }
     if (p.isSet(featureContexts) || p.isSet(mergeOpt) || p.isSet(contextsDb) || p.isSet(shardOpt) || p.isSet(windowOpt)) {
         c.featureContexts = p.value(featureContexts);
         c.contextsDb = p.value(contextsDb);

@@ -41,6 +41,8 @@
 // Attribution graphs (README "Attribution graphs on the command line"):
 //   attnscope --model M --prompt T --transcoders PATH (--graph --dump-json F | --graph-json G) [--max-logits N]
 //             [--node-threshold 0.8] [--edge-threshold 0.98] [--edge-routes N] [--graph-intervene L:P:F=V|L:P:F*K,…]
+// Graph files (no model; docs/cli.md "Graph files"):
+//   attnscope --open-graph FILE [--dump-json F] [--graph-json G] [--export FIG.png|svg|pdf [--width W --height H --scale S]] [--force]
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
 // --prompt, --bos/--no-bos (default: the model's own), and --generate N with --dump-json.
 
@@ -138,6 +140,8 @@ struct CommandLine {
     double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
     QStringList graphIntervene; ///< --graph-intervene L:P:F=V | L:P:F*K (comma-separated, repeatable): add "graph_intervention"
     int edgeRoutes = 0;      ///< --edge-routes N: add "edge_routes", the heads that carry the N strongest kept cross-position edges
+    QString openGraph;       ///< --open-graph FILE: a graph file (graph_document.h), no model; --dump-json writes "graph_file",
+                             ///< --graph-json the file written back, --export (exportDir) a figure FILE.png|svg|pdf
 
     /// Whether any circuit mode that runs the prompt is asked for.
     bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }
@@ -145,7 +149,8 @@ struct CommandLine {
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {
         return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize ||
-               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty();
+               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty() ||
+               !openGraph.isEmpty();
     }
 };
 

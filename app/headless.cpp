@@ -11,6 +11,7 @@
 #include "model/analysis/gradients/attribution_patching.h"
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
+#include "model/analysis/graphs/graph_document.h"
 #include "model/analysis/graphs/graph_json.h"
 #include "model/analysis/gradients/gradients_json.h"
 #include "model/analysis/residual/direct_logit_attribution.h"
@@ -28,6 +29,7 @@
 #include "model/transformer/generate.h"
 #include "model/transformer/prompt.h"
 #include "views/figures/figure_export.h"
+#include "views/graphs/graph_plot.h"
 
 #include <QDir>
 #include <QFile>
@@ -400,11 +402,37 @@ int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextS
     return 0;
 }
 
+/// --open-graph FILE, no model: the file's summary ("graph_file"), the file written back, the figure as the Graph tab
+/// draws it (pins and supernodes).
+int runOpenGraphCommand(const CommandLine& cmd, QTextStream& out) {
+    for (const QString& path : {cmd.dumpJson, cmd.graphJson, cmd.exportDir})
+        if (QString e = path.isEmpty() ? QString() : refuseOverwrite(path, cmd.force); !e.isEmpty()) throw InputError(e);
+    const auto doc = std::make_shared<const GraphDocument>(readGraphFile(cmd.openGraph));
+    if (!cmd.dumpJson.isEmpty()) {
+        QString error;
+        if (!writeJsonFile(QJsonObject{{"graph_file", graphFileSummary(*doc)}}, cmd.dumpJson, &error)) throw InputError(error);
+        out << "wrote " << cmd.dumpJson << "\n";
+    }
+    if (!cmd.graphJson.isEmpty()) {
+        writeGraphFile(*doc, cmd.graphJson);
+        out << "wrote " << cmd.graphJson << "\n";
+    }
+    if (!cmd.exportDir.isEmpty()) {
+        GraphPlot plot;
+        plot.setDocument(doc, graphFileFigureTitle(cmd.openGraph));
+        QString error;
+        if (!exportFigure(plot, cmd.exportDir, cmd.sizeGiven ? cmd.size : QSize(), cmd.scale, &error)) throw InputError(error);
+        out << "wrote " << cmd.exportDir << "\n";
+    }
+    return 0;
+}
+
 } // namespace
 
 int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     try {
         if (!cmd.mergeInputs.isEmpty()) return runFeatureContextsCommand(nullptr, cmd, out, err);
+        if (!cmd.openGraph.isEmpty()) return runOpenGraphCommand(cmd, out);
         const ResolvedModel resolved = resolveModelName(cmd.modelPath);
         if (!resolved.ok()) throw InputError(resolved.error);
         LoadOptions options;

@@ -1,10 +1,14 @@
 // The command line's attribution graph, run as a real process on the demo model with its bundled transcoders:
 // --graph's "graph" member equals the library's graph in this process (nodes, kept edges and weights, scores),
 // --graph-json writes Neuronpedia's layout (required members, node ids as circuit-tracer writes them, links among
-// the listed nodes), and bad invocations fail with their messages.
+// the listed nodes), and bad invocations fail with their messages. --open-graph FILE, with no model: --dump-json's
+// "graph_file" counts what the file holds (read here with QJsonDocument), --graph-json writes the file back member for
+// member, --export draws the Graph tab's figure with its pins and supernodes (PNG by size and content, SVG, PDF); the demo
+// graph written by the library and a real Neuronpedia file (../shared/testdata/real-world/graphs) are both opened.
 
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/attribution_targets.h"
+#include "model/analysis/graphs/graph_document.h"
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_pruning.h"
@@ -14,9 +18,11 @@
 #include "model/transformer/prompt.h"
 #include "support/cli_process.h"
 #include "support/error_capture.h"
+#include "support/image_checks.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
 
+#include <QImage>
 #include <QJsonArray>
 #include <QSet>
 #include <QTemporaryDir>
@@ -27,6 +33,55 @@ using namespace attnscope::test;
 
 namespace {
 const QString kPrompt = QStringLiteral("In the beginning God created the");
+
+/// --open-graph FILE --dump-json OUT --graph-json BACK --export FIG.png: each output checked against the file as read
+/// here with QJsonDocument. Returns the PNG (null on a failure, after QVERIFY's message).
+QImage checkOpenGraph(const QString& file, const QString& dir) {
+    const QString dump = dir + QStringLiteral("/graph-file.json"), back = dir + QStringLiteral("/back.json"), png = dir + QStringLiteral("/graph.png");
+    const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--open-graph", file, "--dump-json", dump, "--graph-json", back, "--export", png, "--force"});
+    if (r.exitCode != 0) {
+        qWarning("%s", qPrintable(r.err));
+        return {};
+    }
+    const QJsonObject raw = readJsonObject(file);
+    const QJsonObject g = readJsonObject(dump).value("graph_file").toObject();
+    // the counts by kind, links, layers (the logits' layer is n_layers + 1), positions, prompt, pins and supernodes
+    QJsonObject counts{{"feature", 0}, {"error", 0}, {"token", 0}, {"logit", 0}};
+    int logitLayer = -1;
+    const QJsonArray nodes = raw.value("nodes").toArray();
+    for (const QJsonValue& v : nodes) {
+        const QString type = v["feature_type"].toString();
+        const char* kind = type == "embedding" ? "token" : type == "logit" ? "logit" : type == "mlp reconstruction error" ? "error" : "feature";
+        counts[kind] = counts[kind].toInt() + 1;
+        if (type == "logit") logitLayer = v["layer"].toVariant().toInt();
+    }
+    counts["total"] = int(nodes.size());
+    const QJsonObject meta = raw.value("metadata").toObject(), q = raw.value("qParams").toObject();
+    bool ok = g.value("nodes").toObject() == counts && g.value("links").toInt() == raw.value("links").toArray().size() &&
+              g.value("n_layers").toInt() == logitLayer - 1 && g.value("n_positions").toInt() == meta.value("prompt_tokens").toArray().size() &&
+              g.value("prompt_tokens").toArray() == meta.value("prompt_tokens").toArray() && g.value("prompt").toString() == meta.value("prompt").toString() &&
+              g.value("pinned_ids").toArray() == q.value("pinnedIds").toArray() && g.value("notes").toArray().isEmpty() &&
+              g.value("file").toString() == file;
+    const QJsonArray supernodes = g.value("supernodes").toArray(), rawSupernodes = q.value("supernodes").toArray();
+    ok = ok && supernodes.size() == rawSupernodes.size();
+    for (int i = 0; ok && i < supernodes.size(); ++i) {
+        QJsonArray group = rawSupernodes[i].toArray();
+        ok = supernodes[i]["name"].toString() == group[0].toString();
+        group.removeFirst();
+        ok = ok && supernodes[i]["members"].toArray() == group;
+    }
+    if (!ok) {
+        qWarning("graph_file %s against %s", QJsonDocument(g).toJson().constData(), qPrintable(file));
+        return {};
+    }
+    // the file written back: every member as it was
+    const QJsonObject written = readJsonObject(back);
+    if (written != raw) {
+        qWarning("%s is not written back as it was", qPrintable(file));
+        return {};
+    }
+    return QImage(png);
+}
 }
 
 class TestCliGraph : public QObject {
@@ -38,6 +93,9 @@ private slots:
     void badInvocations();
     void interventionAndRoutes();
     void featureNodeBoundAndTargets();
+    void openGraphFileOfTheDemo();
+    void openRealGraphFile();
+    void openGraphBadInvocations();
 
 private:
     QTemporaryDir tmp_;
@@ -240,6 +298,57 @@ void TestCliGraph::featureNodeBoundAndTargets() {
                                                               "--graph-json", tmp_.filePath(QStringLiteral("none.json")), "--graph-targets", "ids: 99999"});
     QVERIFY(bad.exitCode != 0);
     QVERIFY2(bad.err.contains(QStringLiteral("--graph-targets \"ids: 99999\": \"99999\" is not a token id (0 … 4095)")), qPrintable(bad.err));
+}
+
+void TestCliGraph::openGraphFileOfTheDemo() {
+    // the demo graph as the library writes it, opened with no model: the dump, the file written back and the figure
+    const QString file = tmp_.filePath(QStringLiteral("open-demo.json"));
+    const CliRun made = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+                                                               "--graph-json", file});
+    QVERIFY2(made.exitCode == 0, qPrintable(made.err));
+    QTemporaryDir out;
+    const QImage png = checkOpenGraph(file, out.path());
+    QVERIFY(!png.isNull());
+    QVERIFY2(png.width() >= 600 && png.height() >= 400, qPrintable(QStringLiteral("%1 x %2").arg(png.width()).arg(png.height())));
+    QVERIFY(distinctColours(png) > 20); // nodes, edges in two colours, labels: not blank
+    const QString svg = out.filePath(QStringLiteral("graph.svg"));
+    const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--open-graph", file, "--export", svg});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    QFile f(svg);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QByteArray text = f.readAll();
+    QVERIFY(text.contains("<svg") && text.count("<path") > 20);
+}
+
+void TestCliGraph::openRealGraphFile() {
+    ATTNSCOPE_REQUIRE_TESTDATA();
+    // a Neuronpedia graph with pins and supernodes, made by circuit-tracer on gemma-2-2b
+    const QString file = testdata(QStringLiteral("real-world/graphs/decoderesearch+circuit-tracer+demos+graph_files/"
+                                                 "gemma-small-big-en_2025-11-13T10-16-02-770Z.json"));
+    QTemporaryDir out;
+    const QImage png = checkOpenGraph(file, out.path());
+    QVERIFY(!png.isNull());
+    QVERIFY(distinctColours(png) > 20);
+}
+
+void TestCliGraph::openGraphBadInvocations() {
+    const QString file = tmp_.filePath(QStringLiteral("open-bad.json"));
+    const CliRun made = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+                                                               "--graph-json", file});
+    QVERIFY2(made.exitCode == 0, qPrintable(made.err));
+    const std::vector<std::pair<QStringList, QString>> cases{
+        {{"--open-graph", file}, QStringLiteral("--open-graph FILE writes --dump-json OUT, --graph-json OUT or --export FIG.png|svg|pdf: give at least one")},
+        {{"--open-graph", file, "--export", tmp_.filePath(QStringLiteral("fig.txt"))},
+         QStringLiteral("--export with --open-graph is a figure file, FIG.png, FIG.svg or FIG.pdf, got '%1'").arg(tmp_.filePath(QStringLiteral("fig.txt")))},
+        {{"--open-graph", file, "--model", "demo", "--dump-json", tmp_.filePath(QStringLiteral("x.json"))},
+         QStringLiteral("--open-graph FILE needs no model: it takes --dump-json, --graph-json, --export FIG.png|svg|pdf (with --width, "
+                        "--height, --scale) and --force, not --model")},
+    };
+    for (const auto& [args, message] : cases) {
+        const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), args);
+        QVERIFY(r.exitCode != 0);
+        QVERIFY2(r.err.contains(message), qPrintable(r.err));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCliGraph)

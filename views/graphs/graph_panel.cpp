@@ -382,7 +382,7 @@ void GraphPanel::openGraphFile(const QString& path) {
                 return;
             }
             built_.reset();
-            showDocument(doc, tr("%1 (opened from a file)").arg(QFileInfo(path).fileName()));
+            showDocument(doc, graphFileFigureTitle(path));
             QString text = tr("Offline: %1 — %2 nodes, %3 edges, %4 tokens. The cards show the file's data; head routes and "
                               "interventions need a graph built here (Build graph).")
                                .arg(QFileInfo(path).fileName()).arg(doc->nodes.size()).arg(doc->links.size()).arg(doc->promptTokens.size());
@@ -409,9 +409,9 @@ QString GraphPanel::summaryText() const { return summary_->text(); }
 
 QString GraphPanel::featureReadings(const BuiltGraph& built, const GraphDocumentNode& n) const {
     QString html;
-    const SparseCoder& coder = built.transcoders->coders[size_t(n.layer)];
+    const SparseCoder& coder = built.transcoders->coders[size_t(n.layer)]; // a built graph's node: its feature is an index of the coder
     try {
-        const FeatureReadout r = readFeature(*built.model, coder, n.feature, 6);
+        const FeatureReadout r = readFeature(*built.model, coder, int(n.feature), 6);
         html += tr("<b>Writes</b> (W_dec[f] through ln_final and W_U) — promotes: %1<br>suppresses: %2<br>")
                     .arg(scoredTokens(*built.model, r.decoderTop), scoredTokens(*built.model, r.decoderBottom));
     } catch (const InputError& e) {
@@ -421,7 +421,7 @@ QString GraphPanel::featureReadings(const BuiltGraph& built, const GraphDocument
     if (!db.isEmpty() && QFileInfo::exists(db)) {
         try {
             QStringList lines;
-            for (const FeatureContext& c : ContextStore(db, false).topContexts(n.feature, 3)) {
+            for (const FeatureContext& c : ContextStore(db, false).topContexts(int(n.feature), 3)) {
                 const int from = std::max(0, c.position - 8);
                 std::vector<int> before(c.ids.begin() + from, c.ids.begin() + c.position);
                 lines << QStringLiteral("%1: …%2<b>[%3]</b>").arg(double(c.activation), 0, 'f', 2)

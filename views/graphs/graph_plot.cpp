@@ -3,6 +3,8 @@
 #include "views/figures/figure_actions.h"
 #include "views/figures/palettes.h"
 
+#include <QCoreApplication>
+#include <QFileInfo>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPainterPath>
@@ -28,7 +30,18 @@ QColor kindFill(GraphNodeKind k) {
 }
 
 const QColor kPinColor(230, 81, 0);
+
+/// Supernode i's colour (its members' dashed rings and its legend swatch).
+QColor supernodeColour(size_t i) {
+    static const QColor colours[] = {QColor(0, 137, 123), QColor(123, 31, 162), QColor(194, 24, 91),
+                                     QColor(46, 125, 50), QColor(21, 101, 192), QColor(175, 130, 0)};
+    return colours[i % std::size(colours)];
+}
 } // namespace
+
+QString graphFileFigureTitle(const QString& path) {
+    return QCoreApplication::translate("GraphPanel", "%1 (opened from a file)").arg(QFileInfo(path).fileName());
+}
 
 GraphPlot::GraphPlot(QWidget* parent) : PaintedFigure(parent) {
     setMinimumSize(360, 260);
@@ -135,7 +148,8 @@ const GraphPlot::Layout& GraphPlot::layoutFor(QSizeF size) const {
     const QFontMetricsF fm(font());
     const int rows = doc_->nLayers() + 2, cols = std::max(1, doc_->nPositions());
     const double top = kMargin + fm.height() + 6 + 2 * fm.height() + 4; // title, then two lines for the logits' labels
-    const double bottom = kMargin + 2 * fm.height() + 6;                // the token labels: position, token
+    const double bottom = kMargin + 2 * fm.height() + 6 +                // the token labels: position, token
+                          (doc_->supernodes.empty() ? 0 : fm.height() + 6); // the supernodes' legend
     L.plot = QRectF(kLeftAxis, top, std::max(10.0, size.width() - kLeftAxis - kMargin), std::max(10.0, size.height() - top - bottom));
     L.rowHeight = L.plot.height() / rows;
     // the shown nodes by cell (row, column), most influential first
@@ -350,6 +364,29 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
             p.setPen(QPen(kPinColor, 2.4));
             p.drawEllipse(box.adjusted(-3.5, -3.5, 3.5, 3.5));
         }
+    }
+    // supernodes: each member's dashed ring in the supernode's colour, and a legend line at the bottom
+    double legendX = kLeftAxis;
+    for (size_t s = 0; s < doc_->supernodes.size(); ++s) {
+        const QStringList& group = doc_->supernodes[s];
+        const QColor colour = supernodeColour(s);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(QPen(colour, 2.0, Qt::DashLine));
+        int members = 0;
+        for (int k = 1; k < group.size(); ++k) {
+            const int i = doc_->indexOf(group[k]);
+            if (i < 0 || !isNodeShown(i)) continue;
+            const double r = L.radius[size_t(i)] + 6.5;
+            p.drawEllipse(L.center[size_t(i)], r, r);
+            ++members;
+        }
+        const QString label = QStringLiteral("%1 (%2)").arg(group.value(0)).arg(members);
+        const double y = size.height() - kMargin - fm.height();
+        p.fillRect(QRectF(legendX, y + fm.height() / 2 - 5, 10, 10), colour);
+        p.setPen(text);
+        const double w = std::min(fm.horizontalAdvance(label) + 2, 220.0);
+        p.drawText(QRectF(legendX + 14, y, w, fm.height()), Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(label, Qt::ElideRight, w));
+        legendX += 14 + w + 14;
     }
     // the logits' tokens above them, the most probable first, on one of two lines; a label that would overlap one
     // already placed is left out (the card names every node)

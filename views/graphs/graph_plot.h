@@ -6,7 +6,8 @@
 // colour with the sign (red positive, blue negative). Features are circles, error nodes grey squares,
 // embeddings green and logits purple rounded squares (logits labelled with their token). Hovering a node emits
 // nodeHovered, clicking one nodeClicked (clicking an edge linkClicked); the selected node's edges stand out, pinned
-// nodes get an orange ring, and the pinned-subgraph mode draws only the pinned nodes and the edges among them. Of a
+// nodes get an orange ring, each supernode's members a dashed ring in its colour (named in a legend at the bottom), and
+// the pinned-subgraph mode draws only the pinned nodes and the edges among them. Of a
 // graph with more than 3 000 shown edges the 3 000 widest are drawn (and the selected node's), as the title says. The
 // figure menu copies or exports it (PNG/SVG/PDF) and its edges (CSV).
 
@@ -21,6 +22,9 @@
 namespace attnscope {
 
 class FigureActions;
+
+/// The figure's title for a graph opened from `path` (the Graph tab and `attnscope --open-graph --export`).
+QString graphFileFigureTitle(const QString& path);
 
 class GraphPlot : public PaintedFigure {
     Q_OBJECT

@@ -117,6 +117,7 @@ QJsonObject neuronpediaGraphJson(const AttributionGraph& g, const PrunedGraph& p
             o.insert(QStringLiteral("feature_type"), QStringLiteral("mlp reconstruction error"));
             o.insert(QStringLiteral("jsNodeId"), QStringLiteral("%1_%2-0").arg(n.layer).arg(n.position));
             o.insert(QStringLiteral("influence"), p.cumulative[size_t(i)]);
+            o.insert(QStringLiteral("activation"), QJsonValue::Null); // as circuit-tracer 1.0 writes it
             break;
         case GraphNodeKind::Token:
             o.insert(QStringLiteral("feature"), n.position);
@@ -124,6 +125,7 @@ QJsonObject neuronpediaGraphJson(const AttributionGraph& g, const PrunedGraph& p
             o.insert(QStringLiteral("feature_type"), QStringLiteral("embedding"));
             o.insert(QStringLiteral("jsNodeId"), QStringLiteral("E_%1-%2").arg(n.id).arg(n.position));
             o.insert(QStringLiteral("influence"), p.cumulative[size_t(i)]);
+            o.insert(QStringLiteral("activation"), QJsonValue::Null);
             break;
         case GraphNodeKind::Logit:
             o.insert(QStringLiteral("feature"), n.id);
@@ -131,6 +133,8 @@ QJsonObject neuronpediaGraphJson(const AttributionGraph& g, const PrunedGraph& p
             o.insert(QStringLiteral("feature_type"), QStringLiteral("logit"));
             o.insert(QStringLiteral("jsNodeId"), QStringLiteral("L_%1-%2").arg(n.id).arg(n.position));
             o.insert(QStringLiteral("token_prob"), double(n.activation));
+            o.insert(QStringLiteral("influence"), QJsonValue::Null);
+            o.insert(QStringLiteral("activation"), QJsonValue::Null);
             o.insert(QStringLiteral("is_target_logit"), i == g.logitOffset);
             o.insert(QStringLiteral("clerp"), n.id < g.dVocab ? QStringLiteral("Output \"%1\" (p=%2)").arg(shownToken(tokenizer, n.id)).arg(double(n.activation), 0, 'f', 3)
                                                               : QStringLiteral("%1 (w=%2)").arg(targetLabel(g, tokenizer, i)).arg(double(n.activation), 0, 'f', 3));
