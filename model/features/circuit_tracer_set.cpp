@@ -1,6 +1,7 @@
 #include "model/features/circuit_tracer_set.h"
 
 #include "model/core/errors.h"
+#include "model/features/config_fields.h"
 #include "model/features/dictionary_tensors.h"
 #include "model/features/gemma_scope_params.h"
 #include "model/formats/json_file.h"
@@ -28,6 +29,62 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
 #else
 
 namespace {
+
+/// The type PyYAML (YAML 1.1, circuit-tracer's yaml.safe_load) gives a node: "null", "boolean", "integer", "number",
+/// "string", "sequence" or "mapping". A plain scalar is typed by PyYAML's implicit resolvers (yes/no/on/off are
+/// booleans, 1e5 without a dot is a string); a quoted one is a string; an explicit !!tag is taken as written.
+QString yamlType(const YAML::Node& n) {
+    if (!n || n.IsNull()) return QStringLiteral("null");
+    if (n.IsSequence()) return QStringLiteral("sequence");
+    if (n.IsMap()) return QStringLiteral("mapping");
+    const std::string& tag = n.Tag();
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return QStringLiteral("string");
+    if (tag == "tag:yaml.org,2002:bool") return QStringLiteral("boolean");
+    if (tag == "tag:yaml.org,2002:int") return QStringLiteral("integer");
+    if (tag == "tag:yaml.org,2002:float") return QStringLiteral("number");
+    if (tag == "tag:yaml.org,2002:null") return QStringLiteral("null");
+    if (tag != "?" && !tag.empty()) return QStringLiteral("string");
+    static const QRegularExpression null(QStringLiteral("^(?:~|null|Null|NULL|)$"));
+    static const QRegularExpression boolean(QStringLiteral("^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$"));
+    static const QRegularExpression integer(QStringLiteral("^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|"
+                                                           "[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$"));
+    static const QRegularExpression number(QStringLiteral("^(?:[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+][0-9]+)?|\\.[0-9_]+(?:[eE][-+][0-9]+)?|"
+                                                          "[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\\.[0-9_]*|[-+]?\\.(?:inf|Inf|INF)|\\.(?:nan|NaN|NAN))$"));
+    const QString v = QString::fromStdString(n.Scalar());
+    if (null.match(v).hasMatch()) return QStringLiteral("null");
+    if (boolean.match(v).hasMatch()) return QStringLiteral("boolean");
+    if (integer.match(v).hasMatch()) return QStringLiteral("integer");
+    if (number.match(v).hasMatch()) return QStringLiteral("number");
+    return QStringLiteral("string");
+}
+
+/// Typed members of a config.yaml mapping, checked as config_fields.h checks JSON (absent or null: not given).
+struct YamlFields {
+    YAML::Node map;
+    QString label, prefix;
+
+    [[noreturn]] void wrongType(const YAML::Node& n, const QString& key, const QString& expected) const {
+        const QString type = yamlType(n);
+        const QString got = n.IsScalar() ? QStringLiteral("the YAML %1 %2").arg(type, QString::fromStdString(n.Scalar()).left(40))
+                                         : QStringLiteral("a YAML %1").arg(type);
+        configTypeError(label, prefix + key, expected, got);
+    }
+    std::optional<QString> string(const char* key) const {
+        const YAML::Node n = map[key];
+        if (yamlType(n) == QLatin1String("null")) return std::nullopt;
+        if (yamlType(n) != QLatin1String("string")) wrongType(n, QLatin1String(key), QStringLiteral("a string"));
+        return QString::fromStdString(n.Scalar());
+    }
+    std::optional<qint64> integer(const char* key, qint64 lo, qint64 hi) const {
+        const YAML::Node n = map[key];
+        if (yamlType(n) == QLatin1String("null")) return std::nullopt;
+        const QString expected = QStringLiteral("an integer between %1 and %2").arg(lo).arg(hi);
+        if (yamlType(n) != QLatin1String("integer")) wrongType(n, QLatin1String(key), expected);
+        long long v = 0;
+        if (!YAML::convert<long long>::decode(n, v) || v < lo || v > hi) wrongType(n, QLatin1String(key), expected);
+        return qint64(v);
+    }
+};
 
 /// The file a config.yaml entry names, inside `dir`: a relative or absolute path, or an hf:// URI looked up by its
 /// path within the repository and then by its file name.
@@ -172,22 +229,14 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
         throw ModelError(cfgLabel, QStringLiteral("not valid YAML: %1").arg(QString::fromStdString(e.what())));
     }
     if (!root.IsMap()) throw ModelError(cfgLabel, QStringLiteral("not a YAML mapping"));
-    auto str = [&](const char* key) -> QString {
-        const YAML::Node n = root[key];
-        if (!n || n.IsNull()) return {};
-        if (!n.IsScalar()) throw ModelError(cfgLabel, QStringLiteral("\"%1\" must be a string").arg(QLatin1String(key)));
-        return QString::fromStdString(n.as<std::string>());
-    };
-    try {
-        c.kind = str("model_kind");
-        c.input = str("feature_input_hook");
-        c.output = str("feature_output_hook");
-        c.activation = str("activation");
-        c.scan = str("scan");
-        if (root["k"] && !root["k"].IsNull()) c.k = root["k"].as<int>();
-    } catch (const YAML::Exception& e) {
-        throw ModelError(cfgLabel, QStringLiteral("bad value: %1").arg(QString::fromStdString(e.what())));
-    }
+    const YamlFields cfg{root, cfgLabel, {}};
+    c.kind = cfg.string("model_kind").value_or(QString());
+    c.input = cfg.string("feature_input_hook").value_or(QString());
+    c.output = cfg.string("feature_output_hook").value_or(QString());
+    c.activation = cfg.string("activation").value_or(QString());
+    c.scan = cfg.string("scan").value_or(QString());
+    cfg.string("model_name");
+    c.k = int(cfg.integer("k", 0, 1'000'000'000).value_or(0));
     if (c.input.isEmpty() || c.output.isEmpty())
         throw ModelError(cfgLabel, QStringLiteral("feature_input_hook and feature_output_hook are required"));
     if (c.kind == QLatin1String("cross_layer_transcoder")) {
@@ -201,20 +250,27 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
         throw ModelError(cfgLabel, QStringLiteral("model_kind \"%1\" is not transcoder_set or cross_layer_transcoder").arg(c.kind));
     std::map<int, QString> byLayer;
     const YAML::Node list = root["transcoders"];
+    if (yamlType(list) != QLatin1String("null") && !list.IsSequence())
+        cfg.wrongType(list, QStringLiteral("transcoders"), QStringLiteral("a list of paths or of {layer, filepath}"));
     if (list && list.IsSequence()) {
         for (std::size_t i = 0; i < list.size(); ++i) {
             const YAML::Node e = list[i];
             int layer = int(i);
             QString file;
-            try {
-                if (e.IsMap()) { // older configs: {id, layer, filepath}
-                    layer = e["layer"].as<int>();
-                    file = QString::fromStdString(e["filepath"].as<std::string>());
-                } else {
-                    file = QString::fromStdString(e.as<std::string>());
-                }
-            } catch (const YAML::Exception&) {
-                throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 is neither a path nor {layer, filepath}").arg(i));
+            const QString entry = QStringLiteral("transcoders[%1].").arg(i);
+            if (e.IsMap()) { // older configs: {id, layer, filepath}
+                const YamlFields f{e, cfgLabel, entry};
+                f.string("id");
+                const std::optional<qint64> l = f.integer("layer", 0, 4096);
+                file = f.string("filepath").value_or(QString());
+                if (!l || file.isEmpty())
+                    throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 is neither a path nor {layer, filepath}").arg(i));
+                layer = int(*l);
+            } else if (yamlType(e) == QLatin1String("string")) {
+                file = QString::fromStdString(e.Scalar());
+            } else {
+                const YamlFields f{list, cfgLabel, QStringLiteral("transcoders")};
+                f.wrongType(e, QStringLiteral("[%1]").arg(i), QStringLiteral("a path (a string) or {layer, filepath}"));
             }
             if (layer < 0 || layer > 4096) throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 has layer %2").arg(i).arg(layer));
             if (byLayer.count(layer)) throw ModelError(cfgLabel, QStringLiteral("two transcoders for layer %1").arg(layer));

@@ -1,7 +1,9 @@
 #include "model/features/gemma_scope_params.h"
 
 #include "model/core/errors.h"
+#include "model/features/config_fields.h"
 #include "model/features/dictionary_tensors.h"
+#include "model/formats/json_file.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -36,6 +38,40 @@ std::pair<QString, QString> gemmaScopeHooksFromPath(const QString& path) {
     return {};
 }
 
+QString gemmaScope2Hook(const QString& hfName) {
+    static const QRegularExpression re(QStringLiteral("^model\\.layers\\.(\\d{1,4})\\.(output|pre_feedforward_layernorm\\.output|"
+                                                      "post_feedforward_layernorm\\.output|self_attn\\.o_proj\\.input)$"));
+    const auto m = re.match(hfName);
+    if (!m.hasMatch()) return {};
+    const QString blocks = QStringLiteral("blocks.%1.").arg(m.captured(1).toInt());
+    const QString site = m.captured(2);
+    if (site == QLatin1String("output")) return blocks + QStringLiteral("hook_resid_post");
+    if (site.startsWith(QLatin1String("pre_"))) return blocks + QStringLiteral("ln2.hook_normalized");
+    if (site.startsWith(QLatin1String("post_"))) return blocks + QStringLiteral("hook_mlp_out");
+    return blocks + QStringLiteral("attn.hook_z");
+}
+
+GemmaScope2Config readGemmaScope2Config(const QString& path) {
+    const QString label = QDir::toNativeSeparators(path);
+    const ConfigFields cfg(parseJsonObject(readSmallFile(path, label, 1 << 20), label), label);
+    GemmaScope2Config c;
+    c.hfHookIn = cfg.stringOr(QStringLiteral("hf_hook_point_in"), QString());
+    c.hfHookOut = cfg.stringOr(QStringLiteral("hf_hook_point_out"), c.hfHookIn);
+    c.hookIn = gemmaScope2Hook(c.hfHookIn);
+    c.hookOut = gemmaScope2Hook(c.hfHookOut);
+    c.width = cfg.integer(QStringLiteral("width"), 1, 1'000'000'000).value_or(0);
+    cfg.number(QStringLiteral("l0"));
+    cfg.string(QStringLiteral("model_name"));
+    c.architecture = cfg.stringOr(QStringLiteral("architecture"), QString());
+    c.affineConnection = cfg.booleanOr(QStringLiteral("affine_connection"), false);
+    c.type = cfg.stringOr(QStringLiteral("type"), QString());
+    if (!c.architecture.isEmpty() && c.architecture != QLatin1String("jump_relu"))
+        throw ModelError(label, QStringLiteral("architecture \"%1\" is not supported (jump_relu)").arg(c.architecture));
+    if (!c.type.isEmpty() && c.type != QLatin1String("sae") && c.type != QLatin1String("transcoder"))
+        throw ModelError(label, QStringLiteral("type \"%1\" is not sae or transcoder").arg(c.type));
+    return c;
+}
+
 SparseCoder readGemmaScopeFile(const QString& path, const QString& hookOverride) {
     const QString label = QDir::toNativeSeparators(path);
     const bool npz = path.endsWith(QLatin1String(".npz"));
@@ -54,7 +90,17 @@ SparseCoder readGemmaScopeFile(const QString& path, const QString& hookOverride)
     if (din < 1 || dsae < 1) throw ModelError(label, QStringLiteral("%1 has shape %2").arg(wEnc, shapeString(*encShape)));
     sae.d_in = int(din);
     sae.d_sae = int(dsae);
-    const auto [hookIn, hookOut] = gemmaScopeHooksFromPath(path);
+    auto [hookIn, hookOut] = gemmaScopeHooksFromPath(path);
+    std::optional<GemmaScope2Config> config;
+    if (const QString cfgPath = QFileInfo(path).dir().filePath(QStringLiteral("config.json")); !npz && QFileInfo::exists(cfgPath)) {
+        config = readGemmaScope2Config(cfgPath);
+        if (config->width != 0 && config->width != dsae)
+            throw ModelError(label, QStringLiteral("%1 has %2 features but config.json says width %3").arg(wEnc).arg(dsae).arg(config->width));
+        if (config->affineConnection && !t.has(QStringLiteral("affine_skip_connection")))
+            throw ModelError(label, QStringLiteral("config.json says affine_connection but there is no affine_skip_connection"));
+        if (!config->hookIn.isEmpty()) hookIn = config->hookIn;
+        if (!config->hookOut.isEmpty()) hookOut = config->hookOut;
+    }
     const bool transcoder = !hookOverride.isEmpty() ? false : hookIn != hookOut;
     sae.hookIn = hookOverride.isEmpty() ? hookIn : hookOverride;
     sae.hookOut = hookOverride.isEmpty() ? hookOut : hookOverride;

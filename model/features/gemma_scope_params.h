@@ -10,7 +10,10 @@
 //   …transcoders…/layer_L/…                  reads blocks.L.ln2.hook_normalized, writes blocks.L.hook_mlp_out
 // Gemma Scope 2 ships params.safetensors with lower-case keys (w_enc, w_dec, b_enc, b_dec, threshold) and,
 // for transcoders, affine_skip_connection [d_in, d_out] added as x·A (Google's Gemma Scope 2 tutorial);
-// its folders are named resid_post/, mlp_out/, attn_out/, transcoder/ with layer_L_… subfolders.
+// its folders are named resid_post/, mlp_out/, attn_out/, transcoder/ with layer_L_… subfolders, each with a
+// config.json next to params.safetensors (the keys SAELens's Gemma Scope 2 loader reads):
+//   {"hf_hook_point_in": "model.layers.12.output", "hf_hook_point_out": …, "width": 16384, "l0": 20,
+//    "model_name": "google/gemma-3-1b-pt", "architecture": "jump_relu", "affine_connection": false, "type": "sae"}
 
 #include "model/features/sparse_coder.h"
 
@@ -22,7 +25,28 @@ bool isGemmaScopeFile(const QString& path);
 /// The hook(s) a Gemma Scope path implies: {in, out}; empty strings when the path does not say.
 std::pair<QString, QString> gemmaScopeHooksFromPath(const QString& path);
 
-/// Reads params.npz or params.safetensors. `hookOverride` (a TransformerLens name) replaces the hook
+/// A Gemma Scope 2 config.json.
+struct GemmaScope2Config {
+    QString hfHookIn, hfHookOut;  ///< Hugging Face module names ("model.layers.12.output"); "" when absent
+    QString hookIn, hookOut;      ///< their TransformerLens hooks (gemmaScope2Hook); "" when not one AttnScope knows
+    qint64 width = 0;             ///< d_sae; 0 when absent
+    QString architecture;         ///< "jump_relu" (the only one); "" when absent
+    bool affineConnection = false;
+    QString type;                 ///< "sae" or "transcoder"; "" when absent
+};
+
+/// The TransformerLens hook of a Gemma 3 module name as Gemma Scope 2 writes it: model.layers.L.output →
+/// blocks.L.hook_resid_post, ….pre_feedforward_layernorm.output → blocks.L.ln2.hook_normalized,
+/// ….post_feedforward_layernorm.output → blocks.L.hook_mlp_out, ….self_attn.o_proj.input → blocks.L.attn.hook_z;
+/// "" for any other.
+QString gemmaScope2Hook(const QString& hfName);
+
+/// Reads a Gemma Scope 2 config.json. Every member's JSON type is checked (config_fields.h: InputError naming
+/// the file and the field); architecture must be jump_relu, width positive, type sae or transcoder (ModelError).
+GemmaScope2Config readGemmaScope2Config(const QString& path);
+
+/// Reads params.npz or params.safetensors (with the config.json next to it, when there, for the hooks and
+/// checked against the tensors: width = d_sae, affine_connection = has affine_skip_connection). `hookOverride` (a TransformerLens name) replaces the hook
 /// derived from the path; without either, throws ModelError saying to pass --hook. Other errors name the
 /// file and the array (shapes that disagree, NaN thresholds, the .npy and zip checks of npz_archive.h).
 SparseCoder readGemmaScopeFile(const QString& path, const QString& hookOverride = {});

@@ -1,6 +1,7 @@
 #include "model/features/llama_scope_folder.h"
 
 #include "model/core/errors.h"
+#include "model/features/config_fields.h"
 #include "model/features/dictionary_tensors.h"
 #include "model/formats/json_file.h"
 
@@ -20,20 +21,24 @@ bool isLlamaScopeFolder(const QString& folder) {
 SparseCoder readLlamaScopeFolder(const QString& folder) {
     const QDir dir(folder);
     const QString cfgLabel = QDir::toNativeSeparators(dir.filePath(QStringLiteral("hyperparams.json")));
-    const QJsonObject cfg = parseJsonObject(readSmallFile(dir.filePath(QStringLiteral("hyperparams.json")), cfgLabel, 1 << 20), cfgLabel);
-    auto number = [&](const QJsonValue& v, const QString& key) {
-        if (!v.isDouble() || !std::isfinite(v.toDouble())) throw ModelError(cfgLabel, QStringLiteral("\"%1\" must be a number").arg(key));
-        return v.toDouble();
+    const ConfigFields cfg(parseJsonObject(readSmallFile(dir.filePath(QStringLiteral("hyperparams.json")), cfgLabel, 1 << 20), cfgLabel), cfgLabel);
+    auto number = [&](const ConfigFields& at, const QString& key) {
+        const std::optional<double> v = at.number(key);
+        if (!v) throw ModelError(cfgLabel, QStringLiteral("\"%1\" must be a number").arg(at.name(key)));
+        return *v;
     };
-    const double dModel = number(cfg.value(QStringLiteral("d_model")), QStringLiteral("d_model"));
-    const double dSae = number(cfg.value(QStringLiteral("d_sae")), QStringLiteral("d_sae"));
+    const double dModel = number(cfg, QStringLiteral("d_model"));
+    const double dSae = number(cfg, QStringLiteral("d_sae"));
     if (dModel < 1 || dSae < 1 || dModel != std::floor(dModel) || dSae != std::floor(dSae) || dModel > 1e6 || dSae > 1e8)
         throw ModelError(cfgLabel, QStringLiteral("d_model and d_sae must be positive integers"));
-    const double theta = number(cfg.value(QStringLiteral("jump_relu_threshold")), QStringLiteral("jump_relu_threshold"));
-    const double normIn = number(cfg.value(QStringLiteral("dataset_average_activation_norm")).toObject().value(QStringLiteral("in")),
-                                 QStringLiteral("dataset_average_activation_norm.in"));
+    const double theta = number(cfg, QStringLiteral("jump_relu_threshold"));
+    const std::optional<ConfigFields> norms = cfg.object(QStringLiteral("dataset_average_activation_norm"));
+    const double normIn = number(norms.value_or(ConfigFields({}, cfgLabel, QStringLiteral("dataset_average_activation_norm."))), QStringLiteral("in"));
     if (!(normIn > 0)) throw ModelError(cfgLabel, QStringLiteral("dataset_average_activation_norm.in must be positive"));
-    const QString act = cfg.value(QStringLiteral("act_fn")).toString(QStringLiteral("jumprelu"));
+    if (norms) norms->number(QStringLiteral("out"));
+    cfg.integer(QStringLiteral("top_k"), 0, 1'000'000'000);
+    cfg.string(QStringLiteral("norm_activation"));
+    const QString act = cfg.stringOr(QStringLiteral("act_fn"), QStringLiteral("jumprelu"));
     if (act != QLatin1String("jumprelu"))
         throw ModelError(cfgLabel, QStringLiteral("act_fn \"%1\" is not supported (jumprelu)").arg(act));
 
@@ -42,8 +47,8 @@ SparseCoder readLlamaScopeFolder(const QString& folder) {
     sae.format = QStringLiteral("Llama Scope");
     sae.d_in = sae.d_out = int(dModel);
     sae.d_sae = int(dSae);
-    sae.hookIn = cfg.value(QStringLiteral("hook_point_in")).toString();
-    sae.hookOut = cfg.value(QStringLiteral("hook_point_out")).toString(sae.hookIn);
+    sae.hookIn = cfg.stringOr(QStringLiteral("hook_point_in"), QString());
+    sae.hookOut = cfg.stringOr(QStringLiteral("hook_point_out"), sae.hookIn);
     if (sae.hookIn.isEmpty()) throw ModelError(cfgLabel, QStringLiteral("no hook_point_in"));
     sae.architecture = sae.hookOut == sae.hookIn ? QStringLiteral("jumprelu") : QStringLiteral("jumprelu_transcoder");
     sae.activation = FeatureActivation::JumpReLU;

@@ -1,12 +1,14 @@
 #include "model/features/saelens_folder.h"
 
 #include "model/core/errors.h"
+#include "model/features/config_fields.h"
 #include "model/features/dictionary_tensors.h"
 #include "model/formats/json_file.h"
 
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonObject>
+#include <limits>
 
 namespace attnscope {
 
@@ -16,17 +18,33 @@ const QStringList kArchitectures{QStringLiteral("standard"), QStringLiteral("gat
                                  QStringLiteral("jumprelu"), QStringLiteral("batchtopk"), QStringLiteral("transcoder"),
                                  QStringLiteral("skip_transcoder"), QStringLiteral("jumprelu_transcoder")};
 
-/// A value from the top level or from "metadata" (6.x keeps the hook there).
-QJsonValue field(const QJsonObject& cfg, const QString& key) {
-    if (cfg.contains(key)) return cfg.value(key);
-    return cfg.value(QStringLiteral("metadata")).toObject().value(key);
+/// cfg.json's top level and its "metadata" (6.x keeps the hook and the run's settings there): a member is read from
+/// the top level when it is there (null included), else from metadata.
+struct SaeLensFields {
+    ConfigFields top;
+    ConfigFields meta;
+    const ConfigFields& at(const QString& key) const { return top.object().contains(key) ? top : meta; }
+    std::optional<QString> string(const QString& key) const { return at(key).string(key); }
+    std::optional<bool> boolean(const QString& key) const { return at(key).boolean(key); }
+    std::optional<qint64> integer(const QString& key, qint64 lo, qint64 hi) const { return at(key).integer(key, lo, hi); }
+    std::optional<double> number(const QString& key) const { return at(key).number(key); }
+    bool has(const QString& key) const { return at(key).has(key); }
+};
+
+int positiveInt(const SaeLensFields& cfg, const QString& key) {
+    const std::optional<qint64> v = cfg.integer(key, 1, 1'000'000'000);
+    if (!v) throw ModelError(cfg.top.fileLabel(), QStringLiteral("\"%1\" must be a positive integer").arg(key));
+    return int(*v);
 }
 
-int positiveInt(const QJsonObject& cfg, const QString& key, const QString& label) {
-    const QJsonValue v = field(cfg, key);
-    if (!v.isDouble() || v.toDouble() != double(qint64(v.toDouble())) || v.toDouble() < 1 || v.toDouble() > 1e9)
-        throw ModelError(label, QStringLiteral("\"%1\" must be a positive integer").arg(key));
-    return int(v.toDouble());
+/// Fields SAELens writes that AttnScope does not use, with the type SAELens gives them: checked so a file that is
+/// wrong there is not half-read either (null allowed, as for every field).
+void checkUnusedFields(const SaeLensFields& cfg) {
+    for (const char* key : {"dtype", "device", "model_name", "model_class_name", "dataset_path", "sae_lens_version",
+                            "sae_lens_training_version"})
+        cfg.string(QLatin1String(key));
+    for (const char* key : {"prepend_bos", "finetuning_scaling_factor"}) cfg.boolean(QLatin1String(key));
+    for (const char* key : {"hook_layer", "context_size"}) cfg.integer(QLatin1String(key), -1, std::numeric_limits<int>::max());
 }
 
 } // namespace
@@ -36,65 +54,91 @@ bool isSaeLensFolder(const QString& folder) {
     return QFileInfo(folder).isDir() && d.exists(QStringLiteral("cfg.json")) && d.exists(QStringLiteral("sae_weights.safetensors"));
 }
 
-SparseCoder readSaeLensFolder(const QString& folder) {
+SparseCoder readSaeLensConfig(const QString& folder) {
     const QDir dir(folder);
     const QString cfgPath = dir.filePath(QStringLiteral("cfg.json"));
     const QString cfgLabel = QDir::toNativeSeparators(cfgPath);
-    const QJsonObject cfg = parseJsonObject(readSmallFile(cfgPath, cfgLabel, 1 << 20), cfgLabel);
+    const ConfigFields top(parseJsonObject(readSmallFile(cfgPath, cfgLabel, 1 << 20), cfgLabel), cfgLabel);
+    const SaeLensFields cfg{top, top.object(QStringLiteral("metadata")).value_or(ConfigFields({}, cfgLabel, QStringLiteral("metadata.")))};
+    checkUnusedFields(cfg);
 
     SparseCoder sae;
     sae.path = folder;
     sae.format = QStringLiteral("SAELens");
     // activation_fn(_str) "topk" with activation_fn_kwargs.k: a pre-6.0 TopK SAE
-    const QString activationFn = field(cfg, QStringLiteral("activation_fn")).toString(field(cfg, QStringLiteral("activation_fn_str")).toString(QStringLiteral("relu")));
-    QString arch = cfg.value(QStringLiteral("architecture")).toString(QStringLiteral("standard"));
+    const QString activationFn = cfg.string(QStringLiteral("activation_fn")).value_or(cfg.string(QStringLiteral("activation_fn_str")).value_or(QStringLiteral("relu")));
+    QString arch = top.stringOr(QStringLiteral("architecture"), QStringLiteral("standard"));
     int k = 0;
     if (activationFn == QLatin1String("topk")) {
         arch = QStringLiteral("topk");
-        k = cfg.value(QStringLiteral("activation_fn_kwargs")).toObject().value(QStringLiteral("k")).toInt(0);
+        if (const auto kwargs = top.object(QStringLiteral("activation_fn_kwargs")))
+            k = int(kwargs->integer(QStringLiteral("k"), 0, 1'000'000'000).value_or(0));
     }
     if (!kArchitectures.contains(arch))
         throw ModelError(cfgLabel, QStringLiteral("architecture \"%1\" is not one AttnScope reads (%2)").arg(arch, kArchitectures.join(QStringLiteral(", "))));
     if (activationFn != QLatin1String("relu") && activationFn != QLatin1String("topk"))
         throw ModelError(cfgLabel, QStringLiteral("activation_fn \"%1\" is not supported (relu or topk)").arg(activationFn));
     sae.architecture = arch;
-    sae.d_in = positiveInt(cfg, QStringLiteral("d_in"), cfgLabel);
-    sae.d_sae = positiveInt(cfg, QStringLiteral("d_sae"), cfgLabel);
+    sae.d_in = positiveInt(cfg, QStringLiteral("d_in"));
+    sae.d_sae = positiveInt(cfg, QStringLiteral("d_sae"));
     const bool transcoder = arch.endsWith(QLatin1String("transcoder"));
-    sae.d_out = transcoder ? positiveInt(cfg, QStringLiteral("d_out"), cfgLabel) : sae.d_in;
+    sae.d_out = transcoder ? positiveInt(cfg, QStringLiteral("d_out")) : sae.d_in;
 
-    sae.hookIn = field(cfg, QStringLiteral("hook_name")).toString(field(cfg, QStringLiteral("hook_point")).toString());
+    sae.hookIn = cfg.string(QStringLiteral("hook_name")).value_or(cfg.string(QStringLiteral("hook_point")).value_or(QString()));
     if (sae.hookIn.isEmpty()) throw ModelError(cfgLabel, QStringLiteral("no hook: neither metadata.hook_name nor hook_name nor hook_point"));
-    sae.hookOut = transcoder ? field(cfg, QStringLiteral("hook_name_out")).toString() : sae.hookIn;
+    sae.hookOut = transcoder ? cfg.string(QStringLiteral("hook_name_out")).value_or(QString()) : sae.hookIn;
     if (transcoder && sae.hookOut.isEmpty()) throw ModelError(cfgLabel, QStringLiteral("a transcoder needs hook_name_out"));
-    const QJsonValue head = field(cfg, QStringLiteral("hook_head_index")).isUndefined() ? field(cfg, QStringLiteral("hook_point_head_index"))
-                                                                                        : field(cfg, QStringLiteral("hook_head_index"));
-    if (!head.isNull() && !head.isUndefined())
-        throw ModelError(cfgLabel, QStringLiteral("hook_head_index is set: SAEs on one head's slice of a hook are not supported"));
+    // an integer when set; null (or absent) for an SAE on the whole hook
+    const bool headSet = cfg.integer(QStringLiteral("hook_head_index"), 0, 1 << 20).has_value() ||
+                         cfg.integer(QStringLiteral("hook_point_head_index"), 0, 1 << 20).has_value();
+    if (headSet) throw ModelError(cfgLabel, QStringLiteral("hook_head_index is set: SAEs on one head's slice of a hook are not supported"));
 
-    sae.applyBDecToInput = cfg.value(QStringLiteral("apply_b_dec_to_input")).toBool(!transcoder);
+    sae.applyBDecToInput = top.booleanOr(QStringLiteral("apply_b_dec_to_input"), !transcoder);
     if (transcoder && sae.applyBDecToInput)
         throw ModelError(cfgLabel, QStringLiteral("apply_b_dec_to_input is true on a transcoder (b_dec has d_out entries; SAELens refuses it too)"));
 
-    const QJsonValue norm = cfg.value(QStringLiteral("normalize_activations"));
-    QString normName = norm.isBool() ? (norm.toBool() ? QStringLiteral("expected_average_only_in") : QStringLiteral("none"))
-                                     : norm.toString(QStringLiteral("none"));
+    // SAELens before 6.0 wrote a bool (true = expected_average_only_in; handle_pre_6_0_config converts it), later
+    // versions a string: both are read, nothing else.
+    const QJsonValue norm = top.object().value(QStringLiteral("normalize_activations"));
+    if (!norm.isBool() && !norm.isString() && !norm.isNull() && !norm.isUndefined())
+        top.wrongType(QStringLiteral("normalize_activations"), QStringLiteral("a string (or, before SAELens 6, a boolean)"));
+    const QString normName = norm.isBool() ? (norm.toBool() ? QStringLiteral("expected_average_only_in") : QStringLiteral("none"))
+                                           : norm.toString(QStringLiteral("none"));
     if (normName == QLatin1String("constant_norm_rescale")) sae.normalization = InputNormalization::ConstantNormRescale;
     else if (normName == QLatin1String("layer_norm")) sae.normalization = InputNormalization::LayerNorm;
     else if (normName == QLatin1String("expected_average_only_in")) {
-        const QJsonValue factor = field(cfg, QStringLiteral("norm_scaling_factor"));
-        if (!factor.isDouble() || !(factor.toDouble() > 0) || !std::isfinite(factor.toDouble()))
+        const std::optional<double> factor = cfg.number(QStringLiteral("norm_scaling_factor"));
+        if (!factor || !(*factor > 0))
             throw ModelError(cfgLabel, QStringLiteral("normalize_activations is expected_average_only_in but cfg.json gives no "
                                                       "norm_scaling_factor to fold into the weights (SAELens takes it from its "
                                                       "pretrained_saes.yaml entry for this SAE; add \"norm_scaling_factor\" to cfg.json)"));
-        sae.inputScale = factor.toDouble();
+        sae.inputScale = *factor;
     } else if (normName != QLatin1String("none"))
         throw ModelError(cfgLabel, QStringLiteral("normalize_activations \"%1\" is not supported (none, constant_norm_rescale, layer_norm, "
                                                   "expected_average_only_in)").arg(normName));
-    const QString reshape = cfg.value(QStringLiteral("reshape_activations")).toString(QStringLiteral("none"));
+    const QString reshape = top.stringOr(QStringLiteral("reshape_activations"), QStringLiteral("none"));
     if (reshape != QLatin1String("none") && reshape != QLatin1String("hook_z"))
         throw ModelError(cfgLabel, QStringLiteral("reshape_activations \"%1\" is not supported (none or hook_z)").arg(reshape));
 
+    // k: an integer for topk; SAELens ≥ 6.11 allows a fractional k for batchtopk (a mean over the batch), which
+    // AttnScope does not use (a saved BatchTopK SAE runs on its threshold)
+    if (arch == QLatin1String("topk")) {
+        if (k == 0) k = int(cfg.integer(QStringLiteral("k"), 0, 1'000'000'000).value_or(0));
+        if (k < 1 || k > sae.d_sae)
+            throw ModelError(cfgLabel, QStringLiteral("k = %1 must be between 1 and d_sae = %2").arg(k).arg(sae.d_sae));
+        sae.k = k;
+    } else {
+        cfg.number(QStringLiteral("k"));
+    }
+    sae.rescaleActsByDecoderNorm = top.booleanOr(QStringLiteral("rescale_acts_by_decoder_norm"), false) && arch == QLatin1String("topk");
+    return sae;
+}
+
+SparseCoder readSaeLensFolder(const QString& folder) {
+    const QDir dir(folder);
+    SparseCoder sae = readSaeLensConfig(folder);
+    const QString& arch = sae.architecture;
+    const bool transcoder = arch.endsWith(QLatin1String("transcoder"));
     DictionaryTensors t(SafetensorsFile::open(dir.filePath(QStringLiteral("sae_weights.safetensors")),
                                               QDir::toNativeSeparators(dir.filePath(QStringLiteral("sae_weights.safetensors")))));
     sae.owners.push_back(t.owner());
@@ -118,14 +162,7 @@ SparseCoder readSaeLensFolder(const QString& folder) {
         sae.threshold = t.weight(QStringLiteral("threshold"), {dsae}, 1, dsae, false, ctx, true);
         if (!sae.threshold.allFinite()) throw ModelError(t.label(), QStringLiteral("tensor threshold holds NaN or infinite values"));
     }
-    if (arch == QLatin1String("topk")) {
-        sae.activation = FeatureActivation::TopK;
-        if (k == 0) k = field(cfg, QStringLiteral("k")).toInt(0);
-        if (k < 1 || k > sae.d_sae)
-            throw ModelError(cfgLabel, QStringLiteral("k = %1 must be between 1 and d_sae = %2").arg(k).arg(sae.d_sae));
-        sae.k = k;
-        sae.rescaleActsByDecoderNorm = cfg.value(QStringLiteral("rescale_acts_by_decoder_norm")).toBool(false);
-    }
+    if (arch == QLatin1String("topk")) sae.activation = FeatureActivation::TopK;
     if (arch == QLatin1String("skip_transcoder"))
         sae.W_skip = t.weight(QStringLiteral("W_skip"), {dout, din}, din, dout, true, ctx);
     return sae;

@@ -16,6 +16,15 @@ namespace attnscope {
 /// True when `folder` holds a cfg.json and a sae_weights.safetensors.
 bool isSaeLensFolder(const QString& folder);
 
+/// Reads cfg.json of an SAELens folder: every field of the SparseCoder but its tensors (path, format, architecture,
+/// d_in, d_sae, d_out, hooks, apply_b_dec_to_input, the normalisation, k, rescale_acts_by_decoder_norm). Each boolean,
+/// number and string field AttnScope reads, and the common ones it does not (dtype, device, model_name, …), must
+/// have its JSON type or null: else InputError "cfg.json: field \"KEY\" must be …, not …" (config_fields.h). Where
+/// SAELens itself accepts two types, both are read: normalize_activations a string or (before 6.0) a bool; k a
+/// number (SAELens ≥ 6.11 allows a fractional k for batchtopk; topk needs an integer). Other checks throw ModelError
+/// as readSaeLensFolder says.
+SparseCoder readSaeLensConfig(const QString& folder);
+
 /// Reads an SAELens folder. Throws ModelError naming cfg.json or the weights file and the field or
 /// tensor: an unknown architecture or activation, missing or non-positive d_in/d_sae, k outside
 /// [1, d_sae], a shape that disagrees with cfg.json, NaN in a threshold, hook_head_index set,

@@ -8,9 +8,11 @@
 #include "model/features/gemma_scope_params.h"
 #include "model/features/hook_point.h"
 #include "model/features/npz_archive.h"
+#include "model/features/saelens_folder.h"
 #include "model/features/sparse_coder.h"
 #include "support/dictionary_fixtures.h"
 #include "support/safetensors_writer.h"
+#include "support/test_paths.h"
 
 #include <QDir>
 #include <QJsonArray>
@@ -85,6 +87,11 @@ private slots:
     void llamaScope();
     void hookNames();
     void hostileFiles();
+    void configFieldTypes_data();
+    void configFieldTypes();
+    void saeLensCoercions();
+    void gemmaScope2Config();
+    void realSaeLensConfigs();
 };
 
 void TestSparseCoders::saeLensArchitectures_data() {
@@ -505,6 +512,228 @@ void TestSparseCoders::hostileFiles() {
     const QString claim = expectModelError([&] { NpzArchive::open(z); });
     QVERIFY2(claim.startsWith(QStringLiteral("params.npz: entry b_dec.npy: claims 4294967295 bytes")), qPrintable(claim));
 #endif
+}
+
+
+// Every dictionary config's fields are checked for their JSON / YAML type (config_fields.h): a wrong one is refused
+// naming the file and the field, never read as a default. One row per reader and field kind.
+void TestSparseCoders::configFieldTypes_data() {
+    QTest::addColumn<QString>("format");   // saelens, gemmascope2, llamascope, yaml
+    QTest::addColumn<QString>("patch");    // JSON object merged into a good config, or YAML text replacing a good line
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("message");  // after "FILE: "
+    // the bug of issue 45: SAELens reads any non-empty string as true
+    QTest::newRow("saelens bool") << "saelens" << R"({"apply_b_dec_to_input": "yes"})" << "cfg.json"
+                                  << R"(field "apply_b_dec_to_input" must be a boolean (true or false), not the string "yes")";
+    QTest::newRow("saelens bool as 1") << "saelens" << R"({"rescale_acts_by_decoder_norm": 1})" << "cfg.json"
+                                       << R"(field "rescale_acts_by_decoder_norm" must be a boolean (true or false), not the number 1)";
+    QTest::newRow("saelens number") << "saelens" << R"({"d_sae": "48"})" << "cfg.json"
+                                    << R"(field "d_sae" must be an integer between 1 and 1000000000, not the string "48")";
+    QTest::newRow("saelens fraction") << "saelens" << R"({"d_in": 16.5})" << "cfg.json"
+                                      << R"(field "d_in" must be an integer between 1 and 1000000000, not the number 16.5)";
+    QTest::newRow("saelens string") << "saelens" << R"({"metadata": {"hook_name": 5}})" << "cfg.json"
+                                    << R"(field "metadata.hook_name" must be a string, not the number 5)";
+    QTest::newRow("saelens architecture") << "saelens" << R"({"architecture": ["jumprelu"]})" << "cfg.json"
+                                          << R"(field "architecture" must be a string, not an array)";
+    QTest::newRow("saelens unused string") << "saelens" << R"({"dtype": 32})" << "cfg.json"
+                                           << R"(field "dtype" must be a string, not the number 32)";
+    QTest::newRow("saelens head index") << "saelens" << R"({"metadata": {"hook_name": "blocks.0.hook_resid_pre", "hook_head_index": "none"}})"
+                                        << "cfg.json" << R"(field "metadata.hook_head_index" must be an integer between 0 and 1048576, not the string "none")";
+    QTest::newRow("saelens normalize") << "saelens" << R"({"normalize_activations": 0})" << "cfg.json"
+                                       << R"(field "normalize_activations" must be a string (or, before SAELens 6, a boolean), not the number 0)";
+    QTest::newRow("saelens norm factor") << "saelens" << R"({"normalize_activations": "expected_average_only_in", "norm_scaling_factor": "2"})"
+                                         << "cfg.json" << R"(field "norm_scaling_factor" must be a number, not the string "2")";
+    QTest::newRow("saelens metadata") << "saelens" << R"({"metadata": "blocks.0.hook_resid_pre"})" << "cfg.json"
+                                      << R"(field "metadata" must be an object, not the string "blocks.0.hook_resid_pre")";
+    QTest::newRow("gemma scope 2 bool") << "gemmascope2" << R"({"affine_connection": "false"})" << "config.json"
+                                        << R"(field "affine_connection" must be a boolean (true or false), not the string "false")";
+    QTest::newRow("gemma scope 2 number") << "gemmascope2" << R"({"width": "16k"})" << "config.json"
+                                          << R"(field "width" must be an integer between 1 and 1000000000, not the string "16k")";
+    QTest::newRow("gemma scope 2 l0") << "gemmascope2" << R"({"l0": "big"})" << "config.json"
+                                      << R"(field "l0" must be a number, not the string "big")";
+    QTest::newRow("gemma scope 2 string") << "gemmascope2" << R"({"hf_hook_point_in": 12})" << "config.json"
+                                          << R"(field "hf_hook_point_in" must be a string, not the number 12)";
+    QTest::newRow("llama scope string") << "llamascope" << R"({"act_fn": true})" << "hyperparams.json"
+                                        << R"(field "act_fn" must be a string, not true)";
+    QTest::newRow("llama scope number") << "llamascope" << R"({"jump_relu_threshold": "0.75"})" << "hyperparams.json"
+                                        << R"(field "jump_relu_threshold" must be a number, not the string "0.75")";
+    QTest::newRow("llama scope nested") << "llamascope" << R"({"dataset_average_activation_norm": {"in": "29.1"}})" << "hyperparams.json"
+                                        << R"(field "dataset_average_activation_norm.in" must be a number, not the string "29.1")";
+    // YAML as circuit-tracer's yaml.safe_load (PyYAML, YAML 1.1) types it
+    QTest::newRow("yaml string") << "yaml" << "feature_input_hook: 12" << "config.yaml"
+                                 << R"(field "feature_input_hook" must be a string, not the YAML integer 12)";
+    QTest::newRow("yaml string bool") << "yaml" << "model_kind: yes" << "config.yaml"
+                                      << R"(field "model_kind" must be a string, not the YAML boolean yes)";
+    QTest::newRow("yaml string list") << "yaml" << "activation: [relu]" << "config.yaml"
+                                      << R"(field "activation" must be a string, not a YAML sequence)";
+    QTest::newRow("yaml number") << "yaml" << "k: \"4\"" << "config.yaml"
+                                 << R"(field "k" must be an integer between 0 and 1000000000, not the YAML string 4)";
+    QTest::newRow("yaml number float") << "yaml" << "k: 4.0" << "config.yaml"
+                                       << R"(field "k" must be an integer between 0 and 1000000000, not the YAML number 4.0)";
+    QTest::newRow("yaml entry") << "yaml" << "transcoders:\n  - id: a\n    layer: '0'\n    filepath: layer_0.safetensors" << "config.yaml"
+                                << R"(field "transcoders[0].layer" must be an integer between 0 and 4096, not the YAML string 0)";
+    QTest::newRow("yaml list") << "yaml" << "transcoders: layer_0.safetensors" << "config.yaml"
+                               << R"(field "transcoders" must be a list of paths or of {layer, filepath}, not the YAML string layer_0.safetensors)";
+}
+
+void TestSparseCoders::configFieldTypes() {
+    QFETCH(QString, format);
+    QFETCH(QString, patch);
+    QFETCH(QString, field);
+    QFETCH(QString, message);
+    QTemporaryDir tmp;
+    const QDir dir(tmp.path());
+    const DictionaryParams p = randomParams(kIn, kSae, kIn, 5);
+    auto merged = [&](QJsonObject base) {
+        const QJsonObject add = QJsonDocument::fromJson(patch.toUtf8()).object();
+        for (auto it = add.begin(); it != add.end(); ++it) base[it.key()] = it.value();
+        return base;
+    };
+    QString path = tmp.path();
+    if (format == QLatin1String("saelens")) {
+        writeSaeLensFolder(tmp.path(), p, QStringLiteral("standard"),
+                           merged({{"architecture", "standard"}, {"d_in", kIn}, {"d_sae", kSae},
+                                   {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_pre"}}}}));
+    } else if (format == QLatin1String("gemmascope2")) {
+        writeFile(dir.filePath(QStringLiteral("params.safetensors")),
+                  safetensorsOf({{QStringLiteral("w_enc"), {{kIn, kSae}, valuesOf(p.W_enc)}}, {QStringLiteral("w_dec"), {{kSae, kIn}, valuesOf(p.W_dec)}},
+                                 {QStringLiteral("b_enc"), {{kSae}, valuesOf(p.b_enc)}}, {QStringLiteral("b_dec"), {{kIn}, valuesOf(p.b_dec)}},
+                                 {QStringLiteral("threshold"), {{kSae}, valuesOf(p.threshold)}}}, QStringLiteral("F32")));
+        writeFile(dir.filePath(QStringLiteral("config.json")),
+                  QJsonDocument(merged({{"hf_hook_point_in", "model.layers.0.output"}, {"width", kSae}, {"l0", 20}, {"architecture", "jump_relu"},
+                                        {"affine_connection", false}, {"type", "sae"}, {"model_name", "google/gemma-3-1b-pt"}})).toJson());
+        path = dir.filePath(QStringLiteral("params.safetensors"));
+    } else if (format == QLatin1String("llamascope")) {
+        dir.mkpath(QStringLiteral("checkpoints"));
+        writeFile(dir.filePath(QStringLiteral("checkpoints/final.safetensors")), QByteArray("\0\0\0\0\0\0\0\0", 8));
+        writeFile(dir.filePath(QStringLiteral("hyperparams.json")),
+                  QJsonDocument(merged({{"d_model", kIn}, {"d_sae", kSae}, {"hook_point_in", "blocks.0.hook_resid_post"}, {"act_fn", "jumprelu"},
+                                        {"jump_relu_threshold", 0.5}, {"dataset_average_activation_norm", QJsonObject{{"in", 2.0}, {"out", 2.0}}}}))
+                      .toJson());
+    } else {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+        QSKIP("built without yaml-cpp");
+#endif
+        writeFile(dir.filePath(QStringLiteral("layer_0.safetensors")), QByteArray("\0\0\0\0\0\0\0\0", 8));
+        QStringList lines{QStringLiteral("model_kind: transcoder_set"), QStringLiteral("feature_input_hook: ln2.hook_normalized"),
+                          QStringLiteral("feature_output_hook: hook_mlp_out"), QStringLiteral("activation: relu"),
+                          QStringLiteral("transcoders:\n  - layer_0.safetensors")};
+        const QString key = patch.section(QLatin1Char(':'), 0, 0);
+        for (QString& l : lines)
+            if (l.startsWith(key + QLatin1Char(':'))) l = patch;
+        if (!lines.contains(patch)) lines.append(patch);
+        writeFile(dir.filePath(QStringLiteral("config.yaml")), lines.join(QLatin1Char('\n')).toUtf8());
+    }
+    const QString label = QDir::toNativeSeparators(dir.filePath(field));
+    try {
+        openDictionaries(path);
+        QFAIL("opened");
+    } catch (const InputError& e) {
+        QCOMPARE(e.message(), label + QStringLiteral(": ") + message);
+    }
+}
+
+// Where SAELens itself reads two types, AttnScope follows it: normalize_activations is a bool before SAELens 6
+// (handle_pre_6_0_config: true = expected_average_only_in, false = none) and a string after; a fractional k is a
+// batchtopk SAE's (SAELens ≥ 6.11), unused once it is saved with its threshold; null is "not given" everywhere.
+void TestSparseCoders::saeLensCoercions() {
+    const DictionaryParams p = randomParams(kIn, kSae, kIn, 21);
+    QTemporaryDir tmp;
+    const QJsonObject base{{"d_in", kIn}, {"d_sae", kSae}, {"hook_point", "blocks.0.hook_resid_pre"}, {"hook_point_head_index", QJsonValue()},
+                           {"activation_fn_str", "relu"}, {"apply_b_dec_to_input", true}};
+    QJsonObject pre6 = base;
+    pre6["normalize_activations"] = true;
+    pre6["norm_scaling_factor"] = 0.25;
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("true")), p, QStringLiteral("standard"), pre6);
+    const SparseCoder a = readSaeLensFolder(tmp.filePath(QStringLiteral("true")));
+    QCOMPARE(a.inputScale, 0.25);
+    pre6["normalize_activations"] = false;
+    pre6["norm_scaling_factor"] = QJsonValue();
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("false")), p, QStringLiteral("standard"), pre6);
+    QCOMPARE(int(readSaeLensFolder(tmp.filePath(QStringLiteral("false"))).normalization), int(InputNormalization::None));
+    QJsonObject batch{{"architecture", "batchtopk"}, {"d_in", kIn}, {"d_sae", kSae}, {"k", 12.5}, {"normalize_activations", QJsonValue()},
+                      {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_pre"}, {"hook_head_index", QJsonValue()}}}};
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("batch")), p, QStringLiteral("jumprelu"), batch);
+    QCOMPARE(readSaeLensFolder(tmp.filePath(QStringLiteral("batch"))).activation, FeatureActivation::JumpReLU);
+    QJsonObject topk = batch;
+    topk["architecture"] = QStringLiteral("topk");
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("topk")), p, QStringLiteral("topk"), topk);
+    QCOMPARE(expectModelError([&] { readSaeLensFolder(tmp.filePath(QStringLiteral("topk"))); }),
+             QDir::toNativeSeparators(tmp.filePath(QStringLiteral("topk/cfg.json"))) +
+                 QStringLiteral(": field \"k\" must be an integer between 0 and 1000000000, not the number 12.5"));
+}
+
+// Gemma Scope 2's config.json beside params.safetensors: its hooks (Gemma 3 module names) used when the path names
+// none, checked against the tensors.
+void TestSparseCoders::gemmaScope2Config() {
+    QCOMPARE(gemmaScope2Hook(QStringLiteral("model.layers.17.output")), QStringLiteral("blocks.17.hook_resid_post"));
+    QCOMPARE(gemmaScope2Hook(QStringLiteral("model.layers.5.pre_feedforward_layernorm.output")), QStringLiteral("blocks.5.ln2.hook_normalized"));
+    QCOMPARE(gemmaScope2Hook(QStringLiteral("model.layers.5.post_feedforward_layernorm.output")), QStringLiteral("blocks.5.hook_mlp_out"));
+    QCOMPARE(gemmaScope2Hook(QStringLiteral("model.layers.11.self_attn.o_proj.input")), QStringLiteral("blocks.11.attn.hook_z"));
+    QCOMPARE(gemmaScope2Hook(QStringLiteral("model.embed_tokens")), QString());
+    const DictionaryParams p = randomParams(kIn, kSae, kIn, 23);
+    QTemporaryDir tmp;
+    const QDir dir(tmp.filePath(QStringLiteral("some/folder")));
+    QDir().mkpath(dir.path());
+    const QString params = dir.filePath(QStringLiteral("params.safetensors"));
+    writeFile(params, safetensorsOf({{QStringLiteral("w_enc"), {{kIn, kSae}, valuesOf(p.W_enc)}}, {QStringLiteral("w_dec"), {{kSae, kIn}, valuesOf(p.W_dec)}},
+                                     {QStringLiteral("b_enc"), {{kSae}, valuesOf(p.b_enc)}}, {QStringLiteral("b_dec"), {{kIn}, valuesOf(p.b_dec)}},
+                                     {QStringLiteral("threshold"), {{kSae}, valuesOf(p.threshold)}}}, QStringLiteral("F32")));
+    QJsonObject cfg{{"hf_hook_point_in", "model.layers.3.pre_feedforward_layernorm.output"},
+                    {"hf_hook_point_out", "model.layers.3.post_feedforward_layernorm.output"}, {"width", kSae}, {"l0", 20},
+                    {"model_name", "google/gemma-3-1b-pt"}, {"architecture", "jump_relu"}, {"affine_connection", false}, {"type", "transcoder"}};
+    const QString cfgPath = dir.filePath(QStringLiteral("config.json"));
+    writeFile(cfgPath, QJsonDocument(cfg).toJson());
+    const SparseCoder sae = readGemmaScopeFile(params);
+    QCOMPARE(sae.hookIn, QStringLiteral("blocks.3.ln2.hook_normalized"));
+    QCOMPARE(sae.hookOut, QStringLiteral("blocks.3.hook_mlp_out"));
+    QCOMPARE(sae.architecture, QStringLiteral("jumprelu_transcoder"));
+    cfg["width"] = kSae * 2;
+    writeFile(cfgPath, QJsonDocument(cfg).toJson());
+    QCOMPARE(expectModelError([&] { readGemmaScopeFile(params); }),
+             QDir::toNativeSeparators(params) + QStringLiteral(": w_enc has 48 features but config.json says width 96"));
+    cfg["width"] = kSae;
+    cfg["affine_connection"] = true;
+    writeFile(cfgPath, QJsonDocument(cfg).toJson());
+    QCOMPARE(expectModelError([&] { readGemmaScopeFile(params); }),
+             QDir::toNativeSeparators(params) + QStringLiteral(": config.json says affine_connection but there is no affine_skip_connection"));
+    cfg["affine_connection"] = false;
+    cfg["architecture"] = QStringLiteral("topk");
+    writeFile(cfgPath, QJsonDocument(cfg).toJson());
+    QCOMPARE(expectModelError([&] { readGemmaScopeFile(params); }),
+             QDir::toNativeSeparators(cfgPath) + QStringLiteral(": architecture \"topk\" is not supported (jump_relu)"));
+}
+
+// The SAELens cfg.json files other projects published (../shared/testdata/real-world/saelens, PROVENANCE.md there): every
+// one written by SAELens opens; the fork's custom architecture is refused by name; the two with weights open whole.
+void TestSparseCoders::realSaeLensConfigs() {
+    const QString root = testdata(QStringLiteral("real-world/saelens"));
+    if (!QDir(root).exists())
+        QSKIP(qPrintable(QStringLiteral("%1 is missing: see docs/development.md, \"Tests\"").arg(root)));
+    const QStringList folders = QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(int(folders.size()), 7);
+    int opened = 0, whole = 0;
+    for (const QString& f : folders) {
+        const QString folder = QDir(root).filePath(f);
+        if (f.startsWith(QLatin1String("xXCoolinXx"))) {
+            QVERIFY(expectModelError([&] { readSaeLensConfig(folder); }).contains(QStringLiteral("architecture \"context_sae\" is not one AttnScope reads")));
+            continue;
+        }
+        try {
+            const SparseCoder cfg = readSaeLensConfig(folder);
+            QVERIFY2(cfg.d_in > 0 && cfg.d_sae > 0 && cfg.hookIn.startsWith(QLatin1String("blocks.")), qPrintable(f));
+            ++opened;
+            if (isSaeLensFolder(folder)) {
+                const SparseCoder sae = readSaeLensFolder(folder);
+                QCOMPARE(sae.W_enc.cols, Eigen::Index(sae.d_sae));
+                ++whole;
+            }
+        } catch (const std::exception& e) {
+            QFAIL(qPrintable(f + QStringLiteral(": ") + QString::fromUtf8(e.what())));
+        }
+    }
+    QCOMPARE(opened, 6);
+    QCOMPARE(whole, 2);
 }
 
 QTEST_GUILESS_MAIN(TestSparseCoders)
