@@ -13,9 +13,7 @@ SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt gguf llama2c llama2c_tokenizer npy_header
-                                    graph_json saelens npz circuit_tracer_yaml gemma_scope2_config)
-# fuzz_contexts_db is built but not run here: its first CI run (2026-12-07) crashed on an input (an uncaught exception
-# from the contexts store, open in docs/reliability.md); run it by name (tools/fuzz.sh 30 contexts_db) once that is fixed
+                                    graph_json saelens npz circuit_tracer_yaml gemma_scope2_config contexts_db)
 bash tools/install_deps.sh clang libclang-rt-14-dev # clang-14's libFuzzer runtime
 source tools/ccache_env.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_BUILD_TESTS=OFF \

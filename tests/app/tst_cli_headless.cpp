@@ -19,7 +19,7 @@ using namespace attnscope::test;
 namespace {
 using Run = CliRun;
 
-Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+Run runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 
 } // namespace
 

@@ -24,7 +24,7 @@ using namespace attnscope::test;
 
 namespace {
 
-CliRun runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+CliRun runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 
 /// The ids --tokenize prints on stdout.
 std::vector<int> tokenizedIds(const CliRun& r) {

@@ -12,6 +12,7 @@
 #include "model/transformer/forward.h"
 #include "support/hf_llama_folder.h"
 #include "support/llama_checkpoint.h"
+#include "support/made_tokenizer.h"
 #include "support/reference_json.h"
 #include "support/stories_reference.h"
 #include "support/test_paths.h"
@@ -366,10 +367,9 @@ void TestAttentionSteps::groupedQueryVariant() {
 /// here in double from the projection and the q_norm/k_norm weights read from the checkpoint), RoPE rotates the
 /// normed vectors, and the order is q, k, v, q_norm, k_norm, q_rot, k_rot.
 void TestAttentionSteps::qwen3QkNormSteps() {
-    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const LlamaCheckpoint ck = randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 21);
-    writeHfLlamaFolder(ck, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    writeHfLlamaFolder(ck, dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
     const auto model = loadModel(dir.path());
     const ActivationCache c = runForward(*model, std::vector<int>{1, 40, 300, 12, 77, 500});
     const int head = 3, layer = 1, L = 16, kv = 1;
@@ -400,9 +400,8 @@ void TestAttentionSteps::qwen3QkNormSteps() {
 /// A random Gemma 2: the softcapped step is c·tanh(scaled / c) (recomputed here in double), which the cached scores
 /// match; layer 0 is windowed and layer 1 not; attn_out is the post-normed output, still the sum of the head results.
 void TestAttentionSteps::gemma2SoftcapSteps() {
-    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
-    writeHfLlamaFolder(randomLlama(smallGemma2Spec(), 22), dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    writeHfLlamaFolder(randomLlama(smallGemma2Spec(), 22), dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
     const auto model = loadModel(dir.path());
     const ActivationCache c = runForward(*model, std::vector<int>{1, 40, 300, 12, 77, 500});
     for (int layer : {0, 1}) {

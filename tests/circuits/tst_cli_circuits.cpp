@@ -22,7 +22,7 @@ using namespace attnscope::test;
 
 namespace {
 
-CliRun runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+CliRun runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 
 const QString kClean = QStringLiteral("In the beginning God created the heaven and the earth. In the beginning God");
 const QString kCorrupt = QStringLiteral("In the beginning Lord made the heaven and the earth. In the beginning God");
@@ -42,7 +42,7 @@ class TestCliCircuits : public QObject {
     std::shared_ptr<const Model> demo_ = loadModel(demoDir());
 
     /// Runs with --model demo --dump-json FILE and returns the object under `key`.
-    QJsonObject dumpOf(const QStringList& args, const QString& key) { return demoDumpOf(ATTNSCOPE_EXE, dir_.path(), args, key); }
+    QJsonObject dumpOf(const QStringList& args, const QString& key) { return demoDumpOf(attnscope::test::attnscopeExe(), dir_.path(), args, key); }
 
 private slots:
     void patchHeads() {

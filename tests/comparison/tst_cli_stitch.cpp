@@ -25,7 +25,7 @@ using namespace attnscope::test;
 
 namespace {
 
-CliRun runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+CliRun runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 QJsonObject readJson(const QString& path) { return QJsonDocument::fromJson(readFile(path)).object(); }
 
 const QString kText = QStringLiteral("In the beginning God created the heaven and the earth. And the earth was without form, "

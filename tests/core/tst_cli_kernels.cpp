@@ -45,7 +45,7 @@ Run run(const QString& program, const QStringList& args, const QString& isa = {}
     return {p.exitCode(), p.exitStatus(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
 }
 
-const QString kExe = QStringLiteral(ATTNSCOPE_EXE);
+const QString kExe = attnscope::test::attnscopeExe();
 
 bool haveQemu() {
 #if defined(__x86_64__)

@@ -23,7 +23,7 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-CliRun runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+CliRun runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 
 QJsonObject readJson(const QString& path) { return QJsonDocument::fromJson(readFile(path)).object(); }
 } // namespace

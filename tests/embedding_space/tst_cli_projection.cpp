@@ -20,7 +20,7 @@ using namespace attnscope::test;
 namespace {
 using Run = CliRun;
 
-Run runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+Run runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 
 std::vector<ScoredPair> pairsFromJson(const QJsonArray& a) {
     std::vector<ScoredPair> out;

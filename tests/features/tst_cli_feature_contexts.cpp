@@ -19,7 +19,7 @@ using namespace attnscope::test;
 
 namespace {
 
-CliRun runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+CliRun runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 
 /// name → SHA-256 of every file below dir.
 std::map<QString, QByteArray> hashes(const QString& dir) {

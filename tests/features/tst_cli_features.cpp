@@ -47,7 +47,7 @@ private slots:
 
 private:
     QJsonObject dump(const QStringList& args, const QString& key) {
-        return demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(), QStringList{"--prompt", kPrompt, "--sae", saePath_} + args, key);
+        return demoDumpOf(attnscope::test::attnscopeExe(), tmp_.path(), QStringList{"--prompt", kPrompt, "--sae", saePath_} + args, key);
     }
     QTemporaryDir tmp_;
     QString saePath_;
@@ -164,8 +164,8 @@ void TestCliFeatures::featurePatchingDump() {
 
 void TestCliFeatures::bundledDictionaryByName() {
     // "--sae resid-topk": the SAE bundled with the demo model, as the reference of tools/train_demo_features.py saw it
-    const QJsonObject ref = readJsonObject(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/features/demo_reference.json"));
-    const QJsonObject f = demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(),
+    const QJsonObject ref = readJsonObject(attnscope::test::sourceFile(QStringLiteral("tests/data/features/demo_reference.json")));
+    const QJsonObject f = demoDumpOf(attnscope::test::attnscopeExe(), tmp_.path(),
                                      {"--prompt", ref["prompt"].toString(), "--sae", "resid-topk", "--features"}, QStringLiteral("features"));
     QCOMPARE(f["architecture"].toString(), QStringLiteral("topk"));
     const QJsonObject want = ref["dictionaries"].toObject()["resid-topk"].toObject();
@@ -174,7 +174,7 @@ void TestCliFeatures::bundledDictionaryByName() {
 }
 
 void TestCliFeatures::badInvocations() {
-    const QString exe = QStringLiteral(ATTNSCOPE_EXE);
+    const QString exe = attnscope::test::attnscopeExe();
     CliRun r = runCli(exe, {"--model", "demo", "--prompt", "x", "--features", "--dump-json", tmp_.filePath("a.json")});
     QCOMPARE(r.exitCode, 2); // a usage error
     QVERIFY2(r.err.contains(QStringLiteral("--features, --feature, --steer, --feature-patching and --hook go with --sae PATH")), qPrintable(r.err));

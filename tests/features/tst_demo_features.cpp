@@ -33,7 +33,7 @@ private:
 
 void TestDemoFeatures::initTestCase() {
     model_ = loadModel(demoDir());
-    ref_ = readJsonObject(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/features/demo_reference.json"));
+    ref_ = readJsonObject(attnscope::test::sourceFile(QStringLiteral("tests/data/features/demo_reference.json")));
     for (const QJsonValue& v : ref_["token_ids"].toArray()) tokens_.push_back(v.toInt());
     QCOMPARE(int(tokens_.size()), 12);
     cache_ = std::make_shared<const ActivationCache>(runForward(*model_, tokens_));
@@ -58,7 +58,7 @@ void TestDemoFeatures::againstTheReference() {
 #ifndef ATTNSCOPE_HAVE_YAML_CPP
     if (folder == QLatin1String("transcoders")) QSKIP("a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
 #endif
-    const DictionarySet set = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/") + folder);
+    const DictionarySet set = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/")) + folder);
     requireFitsModel(set, model_->config());
     const SparseCoder& sae = set.coders[size_t(layer)];
     const QJsonObject r = ref_["dictionaries"].toObject()[name].toObject();

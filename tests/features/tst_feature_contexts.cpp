@@ -15,10 +15,14 @@
 #include "support/test_paths.h"
 
 #include <QElapsedTimer>
+#include <QSqlDatabase>
+#include <QSqlError>
+#include <QSqlQuery>
 #include <QFile>
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <functional>
 
 using namespace attnscope;
 using namespace attnscope::test;
@@ -53,6 +57,22 @@ void requireSameStores(const ContextStore& a, const ContextStore& b) {
         QCOMPARE(ma.at(QString::fromLatin1(k)), mb.at(QString::fromLatin1(k)));
 }
 
+/// A copy of `from` at `to` with `sql` run on it (raw SQLite, as a damaged or hand-edited file would be).
+void damagedCopy(const QString& from, const QString& to, const QString& sql) {
+    QFile::remove(to);
+    QVERIFY(QFile::copy(from, to));
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(QStringLiteral("QSQLITE"), QStringLiteral("damage"));
+        db.setDatabaseName(to);
+        QVERIFY(db.open());
+        QSqlQuery q(db);
+        QVERIFY2(q.exec(sql), qPrintable(q.lastError().text()));
+        q = QSqlQuery();
+        db.close();
+    }
+    QSqlDatabase::removeDatabase(QStringLiteral("damage"));
+}
+
 } // namespace
 
 class TestFeatureContexts : public QObject {
@@ -65,6 +85,7 @@ private slots:
     void shardsMergeToOnePass();
     void cancelledRunResumes();
     void refusesAnotherSetup();
+    void refusesDamagedDatabases();
 
 private:
     FeatureContextsOptions options(const QString& db) const {
@@ -256,6 +277,68 @@ void TestFeatureContexts::refusesAnotherSetup() {
     o.shards = 2;
     QVERIFY_THROWS_EXCEPTION(InputError, runFeatureContexts(*model_, sae_, o));
     QVERIFY_THROWS_EXCEPTION(InputError, ContextStore(tmp_.filePath(QStringLiteral("none.sqlite")), false));
+}
+
+// A database changed by hand or damaged on disk: every reader the card and --feature-contexts use refuses it with the
+// table, the column and the value, never returns a context the card would index outside its window (the first
+// fuzz_contexts_db finding, 2026-12-07: a position outside its window, read by the card as ids[position]).
+void TestFeatureContexts::refusesDamagedDatabases() {
+    const QString full = tmp_.filePath(QStringLiteral("full.sqlite"));
+    int feature = -1;
+    ContextRecord best;
+    size_t windowTokens = 0;
+    {
+        const ContextStore store(full, false);
+        for (const auto& [f, recs] : store.allRecords())
+            if (feature < 0 && !recs.empty()) feature = f, best = recs.front();
+        QVERIFY(feature >= 0);
+        windowTokens = store.windowIds(best.window).size();
+        QVERIFY(windowTokens > 0);
+        QCOMPARE(store.topContexts(feature, 1).at(0).ids.size(), windowTokens);
+    }
+    const QString where = QStringLiteral(" WHERE feature = %1 AND window = %2 AND position = %3").arg(feature).arg(best.window).arg(best.position);
+    const QString damaged = tmp_.filePath(QStringLiteral("damaged.sqlite"));
+    struct Case {
+        QString sql;
+        std::function<void(const ContextStore&)> read;
+        QString message;
+    };
+    const auto top = [&](const ContextStore& s) { s.topContexts(feature, 1); };
+    const auto all = [&](const ContextStore& s) { s.allRecords(); };
+    const std::vector<Case> cases = {
+        {QStringLiteral("UPDATE contexts SET position = %1").arg(windowTokens + 3) + where, top,
+         QStringLiteral("a context of feature %1 is at position %2 of window %3, which has %4 tokens")
+             .arg(feature).arg(windowTokens + 3).arg(best.window).arg(windowTokens)},
+        {QStringLiteral("DELETE FROM windows WHERE window = %1").arg(best.window), top,
+         QStringLiteral("a context of feature %1 is at position %2 of window %3, which is not stored").arg(feature).arg(best.position).arg(best.window)},
+        {QStringLiteral("UPDATE contexts SET position = -1") + where, all,
+         QStringLiteral("contexts.position is -1, not a whole number in [0, 2147483647]")},
+        {QStringLiteral("UPDATE contexts SET window = 'w7'") + where, all, QStringLiteral("contexts.window is w7, not a whole number")},
+        {QStringLiteral("UPDATE contexts SET feature = 2.5") + where, all, QStringLiteral("contexts.feature is 2.5, not a whole number")},
+        {QStringLiteral("UPDATE contexts SET activation = 'high'") + where, top,
+         QStringLiteral("contexts.activation of feature %1 is high, not a finite number").arg(feature)},
+        {QStringLiteral("UPDATE contexts SET activation = 1e39") + where, top,
+         QStringLiteral("contexts.activation of feature %1 is 1e+39, not a finite number").arg(feature)},
+        {QStringLiteral("UPDATE windows SET tokens = x'0102030405' WHERE window = %1").arg(best.window), top,
+         QStringLiteral("windows.tokens of window %1 has 5 bytes, not whole int32 token ids").arg(best.window)},
+        {QStringLiteral("UPDATE histograms SET counts = x'0102' WHERE feature = %1").arg(feature),
+         [&](const ContextStore& s) { s.histogram(feature); },
+         QStringLiteral("histograms.counts of feature %1 has 2 bytes, not 528 (66 int64 bins)").arg(feature)},
+        {QStringLiteral("UPDATE histograms SET firing = -4 WHERE feature = %1").arg(feature),
+         [&](const ContextStore& s) { s.histogram(feature); }, QStringLiteral("histograms.firing is -4, not a whole number")},
+        {QStringLiteral("DROP TABLE contexts"), all, QStringLiteral("cannot read the contexts database (contexts): no such table: contexts")},
+    };
+    for (const Case& c : cases) {
+        damagedCopy(full, damaged, c.sql);
+        const ContextStore store(damaged, false);
+        try {
+            c.read(store);
+            QFAIL(qPrintable(QStringLiteral("accepted after: ") + c.sql));
+        } catch (const InputError& e) {
+            QVERIFY2(e.message().startsWith(damaged + QStringLiteral(": ")) && e.message().contains(c.message),
+                     qPrintable(c.sql + QStringLiteral(" -> ") + e.message()));
+        }
+    }
 }
 
 QTEST_GUILESS_MAIN(TestFeatureContexts)

@@ -15,6 +15,7 @@
 #include "tests/support/gguf_llama_file.h"
 #include "tests/support/gguf_q8_copy.h"
 #include "tests/support/hf_llama_folder.h"
+#include "tests/support/made_tokenizer.h"
 #include "tests/support/stories_reference.h"
 
 #include <QDir>
@@ -39,8 +40,8 @@ std::map<QString, QByteArray> snapshot(const QString& dir) {
 
 LlamaCheckpoint smallLlama() { return randomLlama(smallLlamaSpec("llama", 32, 4, 2, 8, 48), 7); }
 
-/// A good HF folder of smallLlama (with tok512.bin as tokenizer.bin) in `dir`.
-void writeGoodFolder(const QString& dir) { writeHfLlamaFolder(smallLlama(), dir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin"); }
+/// A good HF folder of smallLlama (with a made 512-piece tokenizer.bin) in `dir`.
+void writeGoodFolder(const QString& dir) { writeHfLlamaFolder(smallLlama(), dir, Storage::F32, madeTokenizer512(), "tokenizer.bin"); }
 
 /// loadModel(path) must throw ModelError with exactly `expected`; the files of `dir` must not change.
 void checkRefused(const QString& path, const QString& dir, const QString& expected, const LoadOptions& options = {}) {
@@ -56,7 +57,6 @@ class TestLlamaBadInput : public QObject {
 
 private slots:
     void goodFolderOpens() { // the base of the HF cases is fine as written
-        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         writeGoodFolder(dir.path());
         const auto m = loadModel(dir.path());
@@ -80,7 +80,6 @@ private slots:
     }
     /// The good folder with model.safetensors rewritten: `tensor` removed, reshaped to [8, 64] or added ([48] of 0.5).
     void hfTensorErrors() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, tensor);
         QFETCH(QString, edit);
         QFETCH(QString, expected);
@@ -113,7 +112,6 @@ private slots:
                                                         << "config.json: unsupported rope_scaling type 'dynamic'; supported: linear, llama3";
     }
     void hfConfigErrors() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(QString, key);
         QFETCH(QJsonValue, value);
         QFETCH(QString, expected);
@@ -133,10 +131,9 @@ private slots:
     /// Qwen 3: a folder without blocks.1's q_norm is refused naming the tensor; qwen3_moe is refused as such;
     /// head_dim × num_attention_heads that does not fit q_proj names both shapes.
     void qwen3Errors() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         const LlamaCheckpoint c = randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 8, 48), 9);
-        writeHfLlamaFolder(c, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+        writeHfLlamaFolder(c, dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
         QVERIFY(loadModel(dir.path())->config().qkNorm);
         std::vector<FixtureTensor> tensors = hfLlamaTensors(c, Storage::F32);
         std::erase_if(tensors, [](const FixtureTensor& t) { return t.name == "model.layers.1.self_attn.q_norm.weight"; });
@@ -161,12 +158,11 @@ private slots:
     /// Gemma 2: a soft-cap ≤ 0, a window larger than the context, Gemma 3, and a GGUF without a post-norm tensor are
     /// refused naming the file and the field or tensor; null soft-caps mean none.
     void gemma2Errors() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         QTemporaryDir dir;
         LlamaSpec spec = smallLlamaSpec("gemma2", 32, 4, 2, 8, 48);
         spec.attn_softcap = 10;
         const LlamaCheckpoint c = randomLlama(spec, 9);
-        writeHfLlamaFolder(c, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+        writeHfLlamaFolder(c, dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
         QCOMPARE(loadModel(dir.path())->config().attn_logit_softcap, 10.0);
         QCOMPARE(loadModel(dir.path())->config().final_logit_softcap, 0.0); // null in config.json
         const QJsonObject good = hfLlamaConfig(c.spec);

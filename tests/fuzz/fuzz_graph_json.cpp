@@ -9,14 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 
-// graph_document.cpp also makes documents from a computed graph (graphDocumentFromGraph → neuronpediaGraphJson in
-// graph_json.cpp → the attribution graph and the forward pass), which this target never calls: a stub stands in for
-// it rather than compiling the whole model library for the fuzzers.
-QJsonObject attnscope::neuronpediaGraphJson(const AttributionGraph&, const PrunedGraph&, const Tokenizer&, const PruneOptions&,
-                                            const NeuronpediaGraphInfo&) {
-    std::abort();
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace attnscope;
     const QString path = fuzz::writeScratch(QStringLiteral("graph.json"), QByteArrayView(data, qsizetype(size)));

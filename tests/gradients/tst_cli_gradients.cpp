@@ -24,7 +24,7 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-CliRun runExe(const QStringList& args) { return runCli(QStringLiteral(ATTNSCOPE_EXE), args); }
+CliRun runExe(const QStringList& args) { return runCli(attnscope::test::attnscopeExe(), args); }
 const QString kClean = QStringLiteral("In the beginning God created the heaven and the earth. In the beginning God");
 const QString kCorrupt = QStringLiteral("In the beginning Lord made the heaven and the earth. In the beginning God");
 const QString kMetric = QStringLiteral("logit_diff: created, made");
@@ -35,7 +35,7 @@ class TestCliGradients : public QObject {
     QTemporaryDir dir_;
     std::shared_ptr<const Model> demo_ = loadModel(demoDir());
 
-    QJsonObject dumpOf(const QStringList& args, const QString& key) { return demoDumpOf(ATTNSCOPE_EXE, dir_.path(), args, key); }
+    QJsonObject dumpOf(const QStringList& args, const QString& key) { return demoDumpOf(attnscope::test::attnscopeExe(), dir_.path(), args, key); }
 
 private slots:
     void gradients_data() {

@@ -21,7 +21,7 @@ using namespace attnscope::test;
 
 namespace {
 
-QString referenceDir() { return QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/gradients"); }
+QString referenceDir() { return attnscope::test::sourceFile(QStringLiteral("tests/data/gradients")); }
 
 /// The gradient cache's field for a hook name; pattern hooks as [head·query, key] (heads stacked).
 Matrix ours(const GradientCache& g, const QString& hook) {
@@ -69,7 +69,7 @@ private slots:
         QFETCH(QString, file);
         const QJsonObject ref = readJsonObject(referenceDir() + QLatin1Char('/') + file);
         QVERIFY(ref["source"].toString().contains("autograd"));
-        const QString path = QDir(QStringLiteral(ATTNSCOPE_SOURCE_DIR)).filePath(ref["model"].toString());
+        const QString path = QDir(attnscope::test::sourceFile(QString())).filePath(ref["model"].toString());
         const auto model = ref["format"].toString() == QLatin1String("llama2c") ? loadModel(path, {}, LoadOptions{storiesFile("tok512.bin")})
                                                                                : loadModel(path);
         const std::vector<int> tokens = intsFromJson(ref["tokens"].toArray());

@@ -74,8 +74,8 @@ void checkEdgesByKnockOut(const ReplacementModel& rm, const AttributionGraph& g,
     QVERIFY(checked > 20); // the check saw real edges
 }
 
-const QString kGraphData = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/graphs/");
-const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
+const QString kGraphData = attnscope::test::sourceFile(QStringLiteral("tests/data/graphs/"));
+const QString kTranscoders = attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders"));
 
 } // namespace
 
@@ -349,7 +349,7 @@ void TestAttributionGraph::headRouteEqualsAForwardThroughThatHead() {
 
 void TestAttributionGraph::refusesSetsItCannotUse() {
     // an SAE is not a transcoder set
-    const DictionarySet sae = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/resid-topk"));
+    const DictionarySet sae = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/resid-topk")));
     QCOMPARE(inputErrorOf([&] { buildReplacementModel(*model_, sae, tokens_); }),
              QStringLiteral("%1: an attribution graph needs one transcoder per layer: the set has 1 but the model has 2 layers")
                  .arg(QDir::toNativeSeparators(sae.path)));
@@ -484,7 +484,7 @@ void TestAttributionGraph::gemma2PostNormsAndSoftcap() {
     // attention and final soft-caps) with random transcoders, one of them a skip transcoder: the replacement model
     // reproduces the clean logits, every checked edge equals its knock-out, routes sum to their edges, and an empty
     // intervention is the clean run
-    const std::shared_ptr<const Model> gemma = loadModel(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/gradients/gemma2-softcap"));
+    const std::shared_ptr<const Model> gemma = loadModel(attnscope::test::sourceFile(QStringLiteral("tests/data/gradients/gemma2-softcap")));
     const ModelConfig& cfg = gemma->config();
     QVERIFY(cfg.postNorms);
     QVERIFY(cfg.final_logit_softcap > 0);
@@ -518,7 +518,7 @@ void TestAttributionGraph::crossLayerTranscoderMatchesTheReference() {
     // the bundled demo cross-layer transcoder (layer 0's features write into layers 0 and 1) against
     // tools/graph_reference.py --set clt: the replacement model, every node and edge, completeness, pruning, scores,
     // and an intervention whose edit reaches both layers
-    const DictionarySet clt = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/clt"));
+    const DictionarySet clt = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/clt")));
     QCOMPARE(clt.kind, QStringLiteral("cross_layer_transcoder"));
     const QJsonObject ref = readJsonObject(kGraphData + QStringLiteral("demo_clt_graph_reference.json"));
     const ReplacementModel rm = buildReplacementModel(*model_, clt, tokens_);

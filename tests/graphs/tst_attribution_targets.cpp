@@ -26,7 +26,7 @@ using namespace attnscope::test;
 
 namespace {
 
-const QString kGraphData = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/graphs/");
+const QString kGraphData = attnscope::test::sourceFile(QStringLiteral("tests/data/graphs/"));
 
 AttributionGraph graphFor(const ReplacementModel& rm, const std::vector<AttributionTarget>& targets) {
     AttributionOptions o;
@@ -59,7 +59,7 @@ void TestAttributionTargets::initTestCase() {
     QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
 #endif
     model_ = loadModel(demoDir());
-    set_ = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders"));
+    set_ = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders")));
     ref_ = readJsonObject(kGraphData + QStringLiteral("demo_graph_bounded_reference.json"));
     std::vector<int> tokens;
     for (const QJsonValue& v : ref_["token_ids"].toArray()) tokens.push_back(v.toInt());

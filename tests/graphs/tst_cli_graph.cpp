@@ -38,7 +38,7 @@ const QString kPrompt = QStringLiteral("In the beginning God created the");
 /// here with QJsonDocument. Returns the PNG (null on a failure, after QVERIFY's message).
 QImage checkOpenGraph(const QString& file, const QString& dir) {
     const QString dump = dir + QStringLiteral("/graph-file.json"), back = dir + QStringLiteral("/back.json"), png = dir + QStringLiteral("/graph.png");
-    const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--open-graph", file, "--dump-json", dump, "--graph-json", back, "--export", png, "--force"});
+    const CliRun r = runCli(attnscope::test::attnscopeExe(), {"--open-graph", file, "--dump-json", dump, "--graph-json", back, "--export", png, "--force"});
     if (r.exitCode != 0) {
         qWarning("%s", qPrintable(r.err));
         return {};
@@ -108,14 +108,14 @@ private:
 
 void TestCliGraph::initTestCase() {
     model_ = loadModel(demoDir());
-    set_ = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders"));
+    set_ = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders")));
     rm_ = buildReplacementModel(*model_, set_, tokenizePrompt(model_->tokenizer(), kPrompt, true));
     graph_ = attributeGraph(rm_);
     pruned_ = pruneGraph(graph_, {0.7, 0.95});
 }
 
 void TestCliGraph::graphDumpEqualsTheLibrary() {
-    const QJsonObject g = demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(),
+    const QJsonObject g = demoDumpOf(attnscope::test::attnscopeExe(), tmp_.path(),
                                      {"--prompt", kPrompt, "--transcoders", "transcoders", "--graph", "--node-threshold", "0.7",
                                       "--edge-threshold", "0.95"},
                                      QStringLiteral("graph"));
@@ -147,7 +147,7 @@ void TestCliGraph::graphDumpEqualsTheLibrary() {
 
 void TestCliGraph::neuronpediaLayout() {
     const QString file = tmp_.filePath(QStringLiteral("demo-graph.json"));
-    const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+    const CliRun r = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
                                                             "--graph-json", file});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     const QJsonObject j = readJsonObject(file);
@@ -195,7 +195,7 @@ void TestCliGraph::neuronpediaLayout() {
 }
 
 void TestCliGraph::badInvocations() {
-    const QString exe = QStringLiteral(ATTNSCOPE_EXE);
+    const QString exe = attnscope::test::attnscopeExe();
     CliRun r = runCli(exe, {"--model", "demo", "--prompt", "x", "--graph", "--dump-json", tmp_.filePath("a.json")});
     QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains(QStringLiteral("--graph and --graph-json go with --transcoders PATH")), qPrintable(r.err));
@@ -218,7 +218,7 @@ void TestCliGraph::interventionAndRoutes() {
     // the three most influential features of tests/data/graphs ablated (one by value, two by factor), and the routes
     // of the three strongest kept cross-position edges: each equal to the library's in this process
     const QString file = tmp_.filePath(QStringLiteral("intervened.json"));
-    const CliRun run = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
+    const CliRun run = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
                                                              "--graph-intervene", "0:6:104=0,1:6:48*0", "--graph-intervene", "0:6:164*0",
                                                              "--edge-routes", "3", "--generate", "3", "--dump-json", file});
     QVERIFY2(run.exitCode == 0, qPrintable(run.err));
@@ -255,13 +255,13 @@ void TestCliGraph::interventionAndRoutes() {
         QVERIFY(std::abs(heads[0].toObject()["value"].toDouble() - lib.heads[0].value) < 1e-12);
     }
     // a malformed edit: exit 1, the form to write, and no file
-    const CliRun bad = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
+    const CliRun bad = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
                                                              "--graph-intervene", "0:6=1", "--dump-json", tmp_.filePath("bad.json")});
     QCOMPARE(bad.exitCode, 1);
     QVERIFY2(bad.err.contains(QStringLiteral("'0:6=1' is not an intervention: write LAYER:POS:FEATURE=VALUE")), qPrintable(bad.err));
     QVERIFY(!QFileInfo::exists(tmp_.filePath("bad.json")));
     // and without --graph
-    const CliRun alone = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+    const CliRun alone = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
                                                                "--graph-json", tmp_.filePath("g.json"), "--edge-routes", "2"});
     QCOMPARE(alone.exitCode, 2);
     QVERIFY2(alone.err.contains(QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too")), qPrintable(alone.err));
@@ -272,7 +272,7 @@ void TestCliGraph::featureNodeBoundAndTargets() {
     const QString file = tmp_.filePath(QStringLiteral("bounded.json"));
     const QStringList args{"--prompt", kPrompt, "--transcoders", "transcoders", "--graph", "--max-feature-nodes", "100",
                            "--graph-targets", "diff: word, beginning", "--graph-json", file};
-    const QJsonObject g = demoDumpOf(QStringLiteral(ATTNSCOPE_EXE), tmp_.path(), args, QStringLiteral("graph"));
+    const QJsonObject g = demoDumpOf(attnscope::test::attnscopeExe(), tmp_.path(), args, QStringLiteral("graph"));
     QVERIFY(!g.isEmpty());
     AttributionOptions o;
     o.maxFeatureNodes = 100;
@@ -294,7 +294,7 @@ void TestCliGraph::featureNodeBoundAndTargets() {
     QCOMPARE(settings["batch_size"].toInt(), 256);
     QCOMPARE(settings["max_n_logits"].toInt(), 10);
     // a target the model cannot read fails with its message
-    const CliRun bad = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+    const CliRun bad = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
                                                               "--graph-json", tmp_.filePath(QStringLiteral("none.json")), "--graph-targets", "ids: 99999"});
     QVERIFY(bad.exitCode != 0);
     QVERIFY2(bad.err.contains(QStringLiteral("--graph-targets \"ids: 99999\": \"99999\" is not a token id (0 … 4095)")), qPrintable(bad.err));
@@ -303,7 +303,7 @@ void TestCliGraph::featureNodeBoundAndTargets() {
 void TestCliGraph::openGraphFileOfTheDemo() {
     // the demo graph as the library writes it, opened with no model: the dump, the file written back and the figure
     const QString file = tmp_.filePath(QStringLiteral("open-demo.json"));
-    const CliRun made = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+    const CliRun made = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
                                                                "--graph-json", file});
     QVERIFY2(made.exitCode == 0, qPrintable(made.err));
     QTemporaryDir out;
@@ -312,7 +312,7 @@ void TestCliGraph::openGraphFileOfTheDemo() {
     QVERIFY2(png.width() >= 600 && png.height() >= 400, qPrintable(QStringLiteral("%1 x %2").arg(png.width()).arg(png.height())));
     QVERIFY(distinctColours(png) > 20); // nodes, edges in two colours, labels: not blank
     const QString svg = out.filePath(QStringLiteral("graph.svg"));
-    const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--open-graph", file, "--export", svg});
+    const CliRun r = runCli(attnscope::test::attnscopeExe(), {"--open-graph", file, "--export", svg});
     QVERIFY2(r.exitCode == 0, qPrintable(r.err));
     QFile f(svg);
     QVERIFY(f.open(QIODevice::ReadOnly));
@@ -333,7 +333,7 @@ void TestCliGraph::openRealGraphFile() {
 
 void TestCliGraph::openGraphBadInvocations() {
     const QString file = tmp_.filePath(QStringLiteral("open-bad.json"));
-    const CliRun made = runCli(QStringLiteral(ATTNSCOPE_EXE), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
+    const CliRun made = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders",
                                                                "--graph-json", file});
     QVERIFY2(made.exitCode == 0, qPrintable(made.err));
     const std::vector<std::pair<QStringList, QString>> cases{
@@ -345,7 +345,7 @@ void TestCliGraph::openGraphBadInvocations() {
                         "--height, --scale) and --force, not --model")},
     };
     for (const auto& [args, message] : cases) {
-        const CliRun r = runCli(QStringLiteral(ATTNSCOPE_EXE), args);
+        const CliRun r = runCli(attnscope::test::attnscopeExe(), args);
         QVERIFY(r.exitCode != 0);
         QVERIFY2(r.err.contains(message), qPrintable(r.err));
     }

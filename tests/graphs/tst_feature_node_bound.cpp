@@ -34,7 +34,7 @@ using namespace attnscope::test;
 
 namespace {
 
-const QString kGraphData = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/graphs/");
+const QString kGraphData = attnscope::test::sourceFile(QStringLiteral("tests/data/graphs/"));
 
 bool sameFloats(const Matrix& a, const Matrix& b) {
     return a.rows() == b.rows() && a.cols() == b.cols() && std::memcmp(a.data(), b.data(), size_t(a.size()) * sizeof(float)) == 0;
@@ -198,10 +198,10 @@ void TestFeatureNodeBound::aBoundAtTheActiveFeaturesGivesTheFullGraph() {
     };
     check(rm_, QStringLiteral("demo, random transcoders"));
 #ifdef ATTNSCOPE_HAVE_YAML_CPP
-    const DictionarySet clt = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/clt"));
+    const DictionarySet clt = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/clt")));
     check(buildReplacementModel(*model_, clt, tokens_), QStringLiteral("demo, cross-layer transcoder"));
 #endif
-    const std::shared_ptr<const Model> gemma = loadModel(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/tests/data/gradients/gemma2-softcap"));
+    const std::shared_ptr<const Model> gemma = loadModel(attnscope::test::sourceFile(QStringLiteral("tests/data/gradients/gemma2-softcap")));
     const DictionarySet gset = randomTranscoders(gemma->config(), 48, 7, 1);
     const int bos = gemma->config().bos_token_id;
     check(buildReplacementModel(*gemma, gset, std::vector<int>{bos, 17, 5, 42, 9, 33, 17}), QStringLiteral("Gemma 2"));
@@ -279,7 +279,7 @@ void TestFeatureNodeBound::visitsMatchTheReference() {
     QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp");
 #endif
     const QJsonObject ref = readJsonObject(f.fileName());
-    const DictionarySet set = openDictionaries(QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders"));
+    const DictionarySet set = openDictionaries(attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders")));
     std::vector<int> tokens;
     for (const QJsonValue& v : ref["token_ids"].toArray()) tokens.push_back(v.toInt());
     const ReplacementModel rm = buildReplacementModel(*model_, set, tokens);

@@ -7,6 +7,7 @@
 // feature values the JSON holds, and is written back unchanged and valid against Neuronpedia's graph-schema.json.
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/graph_document.h"
+#include "model/analysis/graphs/graph_document_from_graph.h"
 #include "model/analysis/graphs/graph_json.h"
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
@@ -29,7 +30,7 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
+const QString kTranscoders = attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders"));
 
 /// A small graph of a 2-layer model over 3 tokens: an embedding, a layer-0 feature, a layer-1 error, a logit.
 QJsonObject smallGraph() {
@@ -165,7 +166,15 @@ void TestGraphDocument::demoGraphRoundTrip() {
         QCOMPARE(back.nodes[i].feature, doc.nodes[i].feature);
         QCOMPARE(back.nodes[i].influence, doc.nodes[i].influence);
         QCOMPARE(back.nodes[i].activation, doc.nodes[i].activation);
+        QCOMPARE(back.nodes[i].fileFeature, doc.nodes[i].fileFeature);
+        QCOMPARE(back.nodes[i].featureType, doc.nodes[i].featureType);
+        QCOMPARE(back.nodes[i].jsNodeId, doc.nodes[i].jsNodeId);
+        QCOMPARE(back.nodes[i].clerp, doc.nodes[i].clerp);
+        QCOMPARE(back.nodes[i].tokenProb, doc.nodes[i].tokenProb);
+        QCOMPARE(back.nodes[i].isTargetLogit, doc.nodes[i].isTargetLogit);
     }
+    // one writer: the document built from the graph and the file read back write the same JSON, member for member
+    QVERIFY(graphDocumentToJson(back) == graphDocumentToJson(doc));
     for (size_t i = 0; i < doc.links.size(); ++i) {
         QCOMPARE(back.links[i].source, doc.links[i].source);
         QCOMPARE(back.links[i].target, doc.links[i].target);

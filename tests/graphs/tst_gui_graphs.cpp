@@ -32,7 +32,7 @@ using namespace attnscope;
 using namespace attnscope::test;
 
 namespace {
-const QString kTranscoders = QStringLiteral(ATTNSCOPE_SOURCE_DIR "/resources/demo-features/transcoders");
+const QString kTranscoders = attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders"));
 } // namespace
 
 class TestGuiGraphs : public QObject {
@@ -136,6 +136,13 @@ void TestGuiGraphs::featureCard() {
     const FeatureReadout r = readFeature(*model_, set_->coders[size_t(n.layer)], n.feature, 6);
     QVERIFY2(card.contains(tokenLabels(model_->tokenizer(), {r.decoderTop[0].id}).value(0).toHtmlEscaped()), qPrintable(card));
     QVERIFY(card.contains(QStringLiteral("No corpus contexts"))); // the bundled set has none, and says so
+    for (size_t i = 0; i < panel_->document()->nodes.size(); ++i) // a logit's card: its probability
+        if (const GraphDocumentNode& l = panel_->document()->nodes[i]; l.kind == GraphNodeKind::Logit) {
+            panel_->selectNode(int(i));
+            QVERIFY2(panel_->cardText().contains(QStringLiteral("probability %1").arg(l.tokenProb, 0, 'f', 4)), qPrintable(panel_->cardText()));
+            break;
+        }
+    panel_->selectNode(node);
     // the edge list: up to 8 strongest incoming, then up to 8 outgoing
     auto* edges = panel_->findChildren<QTableWidget*>().at(0);
     for (QTableWidget* t : panel_->findChildren<QTableWidget*>())
@@ -376,10 +383,15 @@ void TestGuiGraphs::featureNodesAndTargetsFromASession() {
     QVERIFY2(panel_->summaryText().contains(QStringLiteral("%1 active features, the 100 most influential as nodes").arg(graph_.nFeatures())),
              qPrintable(panel_->summaryText()));
     int logits = 0;
-    for (const GraphDocumentNode& n : panel_->document()->nodes)
-        if (n.kind == GraphNodeKind::Logit) {
+    for (size_t i = 0; i < panel_->document()->nodes.size(); ++i)
+        if (const GraphDocumentNode& n = panel_->document()->nodes[i]; n.kind == GraphNodeKind::Logit) {
             ++logits;
             QCOMPARE(n.clerp, QStringLiteral("logit( word) − logit( beginning) (w=1.000)"));
+            // its card gives the target's weight, not a probability
+            panel_->selectNode(int(i));
+            QVERIFY2(panel_->cardText().contains(QStringLiteral("custom target, weight 1.0000")) &&
+                         !panel_->cardText().contains(QStringLiteral("probability")),
+                     qPrintable(panel_->cardText()));
         }
     QCOMPARE(logits, 1);
     QCOMPARE(panel_->saveState().value("max_feature_nodes").toInt(), 100);

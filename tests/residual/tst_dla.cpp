@@ -9,6 +9,7 @@
 #include "support/handmade_model.h"
 #include "support/hf_llama_folder.h"
 #include "support/llama_checkpoint.h"
+#include "support/made_tokenizer.h"
 #include "support/reference_llama_forward.h"
 #include "support/stories_reference.h"
 #include "support/reference_json.h"
@@ -215,10 +216,9 @@ void TestDla::tinyGpt2MatchesPicoGptLogits() {
 /// loops from the checkpoint's (1 + w)); DLA sums to the logit before the final soft-cap, which equals the float64
 /// reference's with the cap removed, and c·tanh(that / c) is the model's logit.
 void TestDla::gemma2ThroughPostNorms() {
-    ATTNSCOPE_REQUIRE_TESTDATA();
     QTemporaryDir dir;
     const LlamaCheckpoint ck = randomLlama(smallGemma2Spec(), 31);
-    writeHfLlamaFolder(ck, dir.path(), Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    writeHfLlamaFolder(ck, dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
     const auto model = loadModel(dir.path());
     const std::vector<int> tokens{1, 40, 300, 12, 77, 500, 9, 260};
     const ActivationCache cache = runForward(*model, tokens);

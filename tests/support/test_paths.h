@@ -7,15 +7,19 @@
 
 namespace attnscope::test {
 
+// The locations are compiled into test_paths.cpp alone (tests/CMakeLists.txt): an absolute path in every suite's
+// compile line would make each clone's compiles miss ccache's cache (docs/development.md#ci-time).
+
 /// ../shared/testdata from the project root (absolute), or the environment's ATTNSCOPE_TESTDATA_DIR when set
 /// (`ATTNSCOPE_TESTDATA_DIR=/nonexistent ctest` shows what a clone without it runs).
-inline QString testdataDir() {
-    const QString env = qEnvironmentVariable("ATTNSCOPE_TESTDATA_DIR");
-    return env.isEmpty() ? QStringLiteral(ATTNSCOPE_TESTDATA_DIR) : env;
-}
+QString testdataDir();
 inline QString testdata(const QString& rel) { return testdataDir() + QLatin1Char('/') + rel; }
 /// resources/demo in the source tree.
-inline QString demoDir() { return QStringLiteral(ATTNSCOPE_DEMO_DIR); }
+QString demoDir();
+/// `relative` (e.g. "tests/data/graphs/x.json") in the source tree; the source tree itself for an empty one.
+QString sourceFile(const QString& relative);
+/// The attnscope program this build made (the command-line and GUI suites run it).
+QString attnscopeExe();
 
 /// Whether the reference data folder is there. A clone without it skips what reads it (ATTNSCOPE_REQUIRE_TESTDATA).
 inline bool testdataAvailable() { return QDir(testdataDir()).exists(); }

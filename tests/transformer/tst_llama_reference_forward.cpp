@@ -13,6 +13,7 @@
 #include "model/transformer/prompt.h"
 #include "tests/support/gguf_llama_file.h"
 #include "tests/support/hf_llama_folder.h"
+#include "tests/support/made_tokenizer.h"
 #include "tests/support/reference_json.h"
 #include "tests/support/reference_llama_forward.h"
 #include "tests/support/same_cache.h"
@@ -127,11 +128,10 @@ private slots:
     /// on the packed copy being attached): the first pass, on weights read in place while the packer is held,
     /// and a pass on the packed copies give the same bits at every hook point.
     void firstPassInPlaceEqualsPackedBf16() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         const LlamaSpec spec = smallLlamaSpec("llama", 40, 4, 2, 16, 56);
         const LlamaCheckpoint c = randomLlama(spec, 4242u, true, false);
         const QString dir = tmp_.filePath(QStringLiteral("bf16-packing"));
-        writeHfLlamaFolder(c, dir, Storage::BF16, storiesFile("tok512.bin"), "tokenizer.bin");
+        writeHfLlamaFolder(c, dir, Storage::BF16, madeTokenizer512(), "tokenizer.bin");
         const auto model = loadModel(dir);
         QCOMPARE(model->info().storageDtype, QStringLiteral("BF16"));
         std::vector<int> ids;
@@ -161,12 +161,11 @@ private slots:
     /// Each random model written as an HF folder, opened by loadModel, run on 20 positions: every position
     /// within 1e-4 of its largest logit (float32 against float64 through 2 layers; seen: ~1e-6).
     void randomHfModels() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         QFETCH(int, index);
         const RandomCase rc = randomCases()[size_t(index)];
         const LlamaCheckpoint c = randomLlama(rc.spec, 1000u + quint32(index), rc.qkvBias, rc.oBias);
         const QString dir = tmp_.filePath(QStringLiteral("random%1").arg(index));
-        writeHfLlamaFolder(c, dir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+        writeHfLlamaFolder(c, dir, Storage::F32, madeTokenizer512(), "tokenizer.bin");
         const auto model = loadModel(dir);
         const ModelConfig& cfg = model->config();
         QCOMPARE(cfg.d_head, rc.spec.d_head);
@@ -262,11 +261,10 @@ private slots:
     /// layer_types; 28 by default, as in Qwen2-7B's config): with max_window_layers 2 of 2 layers no layer is
     /// windowed, so the logits are the reference's without a window (they differ from the windowed ones).
     void qwen2WindowOffByMaxWindowLayers() {
-        ATTNSCOPE_REQUIRE_TESTDATA();
         LlamaSpec s = smallLlamaSpec("qwen2", 32, 4, 2, 8, 48);
         const LlamaCheckpoint c = randomLlama(s, 77, true, false);
         const QString dir = tmp_.filePath(QStringLiteral("qwen2-max-window-layers"));
-        writeHfLlamaFolder(c, dir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+        writeHfLlamaFolder(c, dir, Storage::F32, madeTokenizer512(), "tokenizer.bin");
         QJsonObject config = readJsonObject(dir + "/config.json");
         config.insert("use_sliding_window", true);
         config.insert("sliding_window", 3);

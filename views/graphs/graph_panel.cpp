@@ -5,6 +5,7 @@
 #include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_readout.h"
 #include "model/analysis/graphs/edge_routes.h"
+#include "model/analysis/graphs/graph_document_from_graph.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/core/errors.h"
 #include "model/transformer/prompt.h"
@@ -454,12 +455,17 @@ void GraphPanel::showCard(int node) {
     html += facts.join(QStringLiteral(" · ")) + QStringLiteral("<br>");
     facts.clear();
     if (n.kind == GraphNodeKind::Feature) facts << tr("feature %1").arg(n.feature) << tr("activation %1").arg(n.activation, 0, 'f', 4);
-    if (n.kind == GraphNodeKind::Logit) facts << tr("probability %1").arg(n.tokenProb, 0, 'f', 4);
+    const BuiltGraph* b = built_.get();
+    // a custom target (--graph-targets "diff: …", "feature: …", "vector: …") carries its weight where a logit has its
+    // probability (virtual token ids d_vocab + i)
+    const bool customTarget = n.kind == GraphNodeKind::Logit && b && n.graphIndex >= 0 &&
+                              b->graph.nodes[size_t(n.graphIndex)].id >= b->graph.dVocab;
+    if (n.kind == GraphNodeKind::Logit)
+        facts << (customTarget ? tr("custom target, weight %1") : tr("probability %1")).arg(n.tokenProb, 0, 'f', 4);
     if (n.kind != GraphNodeKind::Logit) facts << tr("influence %1 (cumulative: smaller is more influential)").arg(n.influence, 0, 'f', 4);
     html += facts.join(QStringLiteral(" · ")) + QStringLiteral("<br>");
     if (!n.clerp.isEmpty()) html += tr("label: %1<br>").arg(n.clerp.toHtmlEscaped());
     // a feature's decoder row read in embedding space, when the graph was built here
-    const BuiltGraph* b = built_.get();
     if (n.kind == GraphNodeKind::Feature && b && n.graphIndex >= 0 && n.layer < int(b->transcoders->coders.size())) {
         if (!readings_.contains(node)) readings_.insert(node, featureReadings(*b, n)); // hovering again is free
         html += readings_.value(node);

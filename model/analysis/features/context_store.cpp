@@ -9,6 +9,7 @@
 #include <QtEndian>
 #include <atomic>
 #include <cmath>
+#include <limits>
 
 namespace attnscope {
 
@@ -28,6 +29,37 @@ std::vector<T> valuesOf(const QByteArray& b) {
     std::vector<T> v(size_t(b.size()) / sizeof(T));
     for (size_t i = 0; i < v.size(); ++i) v[i] = qFromLittleEndian<T>(b.constData() + i * sizeof(T));
     return v;
+}
+
+/// Runs `q` (prepared or not: `sql` empty) or throws InputError "PATH: cannot read the contexts database (WHAT): …".
+void requireExec(QSqlQuery& q, const QString& path, const char* what, const QString& sql = {}) {
+    if (sql.isEmpty() ? q.exec() : q.exec(sql)) return;
+    throw InputError(QStringLiteral("%1: cannot read the contexts database (%2): %3").arg(path, QLatin1String(what), q.lastError().text()));
+}
+
+/// Column `i` of `q` as a whole number in [lo, hi], or InputError "PATH: TABLE.COLUMN …".
+qint64 integerColumn(const QSqlQuery& q, int i, qint64 lo, qint64 hi, const QString& path, const char* column) {
+    const QVariant v = q.value(i); // QSQLITE gives SQLite's INTEGER values as qlonglong; REAL, TEXT and BLOB are refused
+    const bool integer = v.typeId() == QMetaType::LongLong || v.typeId() == QMetaType::Int;
+    const qint64 x = integer ? v.toLongLong() : 0;
+    if (!integer || x < lo || x > hi)
+        throw InputError(QStringLiteral("%1: %2 is %3, not a whole number in [%4, %5]")
+                             .arg(path, QLatin1String(column), v.toString().left(40)).arg(lo).arg(hi));
+    return x;
+}
+
+/// One row of contexts (feature, activation, window, position from column `first`), checked: a finite activation,
+/// a window ≥ 0, a position ≥ 0.
+std::pair<int, ContextRecord> contextRow(const QSqlQuery& q, int first, const QString& path) {
+    const int feature = int(integerColumn(q, first, 0, std::numeric_limits<int>::max(), path, "contexts.feature"));
+    bool ok = false;
+    const double a = q.value(first + 1).toDouble(&ok);
+    if (!ok || !std::isfinite(float(a)))
+        throw InputError(QStringLiteral("%1: contexts.activation of feature %2 is %3, not a finite number")
+                             .arg(path).arg(feature).arg(q.value(first + 1).toString().left(40)));
+    const qint64 window = integerColumn(q, first + 2, 0, std::numeric_limits<qint64>::max(), path, "contexts.window");
+    const int position = int(integerColumn(q, first + 3, 0, std::numeric_limits<int>::max(), path, "contexts.position"));
+    return {feature, ContextRecord{float(a), window, position}};
 }
 
 } // namespace
@@ -100,7 +132,7 @@ void ContextStore::close() {
 std::map<QString, QString> ContextStore::meta() const {
     std::map<QString, QString> m;
     QSqlQuery q(QSqlDatabase::database(connection_));
-    q.exec(QStringLiteral("SELECT key, value FROM meta"));
+    requireExec(q, path_, "meta", QStringLiteral("SELECT key, value FROM meta"));
     while (q.next()) m[q.value(0).toString()] = q.value(1).toString();
     return m;
 }
@@ -108,10 +140,10 @@ std::map<QString, QString> ContextStore::meta() const {
 std::vector<ContextRecord> ContextStore::records(int feature) const {
     std::vector<ContextRecord> r;
     QSqlQuery q(QSqlDatabase::database(connection_));
-    q.prepare(QStringLiteral("SELECT activation, window, position FROM contexts WHERE feature = ?"));
+    q.prepare(QStringLiteral("SELECT feature, activation, window, position FROM contexts WHERE feature = ?"));
     q.addBindValue(feature);
-    q.exec();
-    while (q.next()) r.push_back({float(q.value(0).toDouble()), q.value(1).toLongLong(), q.value(2).toInt()});
+    requireExec(q, path_, "contexts");
+    while (q.next()) r.push_back(contextRow(q, 0, path_).second);
     std::sort(r.begin(), r.end(), ranksBefore);
     return r;
 }
@@ -120,8 +152,11 @@ std::map<int, std::vector<ContextRecord>> ContextStore::allRecords() const {
     std::map<int, std::vector<ContextRecord>> m;
     QSqlQuery q(QSqlDatabase::database(connection_));
     q.setForwardOnly(true);
-    q.exec(QStringLiteral("SELECT feature, activation, window, position FROM contexts"));
-    while (q.next()) m[q.value(0).toInt()].push_back({float(q.value(1).toDouble()), q.value(2).toLongLong(), q.value(3).toInt()});
+    requireExec(q, path_, "contexts", QStringLiteral("SELECT feature, activation, window, position FROM contexts"));
+    while (q.next()) {
+        const auto [feature, record] = contextRow(q, 0, path_);
+        m[feature].push_back(record);
+    }
     for (auto& [f, r] : m) std::sort(r.begin(), r.end(), ranksBefore);
     return m;
 }
@@ -130,23 +165,42 @@ std::pair<qint64, std::vector<qint64>> ContextStore::histogram(int feature) cons
     QSqlQuery q(QSqlDatabase::database(connection_));
     q.prepare(QStringLiteral("SELECT firing, counts FROM histograms WHERE feature = ?"));
     q.addBindValue(feature);
-    if (q.exec() && q.next()) return {q.value(0).toLongLong(), valuesOf<qint64>(q.value(1).toByteArray())};
-    return {0, std::vector<qint64>(kHistogramBins, 0)};
+    requireExec(q, path_, "histograms");
+    if (!q.next()) return {0, std::vector<qint64>(kHistogramBins, 0)};
+    const qint64 firing = integerColumn(q, 0, 0, std::numeric_limits<qint64>::max(), path_, "histograms.firing");
+    const QByteArray blob = q.value(1).toByteArray();
+    if (blob.size() != kHistogramBins * qsizetype(sizeof(qint64)))
+        throw InputError(QStringLiteral("%1: histograms.counts of feature %2 has %3 bytes, not %4 (%5 int64 bins)")
+                             .arg(path_).arg(feature).arg(blob.size()).arg(kHistogramBins * sizeof(qint64)).arg(kHistogramBins));
+    std::vector<qint64> counts = valuesOf<qint64>(blob);
+    for (qint64 c : counts)
+        if (c < 0) throw InputError(QStringLiteral("%1: histograms.counts of feature %2 holds a negative count (%3)").arg(path_).arg(feature).arg(c));
+    return {firing, std::move(counts)};
 }
 
 std::vector<int> ContextStore::windowIds(qint64 window) const {
     QSqlQuery q(QSqlDatabase::database(connection_));
     q.prepare(QStringLiteral("SELECT tokens FROM windows WHERE window = ?"));
     q.addBindValue(window);
-    if (q.exec() && q.next()) return valuesOf<qint32>(q.value(0).toByteArray());
-    return {};
+    requireExec(q, path_, "windows");
+    if (!q.next()) return {};
+    const QByteArray blob = q.value(0).toByteArray();
+    if (blob.size() % qsizetype(sizeof(qint32)) != 0)
+        throw InputError(QStringLiteral("%1: windows.tokens of window %2 has %3 bytes, not whole int32 token ids")
+                             .arg(path_).arg(window).arg(blob.size()));
+    return valuesOf<qint32>(blob);
 }
 
 std::vector<FeatureContext> ContextStore::topContexts(int feature, int n) const {
     std::vector<FeatureContext> out;
     for (const ContextRecord& r : records(feature)) {
         if (n > 0 && int(out.size()) >= n) break;
-        out.push_back({r.activation, r.window, r.position, windowIds(r.window)});
+        std::vector<int> ids = windowIds(r.window);
+        if (size_t(r.position) >= ids.size())
+            throw InputError(QStringLiteral("%1: a context of feature %2 is at position %3 of window %4, which %5")
+                                 .arg(path_).arg(feature).arg(r.position).arg(r.window)
+                                 .arg(ids.empty() ? QStringLiteral("is not stored") : QStringLiteral("has %1 tokens").arg(ids.size())));
+        out.push_back({r.activation, r.window, r.position, std::move(ids)});
     }
     return out;
 }

@@ -59,7 +59,10 @@ struct ContextBatch {
 };
 
 /// An open contexts database. Throws InputError "PATH: …" when it cannot be opened or created, is not a
-/// contexts database, or a query fails.
+/// contexts database, or a query fails. What the readers return is checked, so a card can index it as it is: a
+/// refused row names its table and column (a feature, window or position that is not a whole number ≥ 0, an activation
+/// that is not finite, a histogram that is not kHistogramBins non-negative int64 counts, a tokens blob that is not whole
+/// int32 ids, a top context whose position lies outside its stored window).
 class ContextStore {
 public:
     /// Opens `path`; with `create` a missing file is created with the schema (its folder must exist).

@@ -329,47 +329,6 @@ GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& labe
     return doc;
 }
 
-GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
-                                     const PruneOptions& pruning, const NeuronpediaGraphInfo& info) {
-    QJsonObject json = neuronpediaGraphJson(graph, pruned, tokenizer, pruning, info);
-    // the nodes as neuronpediaGraphJson lists them: kept, in graph order, with a kept edge (tokens and logits always)
-    std::vector<char> linked(size_t(graph.nNodes()), 0);
-    for (const auto& [t, s] : pruned.edges)
-        if (pruned.nodeMask[size_t(t)] && pruned.nodeMask[size_t(s)]) linked[size_t(t)] = linked[size_t(s)] = 1;
-    std::vector<int> order;
-    for (int i = 0; i < graph.nNodes(); ++i) {
-        const GraphNodeKind k = graph.nodes[size_t(i)].kind;
-        if (pruned.nodeMask[size_t(i)] && (linked[size_t(i)] || k == GraphNodeKind::Token || k == GraphNodeKind::Logit)) order.push_back(i);
-    }
-    const QJsonArray nodes = json.value(QStringLiteral("nodes")).toArray();
-    if (size_t(nodes.size()) != order.size())
-        throw InputError(QStringLiteral("attribution graph: %1 nodes written for %2 kept").arg(nodes.size()).arg(order.size()));
-    json.insert(QStringLiteral("links"), QJsonArray()); // links by graph index below: error ids may repeat a feature's
-    json.remove(QStringLiteral("qParams"));
-    GraphDocument doc;
-    doc.label = QStringLiteral("attribution graph");
-    readHeader(Reader(json, doc.label, QString()), doc);
-    std::vector<int> docIndex(size_t(graph.nNodes()), -1);
-    for (size_t i = 0; i < order.size(); ++i) {
-        GraphDocumentNode n = readNode(Reader(nodes[int(i)].toObject(), doc.label, QStringLiteral("nodes[%1]").arg(i)), int(doc.promptTokens.size()));
-        n.graphIndex = order[i];
-        docIndex[size_t(order[i])] = int(i);
-        doc.nodes.push_back(std::move(n));
-    }
-    for (const auto& [t, s] : pruned.edges)
-        if (docIndex[size_t(t)] >= 0 && docIndex[size_t(s)] >= 0)
-            doc.links.push_back({docIndex[size_t(s)], docIndex[size_t(t)], double(graph.adjacency(t, s)), {}});
-    for (const QString& id : info.pinnedIds)
-        if (doc.indexOf(id) >= 0) doc.pinnedIds << id;
-    for (const QStringList& s : info.supernodes) { // members no longer kept are left out
-        QStringList group{s.value(0)};
-        for (int k = 1; k < s.size(); ++k)
-            if (doc.indexOf(s[k]) >= 0) group << s[k];
-        doc.supernodes.push_back(group);
-    }
-    return doc;
-}
-
 QJsonObject graphDocumentToJson(const GraphDocument& doc) {
     // each member the object does not already hold (the file's own, kept as read)
     const auto put = [](QJsonObject& o, const char* member, const QJsonValue& v) {

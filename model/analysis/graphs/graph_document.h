@@ -92,12 +92,6 @@ inline constexpr qint64 kMaxGraphFeatureId = qint64(1) << 53;
 /// members naming no node are dropped and listed in notes.
 GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label);
 
-/// The kept nodes and edges of `graph` (pruned by `pruned`) as neuronpediaGraphJson writes them, each node's
-/// graphIndex set; info's pins and supernode members that are not kept nodes are left out. Links come from the pruned
-/// edges (circuit-tracer's error ids can repeat a layer-0 feature's).
-GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
-                                     const PruneOptions& pruning, const NeuronpediaGraphInfo& info);
-
 /// The document in Neuronpedia's layout, with its current pins and supernodes in qParams.
 QJsonObject graphDocumentToJson(const GraphDocument& doc);
 

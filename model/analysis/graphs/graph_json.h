@@ -31,9 +31,11 @@ struct NeuronpediaGraphInfo {
     std::vector<QStringList> supernodes; ///< qParams.supernodes: [name, node_id, …]
 };
 
-/// The kept nodes and edges in Neuronpedia's layout: metadata {slug, scan, transcoder_list, prompt_tokens, prompt,
-/// node_threshold, info.generator}, qParams, nodes (node_id, feature, layer, ctx_idx, feature_type, jsNodeId,
-/// clerp, influence = cumulative influence, activation, token_prob, is_target_logit), links {source, target, weight}.
+/// The kept nodes and edges in Neuronpedia's layout: graphDocumentToJson(graphDocumentFromGraph(…)) (graph_document.h),
+/// the one writer of graph files. Metadata {slug, scan, transcoder_list, prompt_tokens, prompt, node_threshold,
+/// generation_settings, pruning_settings, info.generator}, qParams (pins and supernodes naming kept nodes), nodes (node_id,
+/// feature, layer, ctx_idx, feature_type, jsNodeId, clerp, influence = cumulative influence, activation, token_prob,
+/// is_target_logit, run_idx, reverse_ctx_idx), links {source, target, weight}.
 QJsonObject neuronpediaGraphJson(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
                                  const PruneOptions& pruning, const NeuronpediaGraphInfo& info);
 
