@@ -764,7 +764,8 @@ QString writeRandomModel(const QString& size, const QString& parent, const QStri
 
 namespace attnscope {
 QJsonObject benchSae(int dIn, int dSae, int S, int k, int runs); // sae_bench.cpp
-QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs); // graph_bench.cpp
+QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs,
+                       const QString& transcoderDir, const QString& pngPrefix); // graph_bench.cpp
 }
 
 int main(int argc, char** argv) {
@@ -813,6 +814,12 @@ int main(int argc, char** argv) {
     withDefault(QStringLiteral("graph-seq"), QStringLiteral("--graph-only: prompt length, BOS included."), QStringLiteral("n"), QStringLiteral("16"));
     withDefault(QStringLiteral("graph-max-feature-nodes"), QStringLiteral("--graph-only: circuit-tracer's max_feature_nodes (0: every "
                                                                           "active feature)."), QStringLiteral("n"), QStringLiteral("7500"));
+    p.addOption({QStringLiteral("graph-transcoders"), QStringLiteral("--graph-only: a folder to write the random transcoders into as a "
+                                                                     "circuit-tracer set in BF16 (once; reused when its config.yaml is there) "
+                                                                     "and open memory-mapped, as a user's file is. Without it they are "
+                                                                     "float32 arrays the bench owns."), QStringLiteral("dir")});
+    p.addOption({QStringLiteral("graph-view-png"), QStringLiteral("--graph-only: save the Graph tab's pictures (the pruned graph and every "
+                                                                  "visited feature) as PREFIX-pruned.png and PREFIX-all.png."), QStringLiteral("prefix")});
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
     p.process(app);
     if (p.isSet(QStringLiteral("list-kernels"))) {
@@ -869,7 +876,9 @@ int main(int argc, char** argv) {
                                                        p.value(QStringLiteral("graph-k")).toInt(),
                                                        p.value(QStringLiteral("graph-seq")).toInt(),
                                                        p.value(QStringLiteral("graph-max-feature-nodes")).toInt(),
-                                                       p.isSet(QStringLiteral("runs")) ? runs : 1);
+                                                       p.isSet(QStringLiteral("runs")) ? runs : 1,
+                                                       p.value(QStringLiteral("graph-transcoders")),
+                                                       p.value(QStringLiteral("graph-view-png")));
             }
             const QByteArray json = QJsonDocument(QJsonObject{{"tool", "attnscope_bench"}, {"kernel", QString::fromLatin1(computeKernels().name)},
                                                               {"date", QDateTime::currentDateTimeUtc().toString(Qt::ISODate)},

@@ -7,6 +7,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -19,6 +20,7 @@ struct TensorSpec {
     QString name;
     std::vector<qint64> shape;
     enum Fill { Normal, Ones, Zeros } fill = Normal;
+    float stddev = 0.02f; ///< of Normal
     qint64 count() const {
         qint64 n = 1;
         for (qint64 s : shape) n *= s;
@@ -62,7 +64,7 @@ void fill(const TensorSpec& t, float* out, unsigned seed) {
 #pragma omp parallel for schedule(dynamic)
     for (qint64 c0 = 0; c0 < n; c0 += chunk) {
         std::mt19937 gen(seed ^ unsigned(qHash(t.name)) ^ unsigned(c0 / chunk * 2654435761u));
-        std::normal_distribution<float> normal(0.0f, 0.02f);
+        std::normal_distribution<float> normal(0.0f, t.stddev);
         for (qint64 i = c0; i < std::min(n, c0 + chunk); ++i) out[i] = normal(gen);
     }
 }
@@ -263,6 +265,28 @@ void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString
     copyFile(QDir(tokenizerDir).filePath(QStringLiteral("encoder.json")), d.filePath(QStringLiteral("vocab.json")));
     copyFile(QDir(tokenizerDir).filePath(QStringLiteral("vocab.bpe")), d.filePath(QStringLiteral("merges.txt")));
     writeSafetensors(d.filePath(QStringLiteral("model.safetensors")), llamaTensors(shape), "BF16", 2, seed);
+}
+
+void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int dTranscoder, int k, unsigned seed) {
+    QDir d(dir);
+    if (!d.mkpath(QStringLiteral("."))) throw InputError(QStringLiteral("%1: cannot create the folder").arg(dir));
+    QString yaml = QStringLiteral("# random TopK transcoders written by attnscope_bench (bench/checkpoint_writer.h)\n"
+                                  "model_name: attnscope-bench\nmodel_kind: transcoder_set\nscan: attnscope-bench/transcoders\n"
+                                  "feature_input_hook: ln2.hook_normalized\nfeature_output_hook: hook_mlp_out\n"
+                                  "activation: topk\nk: %1\ntranscoders:\n").arg(k);
+    for (int l = 0; l < nLayers; ++l) {
+        const QString file = QStringLiteral("layer_%1.safetensors").arg(l);
+        yaml += QStringLiteral("- %1\n").arg(file);
+        std::vector<TensorSpec> t;
+        t.push_back({QStringLiteral("W_enc"), {dTranscoder, dModel}, TensorSpec::Normal, float(std::sqrt(1.0 / dModel))});
+        t.push_back({QStringLiteral("W_dec"), {dTranscoder, dModel}, TensorSpec::Normal, float(std::sqrt(1.0 / dTranscoder))});
+        t.push_back({QStringLiteral("b_enc"), {dTranscoder}, TensorSpec::Normal, 0.01f});
+        t.push_back({QStringLiteral("b_dec"), {dModel}, TensorSpec::Normal, 0.01f});
+        writeSafetensors(d.filePath(file), t, "BF16", 2, seed + unsigned(l));
+    }
+    QFile f(d.filePath(QStringLiteral("config.yaml")));
+    if (!f.open(QIODevice::WriteOnly) || f.write(yaml.toUtf8()) != yaml.toUtf8().size())
+        throw InputError(QStringLiteral("%1: cannot write").arg(f.fileName()));
 }
 
 } // namespace attnscope::bench

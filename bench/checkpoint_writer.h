@@ -59,4 +59,12 @@ LlamaShape llamaShape(const QString& name);
 /// Throws InputError if a file cannot be written or the tokenizer files are missing.
 void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString& tokenizerDir, unsigned seed = 1);
 
+/// Writes `dir`/config.yaml and layer_<L>.safetensors: a circuit-tracer per-layer TopK transcoder set (model_kind
+/// transcoder_set, ln2.hook_normalized → hook_mlp_out, activation topk with `k`), every tensor BF16 as the published
+/// sets are: W_enc and W_dec [d_transcoder, d_model] N(0, 1/d_model) and N(0, 1/d_transcoder), b_enc and b_dec
+/// N(0, 0.01²). A layer file is 4·d_transcoder·d_model bytes; written tensor by tensor (memory of one tensor).
+/// Deterministic for a given seed. Throws InputError if a file cannot be written.
+void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int dTranscoder, int k, unsigned seed = 7);
+
 } // namespace attnscope::bench
+

@@ -10,10 +10,15 @@
 
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/graph_backward.h"
+#include "model/analysis/graphs/graph_document_from_graph.h"
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/core/errors.h"
 #include "model/formats/model_loader.h"
+#include "model/features/dictionary_set.h"
+#include "bench/checkpoint_writer.h"
+#include <QDir>
+#include <QFileInfo>
 
 #include <QElapsedTimer>
 #include <QJsonArray>
@@ -26,6 +31,7 @@
 #include <vector>
 
 namespace attnscope {
+QJsonObject benchGraphView(const GraphDocument& doc, int nHover, const QString& what, const QString& png); // graph_view_bench.cpp
 
 namespace {
 
@@ -92,16 +98,41 @@ double median(std::vector<double> v) {
 } // namespace
 
 /// The graph rows for the model in `dir`; `runs` full runs (no warm-up: one run is tens of seconds).
-QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs) {
+/// The graph rows on the model in `dir` with random per-layer TopK transcoders (d_sae, k) and a random prompt of S
+/// tokens. `transcoderDir` empty: the transcoders are float32 arrays the bench owns (randomTranscoders); else they are
+/// written there as a circuit-tracer BF16 set (bench/checkpoint_writer.h; kept and reused when its config.yaml exists)
+/// and opened with openDictionaries, memory-mapped in their own dtype as a user's file is. Peak RSS is printed beside
+/// the set's size. Then the Graph tab on the graph (graph_view_bench.cpp), its pictures saved as `pngPrefix`-pruned.png and
+/// -all.png when `pngPrefix` is not empty.
+QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs, const QString& transcoderDir,
+                       const QString& pngPrefix) {
     QJsonObject out;
     const std::shared_ptr<const Model> model = loadModel(dir);
     const ModelConfig& cfg = model->config();
     QElapsedTimer t;
     t.start();
-    const DictionarySet set = randomTranscoders(cfg, dSae, k);
-    const double tcBytes = 2.0 * cfg.n_layers * double(dSae) * cfg.d_model * 4;
-    std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB float32)\n", "random transcoders (setup)", msSince(t),
-                cfg.n_layers, dSae, tcBytes / 1048576.0);
+    DictionarySet set;
+    double tcBytes = 0;
+    if (transcoderDir.isEmpty()) {
+        set = randomTranscoders(cfg, dSae, k);
+        tcBytes = 2.0 * cfg.n_layers * double(dSae) * cfg.d_model * 4;
+        std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB float32, owned)\n", "random transcoders (setup)", msSince(t),
+                    cfg.n_layers, dSae, tcBytes / 1048576.0);
+    } else {
+        if (!QFileInfo::exists(QDir(transcoderDir).filePath(QStringLiteral("config.yaml"))))
+            bench::writeRandomTranscoderSet(transcoderDir, cfg.n_layers, cfg.d_model, dSae, k);
+        const double written = msSince(t);
+        t.restart();
+        set = openDictionaries(transcoderDir);
+        if (int(set.coders.size()) != cfg.n_layers || set.coders[0].d_sae != dSae || set.coders[0].k != k || set.coders[0].d_in != cfg.d_model)
+            throw InputError(QStringLiteral("%1: not a set of %2 layers × d_sae %3, k %4 (remove it to write a new one)")
+                                 .arg(transcoderDir).arg(cfg.n_layers).arg(dSae).arg(k));
+        for (const QFileInfo& f : QDir(transcoderDir).entryInfoList({QStringLiteral("*.safetensors")}, QDir::Files)) tcBytes += double(f.size());
+        std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB BF16 files, memory-mapped; written in %.0f ms)\n",
+                    "open the transcoder set", msSince(t), cfg.n_layers, dSae, tcBytes / 1048576.0, written);
+    }
+    out["transcoders_mib"] = tcBytes / 1048576.0;
+    out["transcoders"] = transcoderDir.isEmpty() ? QStringLiteral("float32, owned") : QStringLiteral("BF16 files, memory-mapped");
     std::mt19937 gen{static_cast<unsigned>(S)};
     std::uniform_int_distribution<int> tok(0, std::min(cfg.d_vocab, 50257) - 1);
     std::vector<int> tokens(static_cast<size_t>(S));
@@ -162,9 +193,9 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatur
         last = std::move(g);
     }
     const double adjMiB = double(nodes) * nodes * 4 / 1048576.0;
-    std::printf("  %-44s %10.1f ms  peak RSS %6.0f MiB, of which the build %.0f MiB (estimate %.0f MiB)  %d nodes (%d of %d active features), adjacency %.0f MiB, "
+    std::printf("  %-44s %10.1f ms  peak RSS %6.0f MiB (the transcoder set: %.0f MiB), of which the build %.0f MiB (estimate %.0f MiB)  %d nodes (%d of %d active features), adjacency %.0f MiB, "
                 "%lld progress calls, %d nodes kept, replacement %.3f, completeness %.3f\n",
-                qPrintable(QStringLiteral("graph total, median of %1").arg(runs)), median(totalMs), median(rss), median(grown), estimateMiB, nodes,
+                qPrintable(QStringLiteral("graph total, median of %1").arg(runs)), median(totalMs), median(rss), tcBytes / 1048576.0, median(grown), estimateMiB, nodes,
                 features, active, adjMiB, static_cast<long long>(calls), kept, replacement, completeness);
     out["build_ms"] = median(buildMs);
     out["attribute_ms"] = median(attrMs);
@@ -188,6 +219,19 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatur
     out["d_sae"] = dSae;
     out["k"] = k;
     out["S"] = S;
+
+    // the Graph tab on this graph: as pruned by default, and with every visited feature kept (node threshold 1)
+    {
+        NeuronpediaGraphInfo info;
+        info.slug = QStringLiteral("bench-s%1").arg(S);
+        for (const PruneOptions pruning : {PruneOptions{}, PruneOptions{1.0, 0.9}}) {
+            const GraphDocument doc = graphDocumentFromGraph(last, pruneGraph(last, pruning), model->tokenizer(), pruning, info);
+            const bool all = pruning.nodeThreshold >= 1;
+            out[all ? "view_all_features" : "view_pruned"] =
+                benchGraphView(doc, 300, QStringLiteral("node threshold %1, edge %2").arg(pruning.nodeThreshold).arg(pruning.edgeThreshold),
+                               pngPrefix.isEmpty() ? QString() : pngPrefix + (all ? QStringLiteral("-all.png") : QStringLiteral("-pruned.png")));
+        }
+    }
 
     const ReplacementModel rm = buildReplacementModel(*model, set, tokens);
     // cancel: the flag is raised when the first batch reports; the next step throws

@@ -8,6 +8,10 @@ if command -v ccache > /dev/null 2>&1; then
   export CCACHE_BASEDIR="$PWD"
   export CCACHE_NOHASHDIR=1 # -g builds: the build folder's path out of the hash, so clones share them too
   export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+  # Every compile that uses a precompiled header makes ccache hash the .gch (about 280 MB for the suites'): with the
+  # inode cache it is hashed once per build, not once per file. On the model library, the test support and 15 suites
+  # (docs/development.md#ci-time) a cold build took 515 s against 558 s without it, a warm one 60 s against 159 s.
+  export CCACHE_INODECACHE=1
   # room for the release, sanitizer, arm64 and fuzz builds together (ccache keeps 5 GB unless told)
   export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-12G}"
   ATTNSCOPE_LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

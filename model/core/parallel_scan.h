@@ -28,6 +28,15 @@ inline int parallelScanThreads() {
 #endif
 }
 
+namespace detail {
+/// Clears the flag when it goes out of scope (at namespace scope: clang 14 cannot compile a local class inside an
+/// OpenMP region of a function template).
+struct FlagRelease {
+    std::atomic_flag& f;
+    ~FlagRelease() { f.clear(std::memory_order_release); }
+};
+} // namespace detail
+
 /// Runs units [0, nUnits) on parallelScanThreads() threads. A shared atomic counter hands out units in
 /// increasing order (no static split: a thread slowed by another process just takes fewer units), so the
 /// most promising units of a sorted scan run first. `body(thread, unit)` does one unit and returns
@@ -61,10 +70,7 @@ void parallelScan(qint64 nUnits, const Progress& progress, const QString& what, 
         while (!stop.load()) {
             try {
                 if (!reporting.test_and_set(std::memory_order_acquire)) {
-                    struct Release { // also when step throws
-                        std::atomic_flag& f;
-                        ~Release() { f.clear(std::memory_order_release); }
-                    } release{reporting};
+                    const detail::FlagRelease release{reporting}; // also when step throws
                     progress.step(unitsDone.load(), nUnits, what); // checks cancellation, then reports
                 } else {
                     progress.checkCancelled();

@@ -189,7 +189,7 @@ void TestAttributionTargets::refusesTargetsItCannotRead() {
         {QStringLiteral("vector: %1").arg(none), QStringLiteral("--graph-targets \"vector: %1\": cannot read %1: No such file or directory").arg(none)},
         {QStringLiteral(" God,,"), QStringLiteral("--graph-targets \" God,,\": an empty target")},
     };
-    for (const auto& [spec, message] : cases) QCOMPARE(inputErrorOf([&] { (void)parseAttributionTargets(spec, rm_); }), message);
+    for (const auto& c : cases) QCOMPARE(inputErrorOf([&] { (void)parseAttributionTargets(c.first, rm_); }), c.second);
 }
 
 QTEST_GUILESS_MAIN(TestAttributionTargets)

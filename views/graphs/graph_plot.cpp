@@ -316,12 +316,19 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         p.setPen(palette.color(QPalette::PlaceholderText));
         p.drawText(QRectF(kMargin, row.top(), kLeftAxis - kMargin - 4, row.height()), Qt::AlignRight | Qt::AlignVCenter, name);
     }
-    // the token labels under their columns: position, then the token (elided to the column)
+    // the token labels under their columns: position, then the token (elided to the column); on narrow columns (long
+    // prompts) a position number that would overlap the last one drawn is left out
     p.setPen(palette.color(QPalette::PlaceholderText));
+    double lastRight = -1e9;
     for (int c = 0; c < doc_->nPositions(); ++c) {
         const double width = L.columnLeft[size_t(c) + 1] - L.columnLeft[size_t(c)];
         const QRectF col(L.columnLeft[size_t(c)], L.plot.bottom() + 3, width, fm.height());
-        p.drawText(col, Qt::AlignHCenter | Qt::AlignTop, QString::number(c));
+        const QString number = QString::number(c);
+        const double half = fm.horizontalAdvance(number) / 2.0;
+        if (col.center().x() - half >= lastRight + 4) {
+            p.drawText(QRectF(col.center().x() - half - 1, col.top(), 2 * half + 2, col.height()), Qt::AlignHCenter | Qt::AlignTop, number);
+            lastRight = col.center().x() + half;
+        }
         p.save();
         p.setPen(text);
         const QString token = doc_->promptTokens.value(c);

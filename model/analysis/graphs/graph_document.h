@@ -10,8 +10,6 @@
 // member of metadata, qParams, the nodes, the links and the top level that the document does not model.
 
 #include "model/analysis/graphs/attribution_graph.h"
-#include "model/analysis/graphs/graph_json.h"
-#include "model/analysis/graphs/graph_pruning.h"
 
 #include <QJsonObject>
 #include <QString>

@@ -4,6 +4,7 @@
 // graphDocumentToJson then writes it: one node model and one writer for a graph built here and a file read.
 
 #include "model/analysis/graphs/graph_document.h"
+#include "model/analysis/graphs/graph_json.h"
 
 namespace attnscope {
 
