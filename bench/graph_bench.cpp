@@ -14,13 +14,13 @@
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/core/errors.h"
-#include "model/formats/model_loader.h"
 #include "model/features/dictionary_set.h"
+#include "model/formats/model_loader.h"
 #include "bench/checkpoint_writer.h"
-#include <QDir>
-#include <QFileInfo>
 
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonObject>
 #include <algorithm>
@@ -97,8 +97,7 @@ double median(std::vector<double> v) {
 
 } // namespace
 
-/// The graph rows for the model in `dir`; `runs` full runs (no warm-up: one run is tens of seconds).
-/// The graph rows on the model in `dir` with random per-layer TopK transcoders (d_sae, k) and a random prompt of S
+/// The graph rows on the model in `dir`, `runs` full runs (no warm-up: one run is tens of seconds), with random per-layer TopK transcoders (d_sae, k) and a random prompt of S
 /// tokens. `transcoderDir` empty: the transcoders are float32 arrays the bench owns (randomTranscoders); else they are
 /// written there as a circuit-tracer BF16 set (bench/checkpoint_writer.h; kept and reused when its config.yaml exists)
 /// and opened with openDictionaries, memory-mapped in their own dtype as a user's file is. Peak RSS is printed beside
@@ -119,17 +118,17 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatur
         std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB float32, owned)\n", "random transcoders (setup)", msSince(t),
                     cfg.n_layers, dSae, tcBytes / 1048576.0);
     } else {
-        if (!QFileInfo::exists(QDir(transcoderDir).filePath(QStringLiteral("config.yaml"))))
-            bench::writeRandomTranscoderSet(transcoderDir, cfg.n_layers, cfg.d_model, dSae, k);
-        const double written = msSince(t);
+        const bool write = !QFileInfo::exists(QDir(transcoderDir).filePath(QStringLiteral("config.yaml")));
+        if (write) bench::writeRandomTranscoderSet(transcoderDir, cfg.n_layers, cfg.d_model, dSae, k);
+        const QString written = write ? QStringLiteral("written in %1 ms").arg(msSince(t), 0, 'f', 0) : QStringLiteral("written before");
         t.restart();
         set = openDictionaries(transcoderDir);
         if (int(set.coders.size()) != cfg.n_layers || set.coders[0].d_sae != dSae || set.coders[0].k != k || set.coders[0].d_in != cfg.d_model)
             throw InputError(QStringLiteral("%1: not a set of %2 layers × d_sae %3, k %4 (remove it to write a new one)")
                                  .arg(transcoderDir).arg(cfg.n_layers).arg(dSae).arg(k));
         for (const QFileInfo& f : QDir(transcoderDir).entryInfoList({QStringLiteral("*.safetensors")}, QDir::Files)) tcBytes += double(f.size());
-        std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB BF16 files, memory-mapped; written in %.0f ms)\n",
-                    "open the transcoder set", msSince(t), cfg.n_layers, dSae, tcBytes / 1048576.0, written);
+        std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB BF16 files, memory-mapped; %s)\n",
+                    "open the transcoder set", msSince(t), cfg.n_layers, dSae, tcBytes / 1048576.0, qPrintable(written));
     }
     out["transcoders_mib"] = tcBytes / 1048576.0;
     out["transcoders"] = transcoderDir.isEmpty() ? QStringLiteral("float32, owned") : QStringLiteral("BF16 files, memory-mapped");

@@ -78,8 +78,8 @@ void validatePatch(const ModelConfig& cfg, int S, const ActivationPatch& p) {
 /// The first row (below end) where the patch's values differ from the base's, bitwise; INT_MAX if none.
 int firstDifference(const ModelConfig& cfg, const ActivationPatch& p, const LayerCache& base, int end) {
     const Matrix& b = hookActivation(base, p.hook, p.head);
-    const auto [c0_, n_] = patchColumns(cfg, p, b.cols());
-    const Index c0 = c0_, n = n_; // named: clang 14 cannot capture a structured binding
+    const std::pair<Index, Index> cols = patchColumns(cfg, p, b.cols());
+    const Index c0 = cols.first, n = cols.second; // not a structured binding: clang 14 cannot capture one
     int first = INT_MAX;
     forEachRow(p, 0, end, [&](int i) {
         if (i < first && std::memcmp(p.values->data() + i * p.values->cols() + c0, b.data() + i * b.cols() + c0,
@@ -196,8 +196,8 @@ void scatter(const std::vector<RunState*>& runs, const Matrix& in, int end, From
 
 /// Rows ≥ from of `dst` (row i of dst = position i − shift) take the patch's rows, in its columns.
 void applyPatch(const ModelConfig& cfg, const ActivationPatch& p, Matrix& dst, int from, int end, Index rowOfFrom) {
-    const auto [c0_, n_] = patchColumns(cfg, p, p.values->cols());
-    const Index c0 = c0_, n = n_; // named: clang 14 cannot capture a structured binding
+    const std::pair<Index, Index> cols = patchColumns(cfg, p, p.values->cols());
+    const Index c0 = cols.first, n = cols.second; // not a structured binding: clang 14 cannot capture one
     forEachRow(p, from, end, [&](int i) {
         dst.row(rowOfFrom + i - from).segment(c0, n) = p.values->row(i).segment(c0, n);
     });
