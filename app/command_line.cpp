@@ -18,7 +18,7 @@ bool argvIsHeadless(int argc, char** argv) {
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
                                  "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
                                  "--stitch", "--finetune-diff", "--sae", "--feature-contexts", "--merge", "--contexts-db", "--graph",
-                                 "--graph-json", "--transcoders", "--open-graph"})
+                                 "--graph-json", "--transcoders"}) // --open-graph FILE alone opens the window
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -60,16 +60,22 @@ QString checkContextsOptions(CommandLine& c, const QString& shard, bool corpusOn
 
 /// --open-graph's companions; "" when they make sense. `given`: the options set, `positional`: the other arguments.
 QString checkOpenGraphOptions(const CommandLine& c, const QStringList& given, const QStringList& positional) {
-    static const QStringList allowed{"open-graph", "dump-json", "graph-json", "export", "width", "height", "scale", "force"};
+    static const QStringList allowed{"open-graph", "dump-json", "graph-json", "export", "width", "height", "scale", "force",
+                                     "screenshot", "out"};
     for (const QString& name : given)
         if (!allowed.contains(name))
             return QStringLiteral("--open-graph FILE needs no model: it takes --dump-json, --graph-json, --export FIG.png|svg|pdf "
-                                  "(with --width, --height, --scale) and --force, not %1%2").arg(name.size() > 1 ? "--" : "-", name);
+                                  "(with --width, --height, --scale), --screenshot graphs --out FILE.png and --force, not %1%2")
+                .arg(name.size() > 1 ? "--" : "-", name);
     if (!positional.isEmpty()) return QStringLiteral("--open-graph FILE takes no other file: %1").arg(positional.join(' '));
-    if (c.dumpJson.isEmpty() && c.graphJson.isEmpty() && c.exportDir.isEmpty())
-        return QStringLiteral("--open-graph FILE writes --dump-json OUT, --graph-json OUT or --export FIG.png|svg|pdf: give at least one");
     if (!c.exportDir.isEmpty() && !QStringList{"png", "svg", "pdf"}.contains(QFileInfo(c.exportDir).suffix().toLower()))
         return QStringLiteral("--export with --open-graph is a figure file, FIG.png, FIG.svg or FIG.pdf, got '%1'").arg(c.exportDir);
+    if (given.contains(QLatin1String("screenshot")) || given.contains(QLatin1String("out"))) {
+        if (c.screenshot != QLatin1String("graphs") || !c.out.endsWith(QLatin1String(".png"), Qt::CaseInsensitive))
+            return QStringLiteral("--open-graph FILE shows the window's Graph tab: --screenshot graphs --out FILE.png");
+        if (!c.dumpJson.isEmpty() || !c.graphJson.isEmpty() || !c.exportDir.isEmpty())
+            return QStringLiteral("--screenshot goes alone: not with --export, --dump-json or --graph-json");
+    }
     return {};
 }
 
@@ -323,9 +329,10 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption edgeRoutesOpt("edge-routes", "With --graph: which heads carry the N strongest kept edges between "
                                                           "positions (each edge split exactly by its first hop); adds \"edge_routes\".", "N");
     const QCommandLineOption openGraph("open-graph", "Open an attribution graph file (Neuronpedia's layout; no model needed): "
-                                                     "--dump-json writes \"graph_file\" (counts, layers, positions, pins, supernodes, "
-                                                     "notes), --graph-json the file written back, --export FIG.png|svg|pdf the Graph "
-                                                     "tab's figure.", "FILE");
+                                                     "alone, in the window's Graph tab; headless, --dump-json writes \"graph_file\" "
+                                                     "(counts, layers, positions, pins, supernodes, notes), --graph-json the file "
+                                                     "written back, --export FIG.png|svg|pdf the Graph tab's figure, --screenshot "
+                                                     "graphs --out FILE.png the window.", "FILE");
     const QCommandLineOption composition("composition", "Q-, K- or V-composition scores of every head pair (weights only); adds \"composition\".", "q|k|v");
     p.addOptions({model, prompt, noBos, bos, tokenizerFile, tokenIds, generate, tokenize, layer, head, exportDir, format,
                   width, height, scale, dumpJson, dumpSteps, force, dla, position, project, neuron, top, logitLens,
@@ -444,6 +451,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     if (p.isSet(openGraph)) {
         c.openGraph = p.value(openGraph);
         c.graphJson = p.value(graphJsonOpt);
+        c.screenshot = p.value(screenshot);
+        c.out = p.value(outFile);
         *error = checkOpenGraphOptions(c, p.optionNames(), pos);
         if (!error->isEmpty()) return false;
         *out = c;

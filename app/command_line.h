@@ -140,8 +140,9 @@ struct CommandLine {
     double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
     QStringList graphIntervene; ///< --graph-intervene L:P:F=V | L:P:F*K (comma-separated, repeatable): add "graph_intervention"
     int edgeRoutes = 0;      ///< --edge-routes N: add "edge_routes", the heads that carry the N strongest kept cross-position edges
-    QString openGraph;       ///< --open-graph FILE: a graph file (graph_document.h), no model; --dump-json writes "graph_file",
-                             ///< --graph-json the file written back, --export (exportDir) a figure FILE.png|svg|pdf
+    QString openGraph;       ///< --open-graph FILE: a graph file (graph_document.h), no model: alone, the window with it in the
+                             ///< Graph tab; --dump-json writes "graph_file", --graph-json the file written back, --export
+                             ///< (exportDir) a figure FILE.png|svg|pdf; --screenshot graphs --out the window's picture
 
     /// Whether any circuit mode that runs the prompt is asked for.
     bool wantsCircuits() const { return !patch.isEmpty() || pathPatch || flow || attend || gradients || !saliency.isEmpty(); }
@@ -149,8 +150,7 @@ struct CommandLine {
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {
         return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize ||
-               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty() ||
-               !openGraph.isEmpty();
+               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty();
     }
 };
 

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
     case attnscope::StartupPlan::Action::RestoreLastSession: window.sessions().restore(plan.lastSession); break;
     case attnscope::StartupPlan::Action::OpenModel: window.openModel(plan.model, cmd.prompt, cmd.tokenizerPath); break;
     }
-    if (plan.showPicker) window.showModelPicker(); // first start: the demo opens behind the installed models
+    if (!cmd.openGraph.isEmpty()) window.openGraphFile(cmd.openGraph); // shown over the model: the file needs none
+    else if (plan.showPicker) window.showModelPicker(); // first start: the demo opens behind the installed models
     return app.exec();
 }

@@ -366,6 +366,15 @@ void MainWindow::openModel(const QString& nameOrPath, const QString& prompt, con
     statusLabel_->showMessage(tr("Opening %1…").arg(resolved.path));
 }
 
+void MainWindow::openGraphFile(const QString& path) {
+    if (sessions_->isRestoring()) { // after the session: its tab and Graph settings would otherwise replace the file's
+        connect(sessions_, &SessionController::restored, this, [this, path] { openGraphFile(path); }, Qt::SingleShotConnection);
+        return;
+    }
+    showView(QStringLiteral("graphs"));
+    graph_->openGraphFile(path);
+}
+
 void MainWindow::openPath(const QString& nameOrPath) {
     if (nameOrPath.endsWith(QLatin1Char('.') + kSessionSuffix)) {
         if (const QString e = sessions_->openFile(nameOrPath); !e.isEmpty()) showError(tr("Cannot open session"), e);

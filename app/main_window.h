@@ -54,6 +54,10 @@ public:
     void openModel(const QString& nameOrPath, const QString& prompt = {}, const QString& tokenizerPath = {});
     /// Opens a session file (.attnscope) or else a model (openModel): drops, Open Recent, File → Open….
     void openPath(const QString& nameOrPath);
+    /// Opens an attribution graph file (Neuronpedia's layout, graph_document.h) in the Graph tab and shows that tab
+    /// (attnscope --open-graph FILE); during a session restore, once it has finished. It needs no model; a file that
+    /// cannot be read says why in the tab.
+    void openGraphFile(const QString& path);
     /// What the open model was opened by (a name or path as given to openModel).
     QString openedAs() const { return openedAs_; }
     ModelSession& session() { return session_; }

@@ -3,6 +3,8 @@
 #include "app/main_window.h"
 #include "app/session_controller.h"
 #include "model/discovery/model_name.h"
+#include "model/analysis/graphs/graph_document.h"
+#include "views/graphs/graph_panel.h"
 #include "views/residual/ablation_panel.h"
 #include "views/comparison/model_compare_panel.h"
 #include "views/residual/residual_panel.h"
@@ -109,6 +111,15 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
     if (auto* compare = qobject_cast<ModelComparePanel*>(window.panel(QStringLiteral("compare-models"))); compare && compareSubTab) {
         window.waitForIdle(); // the second model first: the sub-tab starts its work when shown with both models
         compare->subTabs()->setCurrentIndex(cmd.screenshot == kStitch ? 1 : 2);
+    }
+    if (!cmd.openGraph.isEmpty()) { // --open-graph FILE: the file in the Graph tab, over the demo model
+        window.openGraphFile(cmd.openGraph);
+        window.waitForIdle();
+        const auto* graph = qobject_cast<GraphPanel*>(window.panel(QStringLiteral("graphs")));
+        if (!graph || !graph->document() || !graph->document()->isOffline()) {
+            err << "attnscope: " << (graph ? graph->summaryText() : QStringLiteral("no Graph tab")) << "\n";
+            return 1;
+        }
     }
     window.waitForIdle();
     if (const QSize used = fitWindow(window, wanted); used != wanted)

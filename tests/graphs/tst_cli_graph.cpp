@@ -318,6 +318,16 @@ void TestCliGraph::openGraphFileOfTheDemo() {
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QByteArray text = f.readAll();
     QVERIFY(text.contains("<svg") && text.count("<path") > 20);
+    // --open-graph FILE alone opens the window with the file in the Graph tab: its picture at 1280 × 800
+    const QString shot = out.filePath(QStringLiteral("window.png"));
+    const CliRun w = runCli(attnscope::test::attnscopeExe(), {"--open-graph", file, "--screenshot", "graphs", "--out", shot, "--width", "1280",
+                                                            "--height", "800"});
+    QVERIFY2(w.exitCode == 0, qPrintable(w.err));
+    QVERIFY2(w.out.contains(QStringLiteral("(1280×800, graphs)")), qPrintable(w.out));
+    QVERIFY2(!w.err.contains(QStringLiteral("warning")), qPrintable(w.err));
+    const QImage window(shot);
+    QCOMPARE(window.size(), QSize(1280, 800));
+    QVERIFY(distinctColours(window) > 20);
 }
 
 void TestCliGraph::openRealGraphFile() {
@@ -337,12 +347,17 @@ void TestCliGraph::openGraphBadInvocations() {
                                                                "--graph-json", file});
     QVERIFY2(made.exitCode == 0, qPrintable(made.err));
     const std::vector<std::pair<QStringList, QString>> cases{
-        {{"--open-graph", file}, QStringLiteral("--open-graph FILE writes --dump-json OUT, --graph-json OUT or --export FIG.png|svg|pdf: give at least one")},
+        {{"--open-graph", file, "--screenshot", "logit-lens", "--out", tmp_.filePath(QStringLiteral("x.png"))},
+         QStringLiteral("--open-graph FILE shows the window's Graph tab: --screenshot graphs --out FILE.png")},
+        {{"--open-graph", file, "--screenshot", "graphs", "--out", tmp_.filePath(QStringLiteral("x.png")), "--dump-json", tmp_.filePath(QStringLiteral("x.json"))},
+         QStringLiteral("--screenshot goes alone: not with --export, --dump-json or --graph-json")},
+        {{"--open-graph", tmp_.filePath(QStringLiteral("none.json")), "--screenshot", "graphs", "--out", tmp_.filePath(QStringLiteral("x.png"))},
+         QStringLiteral("Cannot open the graph: ")},
         {{"--open-graph", file, "--export", tmp_.filePath(QStringLiteral("fig.txt"))},
          QStringLiteral("--export with --open-graph is a figure file, FIG.png, FIG.svg or FIG.pdf, got '%1'").arg(tmp_.filePath(QStringLiteral("fig.txt")))},
         {{"--open-graph", file, "--model", "demo", "--dump-json", tmp_.filePath(QStringLiteral("x.json"))},
          QStringLiteral("--open-graph FILE needs no model: it takes --dump-json, --graph-json, --export FIG.png|svg|pdf (with --width, "
-                        "--height, --scale) and --force, not --model")},
+                        "--height, --scale), --screenshot graphs --out FILE.png and --force, not --model")},
     };
     for (const auto& [args, message] : cases) {
         const CliRun r = runCli(attnscope::test::attnscopeExe(), args);

@@ -5,6 +5,8 @@
 // has the plot's size and drawn content; a saved graph opens offline with the same nodes, pins and supernode, and
 // refuses interventions; a bad file shows its error.
 
+#include "app/main_window.h"
+#include "app/session_controller.h"
 #include "model/analysis/circuits/attention_score_split.h"
 #include "model/analysis/common/top_tokens.h"
 #include "model/analysis/features/feature_readout.h"
@@ -22,6 +24,7 @@
 #include "views/graphs/graph_plot.h"
 
 #include <QElapsedTimer>
+#include <QSignalSpy>
 #include <QLabel>
 #include <QPushButton>
 #include <QTableWidget>
@@ -50,6 +53,8 @@ private slots:
     void featureNodesAndTargetsFromASession();
     void anotherModelSaysTheSetDoesNotFit();
     void savedGraphOpensOffline();
+    void aPromptRunWhileAFileIsReadLeavesTheFile();
+    void windowOpensAGraphFileAfterTheRestore();
     void aLargeFileOpensAndDraws();
     void badFileSaysWhy();
 
@@ -473,6 +478,76 @@ void TestGuiGraphs::savedGraphOpensOffline() {
     panel_->plot()->setPinnedOnly(true);
     QCOMPARE(panel_->plot()->shownNodeCount(), 0);
     panel_->plot()->setPinnedOnly(false);
+}
+
+void TestGuiGraphs::aPromptRunWhileAFileIsReadLeavesTheFile() {
+    // the window's startup: the file's read starts, then the model's first prompt run and its transcoder set arrive
+    // before the read is done; the file is what is shown, not a graph built on that prompt
+    const QString path = tmp_.filePath(QStringLiteral("saved.json")); // savedGraphOpensOffline's file
+    const GraphDocument file = readGraphFile(path);
+    panel_->build();
+    panel_->waitForIdle();
+    QVERIFY(panel_->built());
+    panel_->openGraphFile(path);
+    ForwardOptions o;
+    o.allLogits = false;
+    const auto other = std::make_shared<const ActivationCache>(runForward(*model_, tokenizePrompt(model_->tokenizer(), QStringLiteral("And the earth was"), true), o));
+    panel_->setContext(model_, other, tokenLabels(model_->tokenizer(), other->tokens));
+    panel_->setTranscoders(set_, kTranscoders);
+    panel_->waitForIdle();
+    QVERIFY(!panel_->built());
+    QVERIFY(panel_->document() && panel_->document()->isOffline());
+    QCOMPARE(panel_->document()->nodes.size(), file.nodes.size());
+    QCOMPARE(panel_->document()->links.size(), file.links.size());
+    // once read, Build graph builds on the prompt now run
+    panel_->build();
+    panel_->waitForIdle();
+    QVERIFY(panel_->built());
+    QVERIFY(!panel_->document()->isOffline());
+    QCOMPARE(panel_->document()->promptTokens.size(), other->tokens.size());
+    panel_->setContext(model_, cache_, tokenLabels(model_->tokenizer(), cache_->tokens)); // the suite's prompt again
+    panel_->waitForIdle();
+}
+
+void TestGuiGraphs::windowOpensAGraphFileAfterTheRestore() {
+    // attnscope --open-graph FILE: the window shows the file in the Graph tab, also when a session restore (here to the
+    // Attention tab) is still running when it is asked: the file is opened once the restore is done
+    const QString path = tmp_.filePath(QStringLiteral("saved.json")); // savedGraphOpensOffline's file
+    QVERIFY(QFileInfo::exists(path));
+    const GraphDocument file = readGraphFile(path);
+    qputenv("HOME", tmp_.path().toUtf8()); // the window's settings and stores stay inside the test
+    qunsetenv("XDG_CONFIG_HOME");
+    QCoreApplication::setOrganizationName(QStringLiteral("AttnScopeTest"));
+    MainWindow w;
+    w.show();
+    SessionState state;
+    state.model = demoDir();
+    state.prompt = QStringLiteral("In the beginning God created the");
+    state.tab = QStringLiteral("attention");
+    QSignalSpy restored(&w.sessions(), &SessionController::restored);
+    w.sessions().restore(state, {});
+    QVERIFY(w.sessions().isRestoring());
+    w.openGraphFile(path);
+    QVERIFY(restored.wait(30000));
+    w.waitForIdle();
+    QCOMPARE(w.currentViewId(), QStringLiteral("graphs"));
+    const auto* graph = qobject_cast<GraphPanel*>(w.panel(QStringLiteral("graphs")));
+    QVERIFY(graph && graph->document());
+    QVERIFY(graph->document()->isOffline());
+    QCOMPARE(graph->document()->nodes.size(), file.nodes.size());
+    QCOMPARE(graph->document()->links.size(), file.links.size());
+    QCOMPARE(graph->document()->pinnedIds, file.pinnedIds);
+    QVERIFY2(graph->summaryText().startsWith(QStringLiteral("Offline: saved.json — %1 nodes").arg(file.nodes.size())), qPrintable(graph->summaryText()));
+    // a file that is not a graph says why in the tab
+    const QString bad = tmp_.filePath(QStringLiteral("not-a-graph.json"));
+    QFile f(bad);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"nodes\": 3}");
+    f.close();
+    w.openGraphFile(bad);
+    w.waitForIdle();
+    QVERIFY2(graph->summaryText().startsWith(QStringLiteral("Cannot open the graph: ")) && graph->summaryText().contains(QStringLiteral("not-a-graph.json")),
+             qPrintable(graph->summaryText()));
 }
 
 void TestGuiGraphs::aLargeFileOpensAndDraws() {

@@ -75,7 +75,7 @@ GraphPanel::GraphPanel(QWidget* parent)
       routesTool_(QString(), tr("Click an edge, in the figure or the list above, to see the heads that carry it.")),
       interveneTool_(QString(), tr("Pin nodes, group them into a supernode, then ablate or scale it.")) {
     transcoderBox_ = new QComboBox;
-    transcoderBox_->setMinimumContentsLength(18);
+    transcoderBox_->setMinimumContentsLength(12);
     transcoderBox_->setToolTip(tr("A per-layer transcoder set: a circuit-tracer folder (config.yaml) or the demo's bundled set"));
     openSet_ = new QPushButton(tr("Open…"));
     nodeThreshold_ = new QDoubleSpinBox;
@@ -107,7 +107,7 @@ GraphPanel::GraphPanel(QWidget* parent)
                             "Tokens: \" Paris, London\"; ids: \"ids: 464, 1234\"; a logit difference: \"diff: Paris, London\"; "
                             "a feature's decoder row: \"feature: 1:300\"; a d_model vector: \"vector: FILE.npy\"; a custom "
                             "target's weight: \"… @0.5\""));
-    targets_->setMinimumWidth(160);
+    targets_->setMinimumWidth(120); // the build row fits a 1280-pixel-wide window
     connect(targets_, &QLineEdit::returnPressed, this, [this] { build(); });
     summary_ = textLine();
     plot_ = new GraphPlot;
@@ -202,7 +202,12 @@ GraphPanel::GraphPanel(QWidget* parent)
     layout->addWidget(splitPanes(Qt::Horizontal, {{plot_, 3}, {side, 2}}), 1);
 
     connect(&tool_, &BackgroundTool::runRequested, this, &GraphPanel::build);
+    tool_.setCancelledHandler([this] {
+        readingFile_ = false; // a cancelled read: prompts and sets build again
+        tool_.setStatus(tr("Cancelled."));
+    });
     tool_.setFailedHandler([this](const QString& m) {
+        readingFile_ = false;
         tool_.setStatus(m);
         summary_->setText(tr("Cannot build the graph: %1").arg(m));
     });
@@ -270,7 +275,7 @@ void GraphPanel::setTranscoders(std::shared_ptr<const DictionarySet> set, const 
     setPath_ = path;
     if (transcoderBox_->findData(path) < 0) transcoderBox_->addItem(QFileInfo(path).fileName(), path);
     transcoderBox_->setCurrentIndex(transcoderBox_->findData(path));
-    if (!doc_ || !doc_->isOffline()) build();
+    if (!readingFile_ && (!doc_ || !doc_->isOffline())) build();
 }
 
 void GraphPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache, const QStringList& tokenLabels) {
@@ -279,9 +284,10 @@ void GraphPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<
     labels_ = tokenLabels;
     if (built_ && doc_ && built_->model == model_ && cache_ && built_->rm.tokens == cache_->tokens && !tool_.isRunning())
         return; // the same model and prompt (run again): the graph, pins and supernodes stay
-    tool_.newContext();
     routesTool_.newContext();
     interveneTool_.newContext();
+    if (readingFile_) return; // the file being read is shown once read
+    tool_.newContext();
     if (doc_ && doc_->isOffline()) return; // a graph opened from a file stays until one is built here
     built_.reset();
     showDocument(nullptr, QString());
@@ -296,6 +302,7 @@ void GraphPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<
 }
 
 void GraphPanel::build() {
+    readingFile_ = false; // Build graph while a file is read: the build replaces the read
     if (!model_ || !cache_) {
         tool_.reject(tr("Run a prompt first."));
         return;
@@ -367,7 +374,9 @@ void GraphPanel::showDocument(std::shared_ptr<GraphDocument> doc, const QString&
 }
 
 void GraphPanel::openGraphFile(const QString& path) {
-    // read and checked off the GUI thread (a Neuronpedia graph can be a few hundred MB); a running build is replaced
+    // read and checked off the GUI thread (a Neuronpedia graph can be a few hundred MB); a running build is replaced,
+    // and a prompt run or a transcoder set opened meanwhile (the window's startup) does not replace the read
+    readingFile_ = true;
     tool_.start(tr("Reading %1…").arg(path), [this, path](const BackgroundTask::Context&) {
         std::shared_ptr<GraphDocument> doc;
         QString error;
@@ -377,6 +386,7 @@ void GraphPanel::openGraphFile(const QString& path) {
             error = e.message();
         }
         return std::function<void()>([this, path, doc, error] {
+            readingFile_ = false;
             if (!doc) {
                 summary_->setText(tr("Cannot open the graph: %1").arg(error));
                 tool_.setStatus(tr("Cannot open %1.").arg(path));
@@ -689,7 +699,7 @@ void GraphPanel::restoreState(const QJsonObject& state, QStringList* problems) {
     const QString path = state.value(QStringLiteral("transcoders")).toString();
     if (!path.isEmpty() && path != setPath_) emit transcodersRequested(path);
     // a graph built before the session's bound or targets arrived is built again with them
-    else if ((bound != maxFeatureNodes_->value() || targets != targets_->text()) && (built_ || tool_.isRunning())) build();
+    else if ((bound != maxFeatureNodes_->value() || targets != targets_->text()) && (built_ || tool_.isRunning()) && !readingFile_) build();
 }
 
 void GraphPanel::waitForIdle() {

@@ -121,6 +121,7 @@ private:
     QString setPath_;
     std::shared_ptr<const BuiltGraph> built_;
     std::shared_ptr<GraphDocument> doc_;
+    bool readingFile_ = false; ///< openGraphFile's read is running: a new prompt or set does not replace it with a build
     int selected_ = -1, hovered_ = -1, link_ = -1;
     QHash<int, QString> readings_; ///< featureReadings by node, for the shown document
     QString pendingSelection_; ///< a session's selected node id, until a graph holding it is shown
