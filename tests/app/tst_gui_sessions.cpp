@@ -233,7 +233,7 @@ void TestGuiSessions::badValuesAreReportedAndTheRestRestored() {
                   {"panels", QJsonObject{{"logit-lens", QJsonObject{{"topK", 5000}, {"colouring", "rainbow"}}},
                                          {"embedding-space", QJsonObject{{"kind", "ov"}, {"layer", 7}, {"topK", 4}}},
                                          {"logit-attribution", QJsonObject{{"target", "#99999"}, {"measure", "norm"},
-                                                                           {"ablatedHeads", QJsonArray{QJsonArray{5, 0}}}}},
+                                                                           {"ablatedHeads", QJsonArray{QJsonValue(QJsonArray{5, 0})}}}},
                                          {"attention-by-hand", QJsonObject{{"X", QJsonArray{QJsonArray{1, 2}, QJsonArray{3}}}}},
                                          {"compare-models", "not an object"}}}};
     const QString file = writeSession(o, "badvalues.attnscope");

@@ -37,7 +37,7 @@ private slots:
     void freedBlocksAreReusedWithoutPageFaults() {
 #if !defined(__GLIBC__)
         QSKIP("glibc only");
-#elif defined(__SANITIZE_ADDRESS__)
+#elif defined(ATTNSCOPE_SANITIZE)
         QSKIP("AddressSanitizer's allocator replaces glibc malloc (and ignores mallopt)");
 #else
         const size_t bytes = size_t(64) << 20;

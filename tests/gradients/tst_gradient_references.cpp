@@ -84,9 +84,9 @@ private slots:
             metric.counterToken = mo["counter_token"].toInt(-1);
             metric.position = mo["position"].toInt();
             RowVector clean;
-            if (metric.kind == PatchingMetricKind::KL) clean = matrixFromJson(QJsonArray{mo["reference_logits"].toArray()}).row(0);
+            if (metric.kind == PatchingMetricKind::KL) clean = matrixFromJson(QJsonArray{QJsonValue(mo["reference_logits"].toArray())}).row(0);
             // the forward first: the last position's logits as PyTorch's float64 forward gives them
-            const RowVector refLogits = matrixFromJson(QJsonArray{mo["logits_last"].toArray()}).row(0);
+            const RowVector refLogits = matrixFromJson(QJsonArray{QJsonValue(mo["logits_last"].toArray())}).row(0);
             const RowVector logits = cache.logits.row(cache.logitRow(metric.position));
             QVERIFY2((logits - refLogits).cwiseAbs().maxCoeff() <= 1e-4f * (1 + refLogits.cwiseAbs().maxCoeff()), qPrintable(kind));
             for (const QJsonValue vv : mo["variants"].toArray()) {

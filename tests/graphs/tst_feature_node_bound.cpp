@@ -367,7 +367,7 @@ void TestFeatureNodeBound::refusesAGraphOverTheBudgetWithBothSizes() {
 }
 
 void TestFeatureNodeBound::theEstimateBoundsThePeakRss() {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(ATTNSCOPE_SANITIZE)
     QSKIP("AddressSanitizer's shadow memory and quarantine are in the RSS: the estimate is for a normal build");
 #endif
     if (peakRssMiB() <= 0) QSKIP("no /proc/self/status here: the peak RSS cannot be read");

@@ -37,7 +37,7 @@ QJsonObject smallGraph() {
     return QJsonObject{
         {"metadata", QJsonObject{{"slug", "small"}, {"scan", "demo"}, {"prompt", "a b c"}, {"prompt_tokens", QJsonArray{"<s>", " b", " c"}},
                                  {"node_threshold", 0.7}, {"transcoder_list", QJsonArray{"x"}}}},
-        {"qParams", QJsonObject{{"pinnedIds", QJsonArray{"0_17_1", "nowhere"}}, {"supernodes", QJsonArray{QJsonArray{"group", "0_17_1", "E_5_1"}}}}},
+        {"qParams", QJsonObject{{"pinnedIds", QJsonArray{"0_17_1", "nowhere"}}, {"supernodes", QJsonArray{QJsonValue(QJsonArray{"group", "0_17_1", "E_5_1"})}}}},
         {"nodes", QJsonArray{
                       QJsonObject{{"node_id", "E_5_1"}, {"feature", 1}, {"layer", "E"}, {"ctx_idx", 1}, {"feature_type", "embedding"}, {"influence", 0.2}},
                       QJsonObject{{"node_id", "0_17_1"}, {"feature", 17}, {"layer", "0"}, {"ctx_idx", 1}, {"feature_type", "cross layer transcoder"},

@@ -52,6 +52,37 @@ inline long lmin(long a, long b) { return a < b ? a : b; }
 inline long lmax(long a, long b) { return a > b ? a : b; }
 inline vf vmax(vf a, vf b) { return a > b ? a : b; }
 
+/// c + a·b per lane (a may be a broadcast float): one fused multiply-add where the instruction set has it (the x86
+/// avx2 and avx512 kernels), written out rather than left to the compiler's contraction of `c += a * b`, which GCC and
+/// Clang apply differently, and Clang not everywhere at -O1 under ASan: the packed and in-place paths of a product
+/// must give the same bits with either compiler. Elsewhere a * b + c as written (x86-64's portable SSE2 kernel: a
+/// multiply, then an add; arm64's NEON kernel: contracted, -ffp-contract=fast). Templates on the vector type, so that
+/// only this kernel's width is compiled.
+template <typename V = vf>
+inline V madd(V a, V b, V c) {
+#if defined(__FMA__) && defined(__x86_64__)
+    if constexpr (sizeof(V) == 64) {
+        return __builtin_bit_cast(V, _mm512_fmadd_ps(__builtin_bit_cast(__m512, a), __builtin_bit_cast(__m512, b), __builtin_bit_cast(__m512, c)));
+    } else if constexpr (sizeof(V) == 32) {
+        return __builtin_bit_cast(V, _mm256_fmadd_ps(__builtin_bit_cast(__m256, a), __builtin_bit_cast(__m256, b), __builtin_bit_cast(__m256, c)));
+    } else {
+        return __builtin_bit_cast(V, _mm_fmadd_ps(__builtin_bit_cast(__m128, a), __builtin_bit_cast(__m128, b), __builtin_bit_cast(__m128, c)));
+    }
+#else
+    return a * b + c;
+#endif
+}
+template <typename V = vf>
+inline V madd(float a, V b, V c) {
+#if defined(__FMA__) && defined(__x86_64__)
+    if constexpr (sizeof(V) == 64) return madd<V>(__builtin_bit_cast(V, _mm512_set1_ps(a)), b, c);
+    else if constexpr (sizeof(V) == 32) return madd<V>(__builtin_bit_cast(V, _mm256_set1_ps(a)), b, c);
+    else return madd<V>(__builtin_bit_cast(V, _mm_set1_ps(a)), b, c);
+#else
+    return a * b + c;
+#endif
+}
+
 /// Σ of the lanes in a fixed pairwise order (halves, quarters, …): the same bits for the same vector.
 inline float hsum(vf v) {
 #pragma GCC unroll 4
@@ -244,8 +275,8 @@ void microKernel(const float* __restrict a, const void* __restrict bRaw, long ld
 #pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {
             const float ar = a[k * MR + r];
-            acc0[r] += ar * b0;
-            acc1[r] += ar * b1;
+            acc0[r] = madd(ar, b0, acc0[r]);
+            acc1[r] = madd(ar, b1, acc1[r]);
         }
     }
 #pragma GCC unroll 16
@@ -512,7 +543,7 @@ void dotTile(const float* x, long ldx, long k, const void* wtRaw, long ldw, int 
         for (int j = 0; j < J; ++j) {
             const vf wv = E::load(w[j] + kk);
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) acc[r][j] += xv[r] * wv;
+            for (int r = 0; r < R; ++r) acc[r][j] = madd(xv[r], wv, acc[r][j]);
         }
     }
     if (kk < k) {
@@ -527,7 +558,7 @@ void dotTile(const float* x, long ldx, long k, const void* wtRaw, long ldw, int 
             for (long i = 0; i < n; ++i) wv[j][i] = E::scalar(w[j][kk + i]);
         }
         for (int j = 0; j < J; ++j)
-            for (int r = 0; r < R; ++r) acc[r][j] += xv[r] * wv[j];
+            for (int r = 0; r < R; ++r) acc[r][j] = madd(xv[r], wv[j], acc[r][j]);
     }
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < nj; ++j) y[r * ldy + j] = hsum(acc[r][j]);
@@ -682,7 +713,7 @@ float fmaChains(long iterations, float seed) {
     const vf a = splat(va), b = splat(vb);
     for (long it = 0; it < iterations; ++it) {
 #pragma GCC unroll 16
-        for (int i = 0; i < kFmaChains; ++i) acc[i] = acc[i] * a + b;
+        for (int i = 0; i < kFmaChains; ++i) acc[i] = madd(acc[i], a, b);
     }
     vf s{};
     for (int i = 0; i < kFmaChains; ++i) s += acc[i];
