@@ -764,7 +764,7 @@ QString writeRandomModel(const QString& size, const QString& parent, const QStri
 
 namespace attnscope {
 QJsonObject benchSae(int dIn, int dSae, int S, int k, int runs); // sae_bench.cpp
-QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs,
+QJsonObject benchGraph(const QString& dir, int dSae, int k, float jumpThreshold, int S, int maxFeatureNodes, int runs,
                        const QString& transcoderDir, const QString& pngPrefix); // graph_bench.cpp
 }
 
@@ -818,6 +818,9 @@ int main(int argc, char** argv) {
                                                                      "circuit-tracer set in BF16 (once; reused when its config.yaml is there) "
                                                                      "and open memory-mapped, as a user's file is. Without it they are "
                                                                      "float32 arrays the bench owns."), QStringLiteral("dir")});
+    p.addOption({QStringLiteral("graph-jumprelu"), QStringLiteral("--graph-only, with --graph-transcoders: JumpReLU transcoders (Gemma "
+                                                                  "Scope's kind) with this threshold for every feature instead of TopK; "
+                                                                  "2.63 lets about 70 of 16 384 fire per token."), QStringLiteral("theta")});
     p.addOption({QStringLiteral("graph-view-png"), QStringLiteral("--graph-only: save the Graph tab's pictures (the pruned graph and every "
                                                                   "visited feature) as PREFIX-pruned.png and PREFIX-all.png."), QStringLiteral("prefix")});
     p.addOption({QStringLiteral("list-kernels"), QStringLiteral("Print the compute kernels this CPU can run (for ATTNSCOPE_ISA), one per line, and exit.")});
@@ -874,6 +877,7 @@ int main(int argc, char** argv) {
                 std::printf("\n%s\n", qPrintable(dir));
                 rows[QDir(dir).dirName()] = benchGraph(dir, p.value(QStringLiteral("graph-d-sae")).toInt(),
                                                        p.value(QStringLiteral("graph-k")).toInt(),
+                                                       p.value(QStringLiteral("graph-jumprelu")).toFloat(),
                                                        p.value(QStringLiteral("graph-seq")).toInt(),
                                                        p.value(QStringLiteral("graph-max-feature-nodes")).toInt(),
                                                        p.isSet(QStringLiteral("runs")) ? runs : 1,

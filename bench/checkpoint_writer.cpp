@@ -19,8 +19,8 @@ namespace {
 struct TensorSpec {
     QString name;
     std::vector<qint64> shape;
-    enum Fill { Normal, Ones, Zeros } fill = Normal;
-    float stddev = 0.02f; ///< of Normal
+    enum Fill { Normal, Ones, Zeros, Constant } fill = Normal;
+    float stddev = 0.02f; ///< of Normal; the value of Constant
     qint64 count() const {
         qint64 n = 1;
         for (qint64 s : shape) n *= s;
@@ -56,7 +56,7 @@ std::vector<TensorSpec> gpt2Tensors(const Gpt2Shape& s) {
 void fill(const TensorSpec& t, float* out, unsigned seed) {
     const qint64 n = t.count();
     if (t.fill != TensorSpec::Normal) {
-        std::fill(out, out + n, t.fill == TensorSpec::Ones ? 1.0f : 0.0f);
+        std::fill(out, out + n, t.fill == TensorSpec::Ones ? 1.0f : t.fill == TensorSpec::Constant ? t.stddev : 0.0f);
         return;
     }
     // Chunks with their own generator, so the values do not depend on the thread count.
@@ -267,13 +267,15 @@ void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString
     writeSafetensors(d.filePath(QStringLiteral("model.safetensors")), llamaTensors(shape), "BF16", 2, seed);
 }
 
-void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int dTranscoder, int k, unsigned seed) {
+void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int dTranscoder, int k, float jumpThreshold, unsigned seed) {
     QDir d(dir);
     if (!d.mkpath(QStringLiteral("."))) throw InputError(QStringLiteral("%1: cannot create the folder").arg(dir));
-    QString yaml = QStringLiteral("# random TopK transcoders written by attnscope_bench (bench/checkpoint_writer.h)\n"
+    const bool jump = jumpThreshold > 0;
+    QString yaml = QStringLiteral("# random %1 transcoders written by attnscope_bench (bench/checkpoint_writer.h)\n"
                                   "model_name: attnscope-bench\nmodel_kind: transcoder_set\nscan: attnscope-bench/transcoders\n"
-                                  "feature_input_hook: ln2.hook_normalized\nfeature_output_hook: hook_mlp_out\n"
-                                  "activation: topk\nk: %1\ntranscoders:\n").arg(k);
+                                  "feature_input_hook: ln2.hook_normalized\nfeature_output_hook: hook_mlp_out\n")
+                       .arg(jump ? QStringLiteral("JumpReLU") : QStringLiteral("TopK"));
+    yaml += jump ? QStringLiteral("activation: jump_relu\ntranscoders:\n") : QStringLiteral("activation: topk\nk: %1\ntranscoders:\n").arg(k);
     for (int l = 0; l < nLayers; ++l) {
         const QString file = QStringLiteral("layer_%1.safetensors").arg(l);
         yaml += QStringLiteral("- %1\n").arg(file);
@@ -282,6 +284,7 @@ void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int d
         t.push_back({QStringLiteral("W_dec"), {dTranscoder, dModel}, TensorSpec::Normal, float(std::sqrt(1.0 / dTranscoder))});
         t.push_back({QStringLiteral("b_enc"), {dTranscoder}, TensorSpec::Normal, 0.01f});
         t.push_back({QStringLiteral("b_dec"), {dModel}, TensorSpec::Normal, 0.01f});
+        if (jump) t.push_back({QStringLiteral("activation_function.threshold"), {dTranscoder}, TensorSpec::Constant, jumpThreshold});
         writeSafetensors(d.filePath(file), t, "BF16", 2, seed + unsigned(l));
     }
     QFile f(d.filePath(QStringLiteral("config.yaml")));

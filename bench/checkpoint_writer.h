@@ -63,8 +63,12 @@ void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString
 /// transcoder_set, ln2.hook_normalized → hook_mlp_out, activation topk with `k`), every tensor BF16 as the published
 /// sets are: W_enc and W_dec [d_transcoder, d_model] N(0, 1/d_model) and N(0, 1/d_transcoder), b_enc and b_dec
 /// N(0, 0.01²). A layer file is 4·d_transcoder·d_model bytes; written tensor by tensor (memory of one tensor).
+/// With `jumpThreshold` > 0 the set is JumpReLU instead (activation jump_relu, `activation_function.threshold` = that
+/// value for every feature, as Gemma Scope's transcoders store one; k unused): on ln2.hook_normalized (norm √d_model)
+/// a pre-activation is about N(0, 1), so θ = 2.63 lets about 0.43 % of the features fire per token (70 of 16 384).
 /// Deterministic for a given seed. Throws InputError if a file cannot be written.
-void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int dTranscoder, int k, unsigned seed = 7);
+void writeRandomTranscoderSet(const QString& dir, int nLayers, int dModel, int dTranscoder, int k, float jumpThreshold = 0,
+                              unsigned seed = 7);
 
 } // namespace attnscope::bench
 

@@ -97,14 +97,18 @@ double median(std::vector<double> v) {
 
 } // namespace
 
-/// The graph rows on the model in `dir`, `runs` full runs (no warm-up: one run is tens of seconds), with random per-layer TopK transcoders (d_sae, k) and a random prompt of S
+/// The graph rows on the model in `dir`, `runs` full runs (no warm-up: one run is tens of seconds), with random per-layer TopK transcoders (d_sae, k;
+/// JumpReLU with threshold `jumpThreshold` when it is > 0, files only) and a random prompt of S
 /// tokens. `transcoderDir` empty: the transcoders are float32 arrays the bench owns (randomTranscoders); else they are
 /// written there as a circuit-tracer BF16 set (bench/checkpoint_writer.h; kept and reused when its config.yaml exists)
 /// and opened with openDictionaries, memory-mapped in their own dtype as a user's file is. Peak RSS is printed beside
 /// the set's size. Then the Graph tab on the graph (graph_view_bench.cpp), its pictures saved as `pngPrefix`-pruned.png and
 /// -all.png when `pngPrefix` is not empty.
-QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatureNodes, int runs, const QString& transcoderDir,
-                       const QString& pngPrefix) {
+QJsonObject benchGraph(const QString& dir, int dSae, int k, float jumpThreshold, int S, int maxFeatureNodes, int runs,
+                       const QString& transcoderDir, const QString& pngPrefix) {
+    const bool jump = jumpThreshold > 0;
+    if (jump && transcoderDir.isEmpty()) throw InputError(QStringLiteral("--graph-jumprelu goes with --graph-transcoders DIR"));
+    const QString coder = jump ? QStringLiteral("JumpReLU θ %1").arg(jumpThreshold) : QStringLiteral("k %1").arg(k);
     QJsonObject out;
     const std::shared_ptr<const Model> model = loadModel(dir);
     const ModelConfig& cfg = model->config();
@@ -119,13 +123,15 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatur
                     cfg.n_layers, dSae, tcBytes / 1048576.0);
     } else {
         const bool write = !QFileInfo::exists(QDir(transcoderDir).filePath(QStringLiteral("config.yaml")));
-        if (write) bench::writeRandomTranscoderSet(transcoderDir, cfg.n_layers, cfg.d_model, dSae, k);
+        if (write) bench::writeRandomTranscoderSet(transcoderDir, cfg.n_layers, cfg.d_model, dSae, k, jumpThreshold);
         const QString written = write ? QStringLiteral("written in %1 ms").arg(msSince(t), 0, 'f', 0) : QStringLiteral("written before");
         t.restart();
         set = openDictionaries(transcoderDir);
-        if (int(set.coders.size()) != cfg.n_layers || set.coders[0].d_sae != dSae || set.coders[0].k != k || set.coders[0].d_in != cfg.d_model)
-            throw InputError(QStringLiteral("%1: not a set of %2 layers × d_sae %3, k %4 (remove it to write a new one)")
-                                 .arg(transcoderDir).arg(cfg.n_layers).arg(dSae).arg(k));
+        const SparseCoder& c0 = set.coders[0];
+        if (int(set.coders.size()) != cfg.n_layers || c0.d_sae != dSae || c0.d_in != cfg.d_model ||
+            (jump ? c0.activation != FeatureActivation::JumpReLU : c0.k != k))
+            throw InputError(QStringLiteral("%1: not a set of %2 layers × d_sae %3, %4 (remove it to write a new one)")
+                                 .arg(transcoderDir).arg(cfg.n_layers).arg(dSae).arg(coder));
         for (const QFileInfo& f : QDir(transcoderDir).entryInfoList({QStringLiteral("*.safetensors")}, QDir::Files)) tcBytes += double(f.size());
         std::printf("  %-44s %10.1f ms  (%d layers × d_sae %d, %.0f MiB BF16 files, memory-mapped; %s)\n",
                     "open the transcoder set", msSince(t), cfg.n_layers, dSae, tcBytes / 1048576.0, qPrintable(written));
@@ -174,7 +180,7 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatur
         nodes = g.nNodes();
         features = g.nFeatures();
         active = g.nActiveFeatures;
-        estimateMiB = double(replacementModelBytes(cfg, S, qint64(dSae) * cfg.n_layers) +
+        estimateMiB = double(replacementModelBytes(cfg, S, qint64(dSae) * cfg.n_layers, largestEncoderBytes(set)) +
                              estimateGraphMemory(cfg, S, active, active, g.nNodes() - g.logitOffset, options).peak()) / 1048576.0;
         kept = pg.keptNodes();
         replacement = sc.replacement;
@@ -186,7 +192,7 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, int S, int maxFeatur
         rss.push_back(peakRssMiB());
         grown.push_back(rss.back() - before);
         std::printf("  %-44s %10.1f ms  (build %.0f, attribute %.0f, prune + scores %.0f)  peak RSS %6.0f MiB\n",
-                    qPrintable(QStringLiteral("graph S=%1 d_sae %2 k %3, run %4").arg(S).arg(dSae).arg(k).arg(r + 1)), b + a + p,
+                    qPrintable(QStringLiteral("graph S=%1 d_sae %2 %3, run %4").arg(S).arg(dSae).arg(coder).arg(r + 1)), b + a + p,
                     b, a, p, rss.back());
         std::fflush(stdout);
         last = std::move(g);

@@ -157,6 +157,7 @@ private slots:
     void progressNamesItsPhasesAndCancelStopsWithinABatch();
     void refusesAGraphOverTheBudgetWithBothSizes();
     void theEstimateBoundsThePeakRss();
+    void aMappedSetHandsItsPagesBack();
 
 private:
     std::shared_ptr<const Model> model_;
@@ -394,7 +395,7 @@ void TestFeatureNodeBound::theEstimateBoundsThePeakRss() {
             QCOMPARE(g.nActiveFeatures, cfg.n_layers * (T - 1) * 128);
             QCOMPARE(g.nFeatures(), 4000);
             QVERIFY(p.keptNodes() > 0 && s.completeness > 0);
-            estimate = double(replacementModelBytes(cfg, T, 2 * 4096) +
+            estimate = double(replacementModelBytes(cfg, T, 2 * 4096, largestEncoderBytes(set)) +
                               estimateGraphMemory(cfg, T, g.nActiveFeatures, g.nActiveFeatures, g.nNodes() - g.logitOffset, o).peak()) /
                        1048576.0;
         }
@@ -403,6 +404,57 @@ void TestFeatureNodeBound::theEstimateBoundsThePeakRss() {
         QVERIFY2(grown <= 1.1 * estimate, qPrintable(QStringLiteral("S = %1: %2 MiB against %3 MiB").arg(T).arg(grown).arg(estimate)));
         QVERIFY2(grown >= 0.6 * estimate, qPrintable(QStringLiteral("S = %1: %2 MiB against %3 MiB").arg(T).arg(grown).arg(estimate)));
     }
+}
+
+namespace {
+/// The resident KiB of this process's mapping that holds `p` (/proc/self/smaps "Rss:"), −1 when none is found.
+long mappingRssKiB(const void* p) {
+    QFile f(QStringLiteral("/proc/self/smaps"));
+    if (!f.open(QIODevice::ReadOnly)) return -1;
+    const quintptr at = reinterpret_cast<quintptr>(p);
+    bool inside = false;
+    for (const QByteArray& line : f.readAll().split('\n')) {
+        const int dash = line.indexOf('-'), space = line.indexOf(' ');
+        if (dash > 0 && space > dash && !line.startsWith("Rss")) { // a mapping's first line: "start-end perms …"
+            bool ok1 = false, ok2 = false;
+            const quintptr b = line.left(dash).toULongLong(&ok1, 16), e = line.mid(dash + 1, space - dash - 1).toULongLong(&ok2, 16);
+            if (ok1 && ok2) inside = b <= at && at < e;
+        } else if (inside && line.startsWith("Rss:")) {
+            return line.mid(4).trimmed().split(' ').first().toLong();
+        }
+    }
+    return -1;
+}
+} // namespace
+
+void TestFeatureNodeBound::aMappedSetHandsItsPagesBack() {
+#ifndef ATTNSCOPE_HAVE_YAML_CPP
+    QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
+#endif
+    // the demo's set opened from its files, memory-mapped: once its W_enc has been read whole (as an encode does), the
+    // mapping holds its pages; after the replacement model (encodeStreamed) and the graph (releaseDecoderPages) it holds
+    // neither W_enc's pages nor those around the decoder rows it read
+    const DictionarySet set = openDictionaries(sourceFile(QStringLiteral("resources/demo-features/transcoders")));
+    const SparseCoder& c = set.coders[0];
+    const long encKiB = long(c.W_enc.storedSpanBytes() / 1024);
+    QVERIFY2(encKiB >= 128, qPrintable(QString::number(encKiB)));
+    RowVector row(c.W_enc.cols);
+    for (int r = 0; r < c.W_enc.rows; ++r) c.W_enc.copyRow(r, row.data()); // every page of W_enc read
+    const long before = mappingRssKiB(c.W_enc.ptr);
+    if (before < 0) QSKIP("no /proc/self/smaps here");
+    QVERIFY2(before >= encKiB, qPrintable(QStringLiteral("%1 KiB resident of a %2 KiB W_enc").arg(before).arg(encKiB)));
+    const ReplacementModel rm = buildReplacementModel(*model_, set, tokens_);
+    const long afterBuild = mappingRssKiB(c.W_enc.ptr);
+    QVERIFY2(afterBuild < encKiB / 4, qPrintable(QStringLiteral("%1 KiB resident after the build (W_enc %2 KiB)").arg(afterBuild).arg(encKiB)));
+    const AttributionGraph g = attributeGraph(rm);
+    const long afterGraph = mappingRssKiB(c.W_enc.ptr);
+    QVERIFY2(afterGraph < encKiB / 4, qPrintable(QStringLiteral("%1 KiB resident after the graph (W_enc %2 KiB)").arg(afterGraph).arg(encKiB)));
+    QVERIFY(g.nFeatures() > 0);
+    // pages handed back are read again from the page cache with the file's bytes (not zeroed)
+    RowVector back(c.W_enc.cols);
+    c.W_enc.copyRow(c.W_enc.rows - 1, back.data());
+    QCOMPARE(double((back - row).cwiseAbs().maxCoeff()), 0.0);
+    QVERIFY(back.cwiseAbs().maxCoeff() > 0);
 }
 
 QTEST_GUILESS_MAIN(TestFeatureNodeBound)

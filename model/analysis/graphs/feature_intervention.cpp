@@ -80,7 +80,7 @@ std::shared_ptr<ForwardHooks> liveHooks(const ReplacementModel& rm, std::span<co
         const Matrix x = r->inputHook[size_t(layer)].site == HookSite::ResidMid ? state->residMid
                                                                                 : applyNorm(m.config(), state->residMid, w.ln2_w, w.ln2_b);
         if (!edits.empty() || state->record) {
-            Matrix f = encodeFeatures(r->transcoders->coders[size_t(layer)], x);
+            Matrix f = encodeStreamed(r->transcoders->coders[size_t(layer)], x);
             if (bos) f.row(0).setZero();
             if (!edits.empty()) {
                 Matrix& delta = state->deltas[size_t(layer)];

@@ -1,5 +1,7 @@
 #include "model/analysis/graphs/replacement_model.h"
 
+#include "model/core/file_mappings.h"
+
 #include "model/core/errors.h"
 #include "model/core/weight_gemm.h"
 #include "model/features/sparse_coder.h"
@@ -66,14 +68,20 @@ Vector normScale(const ModelConfig& cfg, const Matrix& x, const Weight& w, const
 
 } // namespace
 
-qint64 replacementModelBytes(const ModelConfig& cfg, int nPositions, qint64 dTranscoder) {
+qint64 largestEncoderBytes(const DictionarySet& set) {
+    qint64 most = 0;
+    for (const SparseCoder& c : set.coders) most = std::max(most, qint64(c.W_enc.storedSpanBytes()));
+    return most;
+}
+
+qint64 replacementModelBytes(const ModelConfig& cfg, int nPositions, qint64 dTranscoder, qint64 encoderLayerBytes) {
     ForwardOptions fo;
     fo.cacheHeadResults = false;
     const qint64 T = nPositions;
     // activations [pos, d_transcoder] per layer, and the encode's pre-activations of one layer (2 copies)
     const qint64 features = T * dTranscoder * 4 + 2 * T * (dTranscoder / std::max(cfg.n_layers, 1) + 1) * 4;
     const qint64 perLayer = 4 * T * cfg.d_model * 4 + 4 * T * 4; // errors, the input and its reconstruction; divisors
-    return estimateCacheBytes(cfg, nPositions, fo).totalWithoutHeadResults() + features + cfg.n_layers * perLayer;
+    return estimateCacheBytes(cfg, nPositions, fo).totalWithoutHeadResults() + features + cfg.n_layers * perLayer + encoderLayerBytes;
 }
 
 SparseCoder decoderInto(const ReplacementModel& rm, int source, int target) {
@@ -95,6 +103,26 @@ Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& 
     return out;
 }
 
+Matrix encodeStreamed(const SparseCoder& tc, const Matrix& x) {
+    Matrix f = encodeFeatures(tc, x);
+    dropMappedPages(tc.W_enc.ptr, tc.W_enc.storedSpanBytes());
+    return f;
+}
+
+void releaseDecoderPages(const DictionarySet& set, int layer) {
+    if (layer >= 0) {
+        if (set.crossLayerDecoders.empty()) dropMappedPages(set.coders[size_t(layer)].W_dec.ptr, set.coders[size_t(layer)].W_dec.storedSpanBytes());
+        return;
+    }
+    for (const SparseCoder& c : set.coders) dropMappedPages(c.W_dec.ptr, c.W_dec.storedSpanBytes());
+    for (const std::vector<Weight>& slices : set.crossLayerDecoders)
+        for (const Weight& w : slices) dropMappedPages(w.ptr, w.storedSpanBytes());
+}
+
+void releaseEncoderPages(const DictionarySet& set) {
+    for (const SparseCoder& c : set.coders) dropMappedPages(c.W_enc.ptr, c.W_enc.storedSpanBytes());
+}
+
 ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
                                        const Progress& progress) {
     const ModelConfig& cfg = model.config();
@@ -105,7 +133,7 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
     rm.tokens.assign(tokens.begin(), tokens.end());
     qint64 dTranscoder = 0;
     for (const SparseCoder& c : transcoders.coders) dTranscoder += c.d_sae;
-    const qint64 need = replacementModelBytes(cfg, int(tokens.size()), dTranscoder);
+    const qint64 need = replacementModelBytes(cfg, int(tokens.size()), dTranscoder, largestEncoderBytes(transcoders));
     requireWithinBudget(need, [&](const CacheBudget& budget) {
         return QStringLiteral("The replacement model of %1 positions (the clean run, and %2 transcoder activations per position) "
                               "needs %3, but the memory budget is %4 (%5). Shorten the prompt.")
@@ -122,9 +150,10 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
         const LayerCache& c = rm.clean.stored(l);
         const LayerWeights& w = model.layer(l);
         const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(l)]);
-        rm.activations.push_back(encodeFeatures(tc, x));
+        rm.activations.push_back(encodeStreamed(tc, x));
         if (bos) rm.activations.back().row(0).setZero(); // circuit-tracer zeroes the BOS position: its MLP output is a constant
         Matrix err = c.mlp_out - reconstructMlpOut(rm, rm.activations, l, x);
+        releaseDecoderPages(transcoders, l);
         if (bos) err.row(0).setZero();
         rm.errors.push_back(std::move(err));
         rm.ln1Scale.push_back(normScale(cfg, c.resid_pre, w.ln1_w, w.ln1_b));
@@ -132,6 +161,7 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
         rm.ln1PostScale.push_back(cfg.postNorms ? normScale(cfg, rm.clean.layer(l)->attn_out_pre_norm, w.ln1_post_w, Weight{}) : Vector());
     }
     rm.lnFinalScale = normScale(cfg, rm.clean.stored(cfg.n_layers - 1).resid_post, g.ln_final_w, g.ln_final_b);
+    releaseDecoderPages(transcoders, -1);
     return rm;
 }
 

@@ -48,10 +48,28 @@ SparseCoder decoderInto(const ReplacementModel& rm, int source, int target);
 /// layer's transcoder input [pos, d_model] (read by skip connections). [pos, d_model].
 Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& activations, int layer, const Matrix& x);
 
+/// encodeFeatures(tc, x) [pos, d_sae], then the pages of a memory-mapped W_enc handed back (dropMappedPages; the page
+/// cache keeps them): an encode reads all of W_enc once per prompt, so a set larger than memory (Llama-3.2-1B's
+/// 131 072 × 16 layers, 17 GB in BF16) is streamed with one layer's W_enc resident at a time, and the graph then
+/// maps again only the rows of the features it visits. Owned or in-memory weights are left as they are.
+Matrix encodeStreamed(const SparseCoder& tc, const Matrix& x);
+
+/// Hands back the pages of a memory-mapped W_dec that reading its rows mapped into the process (dropMappedPages): a
+/// decoder row read maps the pages around it too (the kernel's fault-around, 64 KiB), so the rows of a few thousand
+/// active features would hold gigabytes of a large set resident. `layer` ≥ 0: that layer's coder of a per-layer set
+/// (a cross-layer set's decoders are read by every layer above: nothing); −1: every decoder of the set.
+void releaseDecoderPages(const DictionarySet& set, int layer);
+/// Likewise the pages of every memory-mapped W_enc of `set` (after a graph has read its targets' encoder rows).
+void releaseEncoderPages(const DictionarySet& set);
+
 /// Bytes buildReplacementModel allocates: the clean run's cache (without head results; logits at every position),
-/// the activations [layer] [pos, d_transcoder] and their encoding's pre-activations, the errors and divisors.
+/// the activations [layer] [pos, d_transcoder] and their encoding's pre-activations, the errors and divisors, and
+/// `encoderLayerBytes`: the largest layer's W_enc as stored, which a memory-mapped set holds resident while that layer
+/// is encoded (encodeStreamed; for a set in memory it is already resident: counted anyway, an upper bound).
 /// `dTranscoder`: Σ over layers of d_transcoder.
-qint64 replacementModelBytes(const ModelConfig& cfg, int nPositions, qint64 dTranscoder);
+qint64 replacementModelBytes(const ModelConfig& cfg, int nPositions, qint64 dTranscoder, qint64 encoderLayerBytes = 0);
+/// The largest W_enc of `set`'s coders in stored bytes (replacementModelBytes' encoderLayerBytes).
+qint64 largestEncoderBytes(const DictionarySet& set);
 
 /// Runs the clean forward on `tokens` and builds the replacement model with `transcoders`, a set with one
 /// transcoder per layer reading ln2.hook_normalized (mlp.hook_in) or hook_resid_mid and writing hook_mlp_out, or a
