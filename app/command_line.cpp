@@ -25,6 +25,15 @@ bool argvIsHeadless(int argc, char** argv) {
     return false;
 }
 
+bool displayAvailable() {
+#if defined(Q_OS_LINUX)
+    return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
+           !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+#else
+    return true;
+#endif
+}
+
 namespace {
 
 /// The feature-contexts options (--feature-contexts, --merge, --contexts-db with --feature), their shard parsed

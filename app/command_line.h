@@ -161,4 +161,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
 /// Cheap pre-check on raw argv, before any QApplication exists: does it ask for headless work?
 bool argvIsHeadless(int argc, char** argv);
 
+/// Whether a window can open: on Linux a display is named (DISPLAY or WAYLAND_DISPLAY) or a Qt platform is chosen
+/// (QT_QPA_PLATFORM); elsewhere always. Without one, Qt's xcb plugin would abort the process.
+bool displayAvailable();
+
 } // namespace attnscope

@@ -403,11 +403,13 @@ int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextS
 }
 
 /// --open-graph FILE, no model: the file's summary ("graph_file"), the file written back, the figure as the Graph tab
-/// draws it (pins and supernodes).
+/// draws it (pins and supernodes); with none of them (no display for the window), the summary on stdout.
 int runOpenGraphCommand(const CommandLine& cmd, QTextStream& out) {
     for (const QString& path : {cmd.dumpJson, cmd.graphJson, cmd.exportDir})
         if (QString e = path.isEmpty() ? QString() : refuseOverwrite(path, cmd.force); !e.isEmpty()) throw InputError(e);
     const auto doc = std::make_shared<const GraphDocument>(readGraphFile(cmd.openGraph));
+    if (cmd.dumpJson.isEmpty() && cmd.graphJson.isEmpty() && cmd.exportDir.isEmpty())
+        out << QJsonDocument(QJsonObject{{"graph_file", graphFileSummary(*doc)}}).toJson(QJsonDocument::Compact) << "\n";
     if (!cmd.dumpJson.isEmpty()) {
         QString error;
         if (!writeJsonFile(QJsonObject{{"graph_file", graphFileSummary(*doc)}}, cmd.dumpJson, &error)) throw InputError(error);

@@ -18,8 +18,9 @@
 
 int main(int argc, char** argv) {
     attnscope::keepFreedMemoryForReuse(); // the next forward reuses the last cache's pages
-    const bool headless = attnscope::argvIsHeadless(argc, argv);
-    if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    const bool headless = attnscope::argvIsHeadless(argc, argv), display = attnscope::displayAvailable();
+    // headless work, and a window asked for with no display to open it on (said below), run offscreen
+    if ((headless || !display) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("AttnScope"));
     QApplication::setOrganizationName(QStringLiteral("AttnScope"));
@@ -49,6 +50,15 @@ int main(int argc, char** argv) {
     }
     if (!cmd.screenshot.isEmpty()) return attnscope::runScreenshot(cmd, out, err);
     if (cmd.isHeadless()) return attnscope::runHeadless(cmd, out, err);
+    if (!display) {
+        err << "attnscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); ";
+        if (cmd.openGraph.isEmpty()) {
+            err << "headless work (--export, --dump-json, …) needs none: see attnscope --help\n";
+            return 1;
+        }
+        err << "the file's summary follows; --dump-json, --graph-json and --export write it, the file and its figure\n";
+        return attnscope::runHeadless(cmd, out, err);
+    }
 
     attnscope::MainWindow window;
     window.show();

@@ -318,6 +318,18 @@ void TestCliGraph::openGraphFileOfTheDemo() {
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QByteArray text = f.readAll();
     QVERIFY(text.contains("<svg") && text.count("<path") > 20);
+    // --open-graph FILE alone with no display (runCli unsets DISPLAY, WAYLAND_DISPLAY and QT_QPA_PLATFORM): not Qt's
+    // abort, but the summary --dump-json writes, on stdout, and why there is no window
+    const CliRun alone = runCli(attnscope::test::attnscopeExe(), {"--open-graph", file});
+    QVERIFY2(alone.exitCode == 0, qPrintable(alone.err));
+    QVERIFY2(alone.err.contains(QStringLiteral("attnscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+                                               "the file's summary follows")), qPrintable(alone.err));
+    QCOMPARE(QJsonDocument::fromJson(alone.out.toUtf8()).object().value("graph_file").toObject(),
+             readJsonObject(out.filePath(QStringLiteral("graph-file.json"))).value("graph_file").toObject());
+    const CliRun noWindow = runCli(attnscope::test::attnscopeExe(), {});
+    QCOMPARE(noWindow.exitCode, 1);
+    QVERIFY2(noWindow.err.contains(QStringLiteral("attnscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); "
+                                                "headless work (--export, --dump-json, …) needs none")), qPrintable(noWindow.err));
     // --open-graph FILE alone opens the window with the file in the Graph tab: its picture at 1280 × 800
     const QString shot = out.filePath(QStringLiteral("window.png"));
     const CliRun w = runCli(attnscope::test::attnscopeExe(), {"--open-graph", file, "--screenshot", "graphs", "--out", shot, "--width", "1280",

@@ -15,6 +15,7 @@ CliRun runCli(const QString& executable, const QStringList& args) {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.remove("QT_QPA_PLATFORM"); // the CLI must choose offscreen by itself
     env.remove("DISPLAY");
+    env.remove("WAYLAND_DISPLAY");
     p.setProcessEnvironment(env);
     QElapsedTimer timer;
     timer.start();
