@@ -168,7 +168,6 @@ std::vector<LayerSources> featureSources(const ReplacementModel& rm, const Attri
         s.begin[size_t(T)] = int(s.node.size());
         releaseDecoderPages(*rm.transcoders, l); // the rows are copied: a mapped W_dec's pages go back
     }
-    releaseDecoderPages(*rm.transcoders, -1);
     return sources;
 }
 
@@ -300,6 +299,7 @@ public:
             for (size_t i = first; i < features.size() && gr_.nodes[size_t(features[i])].layer == layer && int(nodes.size()) < perBatch_; ++i)
                 nodes.push_back(features[i]);
             run(nodes, rowOf, phase);
+            releaseEncoderPages(*rm_.transcoders, layer); // the targets' encoder rows mapped the pages around them
             first += nodes.size();
         }
     }
@@ -364,10 +364,6 @@ void packVisited(AttributionGraph& gr, StoredRows& R, const std::vector<char>& v
 } // namespace
 
 AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOptions& options, const Progress& progress) {
-    struct ReleaseEncoders { // the visited features' encoder rows (the targets) mapped the pages around them: handed back
-        const DictionarySet& set;
-        ~ReleaseEncoders() { releaseEncoderPages(set); }
-    } releaseEncoders{*rm.transcoders};
     const ModelConfig& cfg = rm.model->config();
     const int T = rm.nPositions(), nL = cfg.n_layers;
     AttributionGraph gr;

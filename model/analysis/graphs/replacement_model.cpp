@@ -110,17 +110,18 @@ Matrix encodeStreamed(const SparseCoder& tc, const Matrix& x) {
 }
 
 void releaseDecoderPages(const DictionarySet& set, int layer) {
-    if (layer >= 0) {
-        if (set.crossLayerDecoders.empty()) dropMappedPages(set.coders[size_t(layer)].W_dec.ptr, set.coders[size_t(layer)].W_dec.storedSpanBytes());
-        return;
+    if (set.crossLayerDecoders.empty()) {
+        const Weight& w = set.coders[size_t(layer)].W_dec;
+        dropMappedPages(w.ptr, w.storedSpanBytes());
+    } else if (layer == int(set.coders.size()) - 1) {
+        for (const std::vector<Weight>& slices : set.crossLayerDecoders)
+            for (const Weight& w : slices) dropMappedPages(w.ptr, w.storedSpanBytes());
     }
-    for (const SparseCoder& c : set.coders) dropMappedPages(c.W_dec.ptr, c.W_dec.storedSpanBytes());
-    for (const std::vector<Weight>& slices : set.crossLayerDecoders)
-        for (const Weight& w : slices) dropMappedPages(w.ptr, w.storedSpanBytes());
 }
 
-void releaseEncoderPages(const DictionarySet& set) {
-    for (const SparseCoder& c : set.coders) dropMappedPages(c.W_enc.ptr, c.W_enc.storedSpanBytes());
+void releaseEncoderPages(const DictionarySet& set, int layer) {
+    const Weight& w = set.coders[size_t(layer)].W_enc;
+    dropMappedPages(w.ptr, w.storedSpanBytes());
 }
 
 ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& transcoders, std::span<const int> tokens,
@@ -161,7 +162,6 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
         rm.ln1PostScale.push_back(cfg.postNorms ? normScale(cfg, rm.clean.layer(l)->attn_out_pre_norm, w.ln1_post_w, Weight{}) : Vector());
     }
     rm.lnFinalScale = normScale(cfg, rm.clean.stored(cfg.n_layers - 1).resid_post, g.ln_final_w, g.ln_final_b);
-    releaseDecoderPages(transcoders, -1);
     return rm;
 }
 

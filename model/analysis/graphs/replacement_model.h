@@ -54,13 +54,14 @@ Matrix reconstructMlpOut(const ReplacementModel& rm, const std::vector<Matrix>& 
 /// maps again only the rows of the features it visits. Owned or in-memory weights are left as they are.
 Matrix encodeStreamed(const SparseCoder& tc, const Matrix& x);
 
-/// Hands back the pages of a memory-mapped W_dec that reading its rows mapped into the process (dropMappedPages): a
-/// decoder row read maps the pages around it too (the kernel's fault-around, 64 KiB), so the rows of a few thousand
-/// active features would hold gigabytes of a large set resident. `layer` ≥ 0: that layer's coder of a per-layer set
-/// (a cross-layer set's decoders are read by every layer above: nothing); −1: every decoder of the set.
+/// Hands back the pages of a memory-mapped W_dec that reading its rows mapped into the process (dropMappedPages), once
+/// layer `layer`'s output has been read from the decoders: a decoder row read maps the pages around it too (the
+/// kernel's fault-around, 64 KiB), so the rows of a few thousand active features would hold gigabytes of a large set
+/// resident. A per-layer set: that layer's W_dec. A cross-layer set, whose decoders every layer above theirs reads:
+/// all of them, at the last layer.
 void releaseDecoderPages(const DictionarySet& set, int layer);
-/// Likewise the pages of every memory-mapped W_enc of `set` (after a graph has read its targets' encoder rows).
-void releaseEncoderPages(const DictionarySet& set);
+/// Likewise the pages of layer `layer`'s W_enc, once a batch of graph targets has read its encoder rows.
+void releaseEncoderPages(const DictionarySet& set, int layer);
 
 /// Bytes buildReplacementModel allocates: the clean run's cache (without head results; logits at every position),
 /// the activations [layer] [pos, d_transcoder] and their encoding's pre-activations, the errors and divisors, and
