@@ -24,18 +24,26 @@ Two shortcuts that keep the arithmetic and make the peer faster and leaner: q, k
 computed under no_grad (their outputs are detached in circuit-tracer anyway, so no gradient passes there; this
 only spares autograd's saved tensors).
 
-  bench/torch_graph.py MODEL_DIR [--d-sae 24576] [--k 64] [--seq 16] [--batch-size 512] [--max-feature-nodes 7500] [--runs 1]
+  bench/torch_graph.py MODEL_DIR [--d-sae 24576] [--k 64] [--seq 16] [--batch-size 512] [--max-feature-nodes 7500]
+                      [--update-interval 4] [--transcoders DIR] [--runs 1]
   bench/torch_graph.py --demo      the demo model and its bundled transcoders: the adjacency against
                                    tests/data/graphs/demo_graph_adjacency.npy (the float64 reference)
 
-MODEL_DIR: a random checkpoint of attnscope_bench --write-models (GPT-2 or Llama layout). The transcoders are random
-(uniform with the variance of N(0, 1/fan_in)), generated here with the shapes of attnscope_bench's. Run with
+MODEL_DIR: a random checkpoint of attnscope_bench --write-models (GPT-2, Llama or Gemma 2 layout: (1 + w) norms, the
+embedding · √d_model, the post-attention and post-MLP norms with their scales detached, GeGLU, query_pre_attn_scalar,
+the attention soft-cap inside the detached pattern, the final soft-cap on the probabilities). The transcoders are
+random (uniform with the variance of N(0, 1/fan_in)), generated here with the shapes of attnscope_bench's, or, with
+--transcoders DIR, the very files attnscope_bench --graph-transcoders DIR wrote (TopK or JumpReLU, BF16), read lazily
+as circuit-tracer's lazy_encoder / lazy_decoder read them: one layer's W_enc upcast for its encode, then only the
+active features' rows. The visiting queues are update_interval × batch_size features (attnscope_bench's are 1 024). Run with
 Debian's /usr/bin/python3 (python3-torch) and OPENBLAS_CORETYPE / ATEN_CPU_CAPABILITY for the kernel compared.
 Prints JSON: seconds per phase and peak RSS."""
 import argparse
 import json
 import math
+import mmap
 import os
+import struct
 import sys
 import time
 
@@ -55,7 +63,12 @@ class Model:
 
     def __init__(self, cfg, t):
         self.t = t
-        self.llama = cfg.get("model_type") in ("llama", "mistral", "qwen2")
+        self.gemma = cfg.get("model_type") == "gemma2"
+        self.llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "gemma2")
+        self.score_scale = 1.0 / math.sqrt(cfg.get("query_pre_attn_scalar", 0) or 1)  # set below for the others
+        self.attn_cap = cfg.get("attn_logit_softcapping") if self.gemma else None
+        self.final_cap = cfg.get("final_logit_softcapping") if self.gemma else None
+        self.window = cfg.get("sliding_window") if self.gemma else None
         if self.llama:
             self.L, self.H, self.D = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["hidden_size"]
             self.KV = cfg.get("num_key_value_heads", self.H)
@@ -73,6 +86,8 @@ class Model:
                 inv = torch.where((wl >= old / hi) & (wl <= old / lo), (1 - smooth) * scaled / f + smooth * scaled, scaled)
             self.inv_freq = inv.float()
             self.bos = cfg.get("bos_token_id", 0)
+            if not self.gemma:
+                self.score_scale = 1.0 / math.sqrt(self.dh)
         else:
             self.L, self.H, self.D = cfg["n_layer"], cfg["n_head"], cfg["n_embd"]
             self.KV, self.dh = self.H, self.D // self.H
@@ -80,11 +95,12 @@ class Model:
             self.W_E = t["wte.weight"]
             self.W_U = self.W_E.T
             self.bos = cfg.get("bos_token_id", 50256)
+            self.score_scale = 1.0 / math.sqrt(self.dh)
 
     def norm(self, x, w, b):
         """LayerNorm / RMSNorm with its scale detached (hook_scale stop-gradient)."""
         if self.llama:
-            return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps).detach() * w
+            return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps).detach() * ((1.0 + w) if self.gemma else w)
         x = x - x.mean(-1, keepdim=True)
         return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps).detach() * w + b
 
@@ -92,6 +108,14 @@ class Model:
         t = self.t
         if self.llama:
             p = f"model.layers.{l}."
+            if self.gemma:  # sandwich norms: post-attention and post-MLP RMSNorms, the MLP's input pre_feedforward
+                return {"ln1": (t[p + "input_layernorm.weight"], None), "ln2": (t[p + "pre_feedforward_layernorm.weight"], None),
+                        "ln1_post": (t[p + "post_attention_layernorm.weight"], None),
+                        "ln2_post": (t[p + "post_feedforward_layernorm.weight"], None),
+                        "q": t[p + "self_attn.q_proj.weight"].T, "k": t[p + "self_attn.k_proj.weight"].T,
+                        "v": t[p + "self_attn.v_proj.weight"].T, "o": t[p + "self_attn.o_proj.weight"].T,
+                        "gate": t[p + "mlp.gate_proj.weight"].T, "up": t[p + "mlp.up_proj.weight"].T,
+                        "down": t[p + "mlp.down_proj.weight"].T, "sliding": l % 2 == 0}
             return {"ln1": (t[p + "input_layernorm.weight"], None), "ln2": (t[p + "post_attention_layernorm.weight"], None),
                     "q": t[p + "self_attn.q_proj.weight"].T, "k": t[p + "self_attn.k_proj.weight"].T,
                     "v": t[p + "self_attn.v_proj.weight"].T, "o": t[p + "self_attn.o_proj.weight"].T,
@@ -124,8 +148,13 @@ class Model:
                 rot = lambda x: x * cos + torch.cat((-x[..., self.dh // 2:], x[..., :self.dh // 2]), -1) * sin  # noqa: E731
                 q, k = rot(q), rot(k)
                 k = k.repeat_interleave(self.H // self.KV, dim=1)
-            s = (q @ k.transpose(-1, -2)) / math.sqrt(self.dh)
-            s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+            s = (q @ k.transpose(-1, -2)) * self.score_scale
+            if self.attn_cap:  # Gemma 2's attention soft-cap
+                s = self.attn_cap * torch.tanh(s / self.attn_cap)
+            mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+            if self.window and w.get("sliding"):  # even layers: query i sees keys i − window < j ≤ i
+                mask |= torch.tril(torch.ones(T, T, dtype=torch.bool), -self.window)
+            s = s.masked_fill(mask, float("-inf"))
             pattern = s.softmax(-1)
         v = h @ w["v"]
         if not self.llama:
@@ -135,9 +164,14 @@ class Model:
             v = v.repeat_interleave(self.H // self.KV, dim=1)
         z = (pattern @ v).transpose(1, 2).reshape(B, T, self.H * self.dh)
         out = z @ w["o"]
+        if self.gemma:
+            return self.norm(out, *w["ln1_post"])
         return out if self.llama else out + w["bo"]
 
     def mlp(self, h, w):
+        if self.gemma:  # GeGLU (gelu_pytorch_tanh), then the post-MLP norm: hook_mlp_out is after it
+            return self.norm((torch.nn.functional.gelu(h @ w["gate"], approximate="tanh") * (h @ w["up"])) @ w["down"],
+                             *w["ln2_post"])
         if self.llama:
             return (torch.nn.functional.silu(h @ w["gate"]) * (h @ w["up"])) @ w["down"]
         return torch.nn.functional.gelu(torch.addmm(w["bfc"], h.reshape(-1, self.D), w["fc"]), approximate="tanh").matmul(
@@ -152,6 +186,8 @@ class Model:
         Returns the MLP inputs and outputs (clean, for the setup) when no hooks are given."""
         B, T = ids.shape
         embed = self.W_E[ids]
+        if self.gemma:  # Gemma2Model's normalizer, in the weights' dtype (float32 here)
+            embed = embed * torch.tensor(math.sqrt(self.D), dtype=embed.dtype)
         if embed_hook is not None:
             embed = embed.detach().requires_grad_(True)  # hook_embed's enable_gradient
             embed.register_hook(embed_hook)
@@ -180,18 +216,96 @@ class Model:
 
 # ---------------------------------------------------------------- transcoders
 
-def random_transcoders(L, D, d_sae, seed=1):
+class OwnedTranscoders:
+    """Per-layer transcoders held as float32 tensors: dicts of W_enc [d_sae, d_model], W_dec [d_sae, d_model],
+    b_enc, b_dec and, for JumpReLU, threshold."""
+
+    def __init__(self, layers, k=None):
+        self.layers, self.k = layers, k
+
+    def __len__(self):
+        return len(self.layers)
+
+    def encoder(self, l):
+        return self.layers[l]["W_enc"], self.layers[l]["b_enc"], self.layers[l].get("threshold")
+
+    def rows(self, l, name, idx):
+        return self.layers[l][name][idx]
+
+    def b_dec(self, l):
+        return self.layers[l]["b_dec"]
+
+
+def random_transcoders(L, D, d_sae, k, seed=1):
     g = torch.Generator().manual_seed(seed)
     u = lambda shape, a: (torch.rand(shape, generator=g) * 2 - 1) * a  # noqa: E731
-    return [{"W_enc": u((d_sae, D), math.sqrt(3.0 / D)), "W_dec": u((d_sae, D), math.sqrt(3.0 / d_sae)),
-             "b_enc": u((d_sae,), 0.01), "b_dec": u((D,), 0.01)} for _ in range(L)]
+    return OwnedTranscoders([{"W_enc": u((d_sae, D), math.sqrt(3.0 / D)), "W_dec": u((d_sae, D), math.sqrt(3.0 / d_sae)),
+                              "b_enc": u((d_sae,), 0.01), "b_dec": u((D,), 0.01)} for _ in range(L)], k)
 
 
-def encode(tc, x, k):
-    pre = x @ tc["W_enc"].T + tc["b_enc"]
-    if k is None:
+class FileTranscoders:
+    """A circuit-tracer transcoder folder (config.yaml, one safetensors per layer: W_enc and W_dec [d_sae, d_model],
+    b_enc, b_dec, activation_function.threshold for JumpReLU), memory-mapped and read lazily as circuit-tracer's
+    TranscoderSet does with lazy_encoder / lazy_decoder: a layer's W_enc is upcast to float32 for its encode and
+    dropped, and only the active features' rows of W_dec and W_enc are read. BF16 rows are upcast to float32."""
+
+    def __init__(self, folder):
+        import re
+        with open(os.path.join(folder, "config.yaml")) as f:
+            text = f.read()
+        self.files = [os.path.join(folder, n) for n in re.findall(r"^- (\S+\.safetensors)$", text, re.M)]
+        act = re.search(r"^activation: (\S+)$", text, re.M)
+        k = re.search(r"^k: (\d+)$", text, re.M)
+        self.jump = act is not None and act.group(1) == "jump_relu"
+        self.k = None if self.jump or k is None else int(k.group(1))
+        self.maps = []
+        for path in self.files:
+            with open(path, "rb") as f:
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            n = struct.unpack("<Q", buf[:8])[0]
+            self.maps.append((buf, json.loads(bytes(buf[8:8 + n])), 8 + n))
+
+    def __len__(self):
+        return len(self.files)
+
+    def _array(self, l, name):
+        import numpy as np
+        buf, header, base = self.maps[l]
+        info = header[name]
+        a, b = info["data_offsets"]
+        dt = {"BF16": np.int16, "F16": np.float16, "F32": np.float32}[info["dtype"]]
+        arr = np.frombuffer(buf, dtype=dt, count=(b - a) // np.dtype(dt).itemsize, offset=base + a)
+        return arr.reshape(info["shape"]), info["dtype"]
+
+    @staticmethod
+    def _float(arr, dtype):
+        import numpy as np
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+        return t.view(torch.bfloat16).float() if dtype == "BF16" else t.float()
+
+    def encoder(self, l):
+        get = lambda n: self._float(*self._array(l, n))  # noqa: E731
+        return get("W_enc"), get("b_enc"), get("activation_function.threshold") if self.jump else None
+
+    def rows(self, l, name, idx):
+        arr, dtype = self._array(l, name)
+        return self._float(arr[idx.numpy()], dtype)
+
+    def b_dec(self, l):
+        return self._float(*self._array(l, "b_dec"))
+
+
+def encode(tcs, l, x):
+    """One layer's activations [T, d_sae]: ReLU (the demo), circuit-tracer's TopK (the k largest, no ReLU) or
+    JumpReLU (x · (x > threshold))."""
+    W_enc, b_enc, threshold = tcs.encoder(l)
+    pre = x @ W_enc.T + b_enc
+    del W_enc
+    if threshold is not None:
+        return pre * (pre > threshold)
+    if tcs.k is None:
         return pre.relu()
-    v, i = torch.topk(pre, k, dim=-1)  # circuit-tracer's TopK: the k largest, no ReLU
+    v, i = torch.topk(pre, tcs.k, dim=-1)
     return torch.zeros_like(pre).scatter_(-1, i, v)
 
 
@@ -281,25 +395,32 @@ def compute_partial_influences(edge_matrix, logit_p, row_to_node_index, max_iter
     return influences
 
 
-def attribute(m, tcs, ids, k, batch_size, phases, max_feature_nodes=None, update_interval=4):
+def attribute(m, tcs, ids, batch_size, phases, max_feature_nodes=None, update_interval=4):
     T, L = len(ids), m.L
     t0 = time.perf_counter()
     with torch.no_grad():  # setup_attribution
         ins, outs, xf = m.forward(ids[None])
-        acts = torch.stack([encode(tcs[l], ins[l][0], k) for l in range(L)])  # [L, T, d_sae]
+        acts = torch.stack([encode(tcs, l, ins[l][0]) for l in range(L)])  # [L, T, d_sae]
         if ids[0] == m.bos:
             acts[:, 0] = 0
-        recon = torch.stack([acts[l] @ tcs[l]["W_dec"] + tcs[l]["b_dec"] for l in range(L)])
+        am = acts.to_sparse()
+        del acts
+        f_layer, f_pos, f_id = am.indices()
+        f_act = am.values()
+        dec_rows = [tcs.rows(l, "W_dec", f_id[f_layer == l]) for l in range(L)]  # the active rows only (sparse decode)
+        recon = torch.stack([torch.zeros(T, m.D).index_add_(0, f_pos[f_layer == l], dec_rows[l] * f_act[f_layer == l, None])
+                             + tcs.b_dec(l) for l in range(L)])
         errors = torch.stack([outs[l][0] for l in range(L)]) - recon
         if ids[0] == m.bos:
             errors[:, 0] = 0
-        am = acts.to_sparse()
-        f_layer, f_pos, f_id = am.indices()
-        f_act = am.values()
-        decoder_vecs = torch.cat([tcs[l]["W_dec"][f_id[f_layer == l]] for l in range(L)]) * f_act[:, None]
-        encoder_vecs = torch.cat([tcs[l]["W_enc"][f_id[f_layer == l]] for l in range(L)])
-        token_vecs = m.W_E[ids]
-        probs = (xf[0, -1] @ m.W_U).softmax(-1)
+        decoder_vecs = torch.cat(dec_rows) * f_act[:, None]
+        del dec_rows
+        encoder_vecs = torch.cat([tcs.rows(l, "W_enc", f_id[f_layer == l]) for l in range(L)])
+        token_vecs = m.W_E[ids] * (math.sqrt(m.D) if m.gemma else 1.0)
+        logits = xf[0, -1] @ m.W_U
+        if m.final_cap:  # Gemma 2's final soft-cap, on the probabilities only
+            logits = m.final_cap * torch.tanh(logits / m.final_cap)
+        probs = logits.softmax(-1)
         top_p, top_idx = torch.topk(probs, 10)
         cut = int(torch.searchsorted(torch.cumsum(top_p, 0), 0.95)) + 1
         top_p, top_idx = top_p[:cut], top_idx[:cut]
@@ -403,10 +524,10 @@ def attribute(m, tcs, ids, k, batch_size, phases, max_feature_nodes=None, update
     return adj, top_p, max_nodes, (f_layer[selected], f_pos[selected], f_id[selected])
 
 
-def run(m, tcs, ids, k, batch_size, max_feature_nodes=None):
+def run(m, tcs, ids, batch_size, max_feature_nodes=None, update_interval=4):
     phases = {}
     t0 = time.perf_counter()
-    adj, top_p, n_feat, feats = attribute(m, tcs, ids, k, batch_size, phases, max_feature_nodes)
+    adj, top_p, n_feat, feats = attribute(m, tcs, ids, batch_size, phases, max_feature_nodes, update_interval)
     t1 = time.perf_counter()
     T, L = len(ids), m.L
     node_mask, edge_mask, _ = prune_graph(adj, top_p, T, n_feat)
@@ -425,11 +546,11 @@ def demo_check(root):
     cfg, t = load_model(os.path.join(root, "resources", "demo"))
     m = Model(cfg, t)
     tc_dir = os.path.join(root, "resources", "demo-features", "transcoders")
-    tcs = [demo.read_safetensors(os.path.join(tc_dir, f"layer_{l}.safetensors")) for l in range(m.L)]
+    tcs = OwnedTranscoders([demo.read_safetensors(os.path.join(tc_dir, f"layer_{l}.safetensors")) for l in range(m.L)])
     with open(os.path.join(root, "tests", "data", "graphs", "demo_graph_reference.json")) as f:
         ref = json.load(f)
     ids = torch.tensor(ref["token_ids"])
-    phases, adj, _ = run(m, tcs, ids, None, 512)
+    phases, adj, _ = run(m, tcs, ids, 512)
     want = torch.from_numpy(np.load(os.path.join(root, "tests", "data", "graphs", "demo_graph_adjacency.npy")))
     assert adj.shape == want.shape, (adj.shape, want.shape)
     err = float((adj - want).abs().max() / want.abs().max())
@@ -447,6 +568,10 @@ def main():
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--batch-size", type=int, default=512)
     ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--update-interval", type=int, default=4,
+                    help="batches per partial-influence ranking (circuit-tracer's update_interval); 8 with --batch-size 128")
+    ap.add_argument("--transcoders", help="attnscope_bench's --graph-transcoders folder (BF16 files, TopK or JumpReLU), "
+                                          "read lazily; without it, random float32 TopK transcoders of --d-sae and --k")
     ap.add_argument("--max-feature-nodes", type=int, default=7500,
                     help="circuit-tracer's max_feature_nodes (0: every active feature); with --batch-size 256 the "
                          "visiting queues (update_interval 4 x batch_size) are attnscope_bench's")
@@ -456,21 +581,27 @@ def main():
         return
     cfg, t = load_model(a.model, mapped=True)
     m = Model(cfg, t)
-    tcs = random_transcoders(m.L, m.D, a.d_sae)
+    if a.transcoders:
+        tcs = FileTranscoders(a.transcoders)
+        if len(tcs) != m.L:
+            raise SystemExit(f"{a.transcoders}: {len(tcs)} transcoders for {m.L} layers")
+    else:
+        tcs = random_transcoders(m.L, m.D, a.d_sae, a.k)
     g = torch.Generator().manual_seed(a.seq)
     ids = torch.randint(0, min(m.W_E.shape[0], 50257), (a.seq,), generator=g)
     ids[0] = m.bos
     out = []
     for _ in range(a.runs):
         reset_peak_rss()
-        phases, adj, _ = run(m, tcs, ids, a.k, a.batch_size, a.max_feature_nodes or None)
+        phases, adj, _ = run(m, tcs, ids, a.batch_size, a.max_feature_nodes or None, a.update_interval)
         phases["peak_rss_mib"] = peak_rss_mib()
         del adj
         out.append(phases)
         print(json.dumps(phases), file=sys.stderr, flush=True)
     from blas_library import mapped_tuned_blas
     print(json.dumps({"tool": "torch_graph", "model": os.path.basename(os.path.normpath(a.model)), "blas": mapped_tuned_blas(),
-                      "batch_size": a.batch_size, "max_feature_nodes": a.max_feature_nodes, "d_sae": a.d_sae, "k": a.k, "S": a.seq, "runs": out}, indent=1))
+                      "batch_size": a.batch_size, "max_feature_nodes": a.max_feature_nodes, "transcoders": a.transcoders or "random float32",
+                      "d_sae": a.d_sae, "k": tcs.k, "S": a.seq, "runs": out}, indent=1))
 
 
 if __name__ == "__main__":

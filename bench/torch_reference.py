@@ -351,6 +351,8 @@ class HookedLlama:
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos(), emb.sin()
         mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
+        if self.window:  # Gemma 2's even layers: query i sees keys i − window < j ≤ i
+            window_mask = mask | torch.tril(torch.ones(S, S, dtype=torch.bool), -self.window)
         for l in range(self.L):
             p = f"model.layers.{l}."
             hook(f"blocks.{l}.hook_resid_pre", x)
@@ -369,8 +371,8 @@ class HookedLlama:
             hook(f"blocks.{l}.attn.hook_rot_q", q)
             hook(f"blocks.{l}.attn.hook_rot_k", k)
             k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)  # HF repeat_kv
-            scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(dh)
-            scores = scores.masked_fill(mask, float("-inf"))
+            scores = self.softcap(torch.bmm(q, k.transpose(1, 2)) * self.score_scale, self.attn_cap)  # Gemma 2's cap
+            scores = scores.masked_fill(window_mask if self.window and l % 2 == 0 else mask, float("-inf"))
             hook(f"blocks.{l}.attn.hook_attn_scores", scores)
             pattern = torch.softmax(scores, dim=-1)
             hook(f"blocks.{l}.attn.hook_pattern", pattern)
@@ -405,7 +407,7 @@ class HookedLlama:
             hook(f"blocks.{l}.hook_resid_post", x)
         xf = self.rms(x[-1:] if last_only else x, t["model.norm.weight"])
         hook("ln_final.hook_normalized", xf)
-        return xf @ self.W_U.T
+        return self.softcap(xf @ self.W_U.T, self.final_cap)
 
     def lens(self, cache, k=10):
         out = []
