@@ -25,13 +25,33 @@ bool argvIsHeadless(int argc, char** argv) {
     return false;
 }
 
-bool displayAvailable() {
+bool offerOffscreenFallback(int argc, char** argv) {
 #if defined(Q_OS_LINUX)
-    return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY") ||
-           !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
-#else
+    if (!qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) return false;
+    for (int i = 1; i < argc; ++i)
+        if (!std::strcmp(argv[i], "-platform") || !std::strcmp(argv[i], "--platform")) return false;
+    const bool x11 = !qEnvironmentVariableIsEmpty("DISPLAY"), wayland = !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY");
+    const bool waylandFirst = wayland && (!x11 || qgetenv("XDG_SESSION_TYPE") == "wayland");
+    QByteArrayList names;
+    if (waylandFirst) names << "wayland";
+    if (x11) names << "xcb";
+    if (wayland && !waylandFirst) names << "wayland";
+    names << "offscreen";
+    qputenv("QT_QPA_PLATFORM", names.join(';'));
     return true;
+#else
+    Q_UNUSED(argc);
+    Q_UNUSED(argv);
+    return false;
 #endif
+}
+
+QString noDisplayReason() {
+    QStringList named;
+    for (const char* name : {"DISPLAY", "WAYLAND_DISPLAY"})
+        if (!qEnvironmentVariableIsEmpty(name)) named << QStringLiteral("%1=%2").arg(QLatin1String(name), qEnvironmentVariable(name));
+    if (named.isEmpty()) return QStringLiteral("DISPLAY and WAYLAND_DISPLAY are unset");
+    return QStringLiteral("none answered at %1").arg(named.join(QStringLiteral(" or ")));
 }
 
 namespace {

@@ -161,8 +161,15 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
 /// Cheap pre-check on raw argv, before any QApplication exists: does it ask for headless work?
 bool argvIsHeadless(int argc, char** argv);
 
-/// Whether a window can open: on Linux a display is named (DISPLAY or WAYLAND_DISPLAY) or a Qt platform is chosen
-/// (QT_QPA_PLATFORM); elsewhere always. Without one, Qt's xcb plugin would abort the process.
-bool displayAvailable();
+/// Before QApplication, for a window: on Linux, when neither QT_QPA_PLATFORM nor -platform chooses Qt's platform, sets
+/// QT_QPA_PLATFORM to the display platforms the environment names (wayland for WAYLAND_DISPLAY, first in a Wayland
+/// session; xcb for DISPLAY) and then offscreen, a list Qt tries in order. A display that is not named, or named and not
+/// reachable, then falls back to offscreen instead of Qt's plugin aborting the process. Returns whether it set the list:
+/// then the window has a display only if QGuiApplication::platformName() is not "offscreen".
+bool offerOffscreenFallback(int argc, char** argv);
+
+/// Why no display was found, for the message: "DISPLAY and WAYLAND_DISPLAY are unset", or the display variables that
+/// are set and did not answer.
+QString noDisplayReason();
 
 } // namespace attnscope

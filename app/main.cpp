@@ -18,10 +18,14 @@
 
 int main(int argc, char** argv) {
     attnscope::keepFreedMemoryForReuse(); // the next forward reuses the last cache's pages
-    const bool headless = attnscope::argvIsHeadless(argc, argv), display = attnscope::displayAvailable();
-    // headless work, and a window asked for with no display to open it on (said below), run offscreen
-    if ((headless || !display) && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+    const bool headless = attnscope::argvIsHeadless(argc, argv);
+    // headless work runs offscreen; a window falls back to offscreen when no display answers (said below)
+    bool fallback = false;
+    if (!headless) fallback = attnscope::offerOffscreenFallback(argc, argv);
+    else if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
+    const bool display = !fallback || QGuiApplication::platformName() != QLatin1String("offscreen");
+    if (fallback) qunsetenv("QT_QPA_PLATFORM"); // the list was for this process: what it starts (xdg-open) chooses its own
     QApplication::setApplicationName(QStringLiteral("AttnScope"));
     QApplication::setOrganizationName(QStringLiteral("AttnScope"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
@@ -51,7 +55,7 @@ int main(int argc, char** argv) {
     if (!cmd.screenshot.isEmpty()) return attnscope::runScreenshot(cmd, out, err);
     if (cmd.isHeadless()) return attnscope::runHeadless(cmd, out, err);
     if (!display) {
-        err << "attnscope: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset); ";
+        err << "attnscope: no display to open the window on (" << attnscope::noDisplayReason() << "); ";
         if (cmd.openGraph.isEmpty()) {
             err << "headless work (--export, --dump-json, …) needs none: see attnscope --help\n";
             return 1;

@@ -10,12 +10,13 @@
 
 namespace attnscope::test {
 
-CliRun runCli(const QString& executable, const QStringList& args) {
+CliRun runCli(const QString& executable, const QStringList& args, const QStringList& extraEnv) {
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.remove("QT_QPA_PLATFORM"); // the CLI must choose offscreen by itself
     env.remove("DISPLAY");
     env.remove("WAYLAND_DISPLAY");
+    for (const QString& v : extraEnv) env.insert(v.section(QLatin1Char('='), 0, 0), v.section(QLatin1Char('='), 1));
     p.setProcessEnvironment(env);
     QElapsedTimer timer;
     timer.start();

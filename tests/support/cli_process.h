@@ -17,7 +17,8 @@ struct CliRun {
     QString out, err;
 };
 
-CliRun runCli(const QString& executable, const QStringList& args);
+/// `env`: variables set for this run ("NAME=value"), after the display variables are removed.
+CliRun runCli(const QString& executable, const QStringList& args, const QStringList& env = {});
 
 /// Runs `executable --model demo --dump-json DIR/<file> --force ARGS` and returns the dump's member `key`
 /// (empty, with the process's stderr as a warning, when it failed).
