@@ -1,6 +1,7 @@
 #include "model/analysis/graphs/attribution_graph.h"
 
 #include "model/analysis/common/token_json.h"
+#include "model/analysis/graphs/feature_sources.h"
 #include "model/analysis/graphs/graph_backward.h"
 #include "model/core/errors.h"
 #include "model/core/team_loop.h"
@@ -122,54 +123,6 @@ QString targetLabel(const AttributionGraph& graph, const Tokenizer& tokenizer, i
 }
 
 namespace {
-
-/// Phase 1: every active feature as a node, by (layer, position, feature); firstAt[layer][pos] the index of its first
-/// node there ([T]: the end).
-std::vector<std::vector<int>> addFeatureNodes(const ReplacementModel& rm, AttributionGraph& gr) {
-    const int T = rm.nPositions();
-    std::vector<std::vector<int>> firstAt(static_cast<size_t>(rm.nLayers()));
-    for (int l = 0; l < rm.nLayers(); ++l) {
-        const Matrix& f = rm.activations[size_t(l)];
-        for (int p = 0; p < T; ++p) {
-            firstAt[size_t(l)].push_back(int(gr.nodes.size()));
-            for (int j = 0; j < f.cols(); ++j)
-                if (f(p, j) != 0.0f) gr.nodes.push_back({GraphNodeKind::Feature, l, p, j, f(p, j)});
-        }
-        firstAt[size_t(l)].push_back(int(gr.nodes.size()));
-    }
-    return firstAt;
-}
-
-/// Phase 2: what the features write at each layer's MLP output: a per-layer transcoder's features at their own layer
-/// only, a cross-layer transcoder's at every layer from theirs up.
-std::vector<LayerSources> featureSources(const ReplacementModel& rm, const AttributionGraph& gr,
-                                         const std::vector<std::vector<int>>& firstAt) {
-    const int T = rm.nPositions(), nL = rm.nLayers();
-    std::vector<LayerSources> sources(static_cast<size_t>(nL));
-    for (int l = 0; l < nL; ++l) {
-        const Matrix x = hookActivation(rm.clean, rm.inputHook[size_t(l)]);
-        const int lowest = rm.crossLayer() ? 0 : l;
-        std::vector<SparseCoder> into;
-        for (int i = lowest; i <= l; ++i) into.push_back(decoderInto(rm, i, l));
-        LayerSources& s = sources[size_t(l)];
-        qint64 count = 0;
-        for (int i = lowest; i <= l; ++i) count += firstAt[size_t(i)][size_t(T)] - firstAt[size_t(i)][0];
-        s.vectors.resize(Eigen::Index(count), rm.model->config().d_model);
-        s.begin.assign(size_t(T) + 1, 0);
-        for (int p = 0; p < T; ++p) {
-            s.begin[size_t(p)] = int(s.node.size());
-            for (int i = lowest; i <= l; ++i)
-                for (int node = firstAt[size_t(i)][size_t(p)]; node < firstAt[size_t(i)][size_t(p) + 1]; ++node) {
-                    const GraphNode& fn = gr.nodes[size_t(node)];
-                    s.vectors.row(Eigen::Index(s.node.size())) = fn.activation * decoderDirectionAt(into[size_t(i - lowest)], fn.id, x.row(p));
-                    s.node.push_back(node);
-                }
-        }
-        s.begin[size_t(T)] = int(s.node.size());
-        releaseDecoderPages(*rm.transcoders, l); // the rows are copied: a mapped W_dec's pages go back
-    }
-    return sources;
-}
 
 /// The rows a bounded build stores, in visit order: [rows, columns] float32 in blocks of kBlockRows rows, each block
 /// allocated (zeroed) when its first row is needed and freed as soon as packing has copied it, so the packed square
@@ -372,7 +325,7 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
     gr.options = options;
     gr.dVocab = cfg.d_vocab;
 
-    const std::vector<std::vector<int>> firstAt = addFeatureNodes(rm, gr);
+    const std::vector<std::vector<int>> firstAt = addFeatureNodes(rm, gr.nodes);
     gr.errorOffset = int(gr.nodes.size());
     gr.nActiveFeatures = gr.errorOffset;
     for (int l = 0; l < nL; ++l)
@@ -390,7 +343,7 @@ AttributionGraph attributeGraph(const ReplacementModel& rm, const AttributionOpt
         for (int i = rm.crossLayer() ? 0 : l; i <= l; ++i) writes += firstAt[size_t(i)][size_t(T)] - firstAt[size_t(i)][0];
     requireGraphFits(cfg, T, nFeat, writes, nLogits, options);
     progress.step(0, nVisit + nLogits, QStringLiteral("feature sources"));
-    std::vector<LayerSources> sources = featureSources(rm, gr, firstAt);
+    std::vector<LayerSources> sources = featureSources(rm, gr.nodes, firstAt);
     gr.values.assign(size_t(n), 0.0);
     for (int i = 0; i < nFeat; ++i) gr.values[size_t(i)] = gr.nodes[size_t(i)].activation; // a firing feature's pre-activation
     RowBuilder builder(rm, gr, sources, options, progress, nVisit + nLogits);

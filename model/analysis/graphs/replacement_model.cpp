@@ -165,16 +165,18 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
     return rm;
 }
 
-Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
-                         std::vector<Matrix>* inputs) {
+namespace {
+
+/// The frozen replacement model's layers [0, upTo) run on `resid` (the embeddings' sum on entry, resid_pre of layer upTo
+/// on return), with the given activations and errors; `inputs` as replacementLogits.
+void runFrozenLayers(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
+                     int upTo, Matrix& resid, std::vector<Matrix>* inputs) {
     const Model& model = *rm.model;
     const ModelConfig& cfg = model.config();
-    const GlobalWeights& g = model.globals();
     const bool bos = !rm.tokens.empty() && rm.tokens.front() == cfg.bos_token_id;
     const int H = cfg.n_heads, dh = cfg.d_head, group = cfg.groupSize();
-    Matrix resid = rm.clean.embed + rm.clean.pos_embed;
     if (inputs) inputs->clear();
-    for (int l = 0; l < cfg.n_layers; ++l) {
+    for (int l = 0; l < upTo; ++l) {
         const LayerWeights& w = model.layer(l);
         const std::shared_ptr<const LayerCache> held = rm.clean.layer(l);
         const Matrix ln1 = frozenNorm(cfg, resid, rm.ln1Scale[size_t(l)], w.ln1_w, w.ln1_b);
@@ -188,16 +190,37 @@ Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& 
         const Matrix x = rm.inputHook[size_t(l)].site == HookSite::ResidMid
                              ? resid
                              : frozenNorm(cfg, resid, rm.ln2Scale[size_t(l)], w.ln2_w, w.ln2_b);
-        Matrix mlp = reconstructMlpOut(rm, activations, l, x) + errors[size_t(l)];
+        const SparseCoder& own = rm.transcoders->coders[size_t(l)];
+        Matrix mlp = activations.empty() ? decodeFeatures(own, Matrix::Zero(x.rows(), own.d_sae), x) // b_dec and the skip only
+                                         : reconstructMlpOut(rm, activations, l, x);
+        if (!errors.empty()) mlp += errors[size_t(l)];
         if (inputs) inputs->push_back(x);
         if (bos) mlp.row(0) = rm.clean.stored(l).mlp_out.row(0);
         resid += mlp;
     }
-    const Matrix lnf = frozenNorm(cfg, resid, rm.lnFinalScale, g.ln_final_w, g.ln_final_b);
+}
+
+} // namespace
+
+Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
+                         std::vector<Matrix>* inputs) {
+    const GlobalWeights& g = rm.model->globals();
+    Matrix resid = rm.clean.embed + rm.clean.pos_embed;
+    runFrozenLayers(rm, activations, errors, rm.model->config().n_layers, resid, inputs);
+    const Matrix lnf = frozenNorm(rm.model->config(), resid, rm.lnFinalScale, g.ln_final_w, g.ln_final_b);
     Matrix logits;
     weightGemmTransposed(lnf, g.W_U_T, logits);
     if (!g.b_U.empty()) logits.rowwise() += g.b_U.toMatrix().row(0);
     return logits;
+}
+
+Matrix replacementResidPre(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
+                           const Matrix& embed, int layer) {
+    if (layer < 0 || layer >= rm.model->config().n_layers)
+        throw InputError(QStringLiteral("layer %1: the model has layers 0 … %2").arg(layer).arg(rm.model->config().n_layers - 1));
+    Matrix resid = embed + rm.clean.pos_embed;
+    runFrozenLayers(rm, activations, errors, layer, resid, nullptr);
+    return resid;
 }
 
 } // namespace attnscope

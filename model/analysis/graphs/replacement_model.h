@@ -93,4 +93,11 @@ ReplacementModel buildReplacementModel(const Model& model, const DictionarySet& 
 Matrix replacementLogits(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
                          std::vector<Matrix>* inputs = nullptr);
 
+/// resid_pre of `layer` [pos, d_model] in the frozen replacement model run forward with the given activations, errors
+/// and token embeddings `embed` [pos, d_model] (rm.clean.embed for the prompt's; a row zeroed removes that token), the
+/// positional embeddings and every bias kept; `activations` or `errors` empty: none (b_dec and a skip still apply). With all three zero it is the residual's constant part, which no graph
+/// source carries (biases, positional embeddings, the BOS position's MLP outputs). InputError for a layer out of range.
+Matrix replacementResidPre(const ReplacementModel& rm, const std::vector<Matrix>& activations, const std::vector<Matrix>& errors,
+                           const Matrix& embed, int layer);
+
 } // namespace attnscope
