@@ -112,6 +112,17 @@ double checkCell(const ReplacementModel& rm, const QkTracer& tracer, int L, int 
             QVERIFY(std::abs(s.scale * dq.dot(s.k) - qm(c)) <= 2e-4 * size); // the q marginal: the score's move with k held
         }
         QVERIFY(s.cq.col(knocked.front()).norm() > 0); // the check saw a real contribution
+        // ablation: nothing removed is the clean cell; removing the largest q-side source moves the score to
+        // scale·(q − c_q)·(k − c_k) (it can feed both sides) and the pattern with it
+        const QkTracer::Ablation none = tracer.ablate(L, h, q, k, {});
+        QVERIFY(std::abs(none.scoreBefore - t.score) <= 1e-5 * size && none.scoreAfter == none.scoreBefore);
+        QVERIFY(std::abs(none.patternBefore - double(t.pattern)) <= 1e-5 && none.patternAfter == none.patternBefore);
+        const int top = t.qMarginals[0].column;
+        const QkTracer::Ablation a = tracer.ablate(L, h, q, k, {top});
+        const double want = s.scale * (s.q - s.cq.col(top).cast<double>()).dot(s.k - s.ck.col(top).cast<double>());
+        QVERIFY2(std::abs(a.scoreAfter - want) <= 2e-4 * size, qPrintable(QStringLiteral("ablated score %1, want %2").arg(a.scoreAfter).arg(want)));
+        QVERIFY(a.patternAfter >= 0 && a.patternAfter <= 1);
+        if (q != k && std::abs(a.scoreAfter - a.scoreBefore) > 1e-3) QVERIFY(a.patternAfter != a.patternBefore);
     }();
     return sumError;
 }
@@ -293,6 +304,8 @@ void TestQkTrace::refusesCellsItCannotTrace() {
     QVERIFY(inputErrorOf([&] { tracer.trace(1, 0, 7, 5); }).contains(QStringLiteral("Position 7 is outside")));
     QVERIFY(inputErrorOf([&] { tracer.trace(2, 0, 6, 5); }).contains(QStringLiteral("Layer 2")));
     QVERIFY(inputErrorOf([&] { tracer.trace(1, 99, 6, 5); }).contains(QStringLiteral("Head 99")));
+    QVERIFY(inputErrorOf([&] { tracer.ablate(1, 0, 6, 5, {-1}); }).contains(QStringLiteral("QK trace column -1")));
+    QVERIFY(inputErrorOf([&] { tracer.ablate(1, 0, 5, 6, {}); }).contains(QStringLiteral("Key position 6 comes after")));
 }
 
 QTEST_GUILESS_MAIN(TestQkTrace)

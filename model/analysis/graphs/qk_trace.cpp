@@ -53,6 +53,36 @@ RowVector frozenLn1(const ModelConfig& cfg, const LayerWeights& w, const RowVect
     return y;
 }
 
+/// Throws InputError for a cell with no score: a layer, head or position out of range, a key after the query or
+/// outside the layer's sliding window.
+void requireCell(const ModelConfig& cfg, int nPositions, int layer, int head, int query, int key) {
+    checkHead(cfg, layer, head);
+    requirePosition(query, nPositions);
+    requirePosition(key, nPositions);
+    if (key > query)
+        throw InputError(QStringLiteral("Key position %1 comes after query position %2: the causal mask hides it (no score to trace).")
+                             .arg(key).arg(query));
+    if (cfg.windowOf(layer) > 0 && query - key >= cfg.windowOf(layer))
+        throw InputError(QStringLiteral("Key position %1 is outside layer %2's sliding window of %3 positions before query %4: masked.")
+                             .arg(key).arg(layer).arg(cfg.windowOf(layer)).arg(query));
+}
+
+/// The head's side as headSide builds it, for (layer, head) at `position` (`c`: the clean run's layer): the query's (W_Q^h) or the key's (W_K^kv).
+HeadSide cellSide(const ReplacementModel& rm, const LayerCache& c, int layer, int head, bool query, int position) {
+    const ModelConfig& cfg = rm.model->config();
+    const LayerWeights& w = rm.model->layer(layer);
+    const int dh = cfg.d_head, block = query ? head : cfg.kvHeadOf(head);
+    const Weight& b = query ? w.b_Q : w.b_K;
+    return headSide(cfg, query ? w.W_Q_head(head, dh) : w.W_K_head(block, dh), b.empty() ? Weight{} : b.colBlock(Eigen::Index(block) * dh, dh),
+                    query ? w.q_norm_w : w.k_norm_w, query ? c.q_pre_norm : c.k_pre_norm, block, position);
+}
+
+/// What the side reads from a resid_pre row: (ln_1 with σ frozen, projection, bias)·A. [1, d_head]
+RowVector projected(const ReplacementModel& rm, int layer, const HeadSide& s, const RowVector& resid, int position) {
+    const ModelConfig& cfg = rm.model->config();
+    return (frozenLn1(cfg, rm.model->layer(layer), resid, rm.ln1Scale[size_t(layer)](position)) * s.W + s.bias) * s.A;
+}
+
 /// The top `top` entries of `value` [columns] by |·| (ties: lower column), as contributors.
 std::vector<QkContributor> topContributors(const Eigen::VectorXd& value, int top) {
     std::vector<int> order(size_t(value.size()));
@@ -98,22 +128,11 @@ QkTracer::QkTracer(const ReplacementModel& rm) : rm_(rm) {
 
 QkSides QkTracer::sides(int layer, int head, int query, int key, const Progress& progress) const {
     const ModelConfig& cfg = rm_.model->config();
-    checkHead(cfg, layer, head);
-    const int T = rm_.nPositions(), dh = cfg.d_head, kv = cfg.kvHeadOf(head);
-    requirePosition(query, T);
-    requirePosition(key, T);
-    if (key > query)
-        throw InputError(QStringLiteral("Key position %1 comes after query position %2: the causal mask hides it (no score to trace).")
-                             .arg(key).arg(query));
-    if (cfg.windowOf(layer) > 0 && query - key >= cfg.windowOf(layer))
-        throw InputError(QStringLiteral("Key position %1 is outside layer %2's sliding window of %3 positions before query %4: masked.")
-                             .arg(key).arg(layer).arg(cfg.windowOf(layer)).arg(query));
+    requireCell(cfg, rm_.nPositions(), layer, head, query, key);
+    const int T = rm_.nPositions(), dh = cfg.d_head;
     const LayerWeights& w = rm_.model->layer(layer);
     const std::shared_ptr<const LayerCache> c = rm_.clean.layer(layer);
-    const Weight bQ = w.b_Q.empty() ? Weight{} : w.b_Q.colBlock(Eigen::Index(head) * dh, dh);
-    const Weight bK = w.b_K.empty() ? Weight{} : w.b_K.colBlock(Eigen::Index(kv) * dh, dh);
-    const HeadSide qs = headSide(cfg, w.W_Q_head(head, dh), bQ, w.q_norm_w, c->q_pre_norm, head, query);
-    const HeadSide ks = headSide(cfg, w.W_K_head(kv, dh), bK, w.k_norm_w, c->k_pre_norm, kv, key);
+    const HeadSide qs = cellSide(rm_, *c, layer, head, true, query), ks = cellSide(rm_, *c, layer, head, false, key);
 
     QkSides out;
     out.layer = layer;
@@ -129,8 +148,8 @@ QkSides QkTracer::sides(int layer, int head, int query, int key, const Progress&
     // the constants: the frozen model with no source, through ln_1 (σ of the clean run), the projection and the map
     const Matrix none = replacementResidPre(rm_, {}, {}, Matrix::Zero(T, cfg.d_model), layer);
     const Vector& sigma = rm_.ln1Scale[size_t(layer)];
-    out.q0 = ((frozenLn1(cfg, w, none.row(query), sigma(query)) * qs.W + qs.bias) * qs.A).transpose().cast<double>();
-    out.k0 = ((frozenLn1(cfg, w, none.row(key), sigma(key)) * ks.W + ks.bias) * ks.A).transpose().cast<double>();
+    out.q0 = projected(rm_, layer, qs, none.row(query), query).transpose().cast<double>();
+    out.k0 = projected(rm_, layer, ks, none.row(key), key).transpose().cast<double>();
 
     // the c vectors: row i of (W·A)ᵀ is ∂(rotated q)_i / ∂ln_1's output; behind the frozen ln_1 at the side's position
     // it is the gradient at resid_pre of `layer`, carried down and contracted with every column
@@ -245,6 +264,50 @@ QkTrace QkTracer::trace(int layer, int head, int query, int key, int top, const 
     t.kMarginals = topContributors(s.scale * (ck.transpose() * s.q), top);
     t.pairs = topQkPairs(s.cq, s.ck, s.scale, top);
     return t;
+}
+
+QkTracer::Ablation QkTracer::ablate(int layer, int head, int query, int key, const std::vector<int>& columns) const {
+    const ModelConfig& cfg = rm_.model->config();
+    requireCell(cfg, rm_.nPositions(), layer, head, query, key);
+    std::vector<Matrix> acts, errs;
+    Matrix embed = rm_.clean.embed;
+    for (int c : columns) {
+        if (c < 0 || c >= int(columns_.size()))
+            throw InputError(QStringLiteral("QK trace column %1: the columns are 0 … %2").arg(c).arg(columns_.size() - 1));
+        const GraphNode& n = columns_[size_t(c)];
+        if (n.kind == GraphNodeKind::Feature) {
+            if (acts.empty()) acts = rm_.activations;
+            acts[size_t(n.layer)](n.position, n.id) = 0;
+        } else if (n.kind == GraphNodeKind::Error) {
+            if (errs.empty()) errs = rm_.errors;
+            errs[size_t(n.layer)].row(n.position).setZero();
+        } else {
+            embed.row(n.position).setZero();
+        }
+    }
+    // the query's row of scores and pattern, by hand from a resid_pre
+    const int window = cfg.windowOf(layer), first = window > 0 ? std::max(0, query - window + 1) : 0;
+    const double cap = cfg.attn_logit_softcap, scale = cfg.attnScale(layer);
+    const std::shared_ptr<const LayerCache> c = rm_.clean.layer(layer);
+    const HeadSide qs = cellSide(rm_, *c, layer, head, true, query);
+    std::vector<HeadSide> ks;
+    for (int p = first; p <= query; ++p) ks.push_back(cellSide(rm_, *c, layer, head, false, p));
+    auto row = [&](const Matrix& resid, double& score, double& pattern) {
+        const Eigen::RowVectorXd q = projected(rm_, layer, qs, resid.row(query), query).cast<double>();
+        Eigen::VectorXd s(query - first + 1);
+        for (int p = first; p <= query; ++p) {
+            const double raw = scale * q.dot(projected(rm_, layer, ks[size_t(p - first)], resid.row(p), p).cast<double>());
+            if (p == key) score = raw;
+            s(p - first) = cap > 0 ? cap * std::tanh(raw / cap) : raw;
+        }
+        const Eigen::ArrayXd e = (s.array() - s.maxCoeff()).exp();
+        pattern = e(key - first) / e.sum();
+    };
+    Ablation a;
+    row(replacementResidPre(rm_, rm_.activations, rm_.errors, rm_.clean.embed, layer), a.scoreBefore, a.patternBefore);
+    row(replacementResidPre(rm_, acts.empty() ? rm_.activations : acts, errs.empty() ? rm_.errors : errs, embed, layer), a.scoreAfter,
+        a.patternAfter);
+    return a;
 }
 
 int QkTracer::graphNode(const AttributionGraph& graph, int column) const {

@@ -83,6 +83,17 @@ public:
     /// and the check. Errors as sides().
     QkTrace trace(int layer, int head, int query, int key, int top = 50, const Progress& progress = {}) const;
 
+    /// The cell with some sources removed (columns(): a feature's activation, an error node's vector or a token's
+    /// embedding set to zero) in the frozen replacement model: resid_pre of `layer` run forward without them, then the
+    /// head's scores over the query's keys by hand (ln_1, q/k norms with the clean divisors; the soft-cap and the mask
+    /// applied) and the softmax, so the pattern cell moves as the other keys' scores move too. Errors as sides(), and an
+    /// InputError for a column out of range.
+    struct Ablation {
+        double scoreBefore = 0, scoreAfter = 0;     ///< the pre-softmax score (before any soft-cap) of (query, key)
+        double patternBefore = 0, patternAfter = 0; ///< P_h[query, key]
+    };
+    Ablation ablate(int layer, int head, int query, int key, const std::vector<int>& columns) const;
+
     /// The index in `graph`'s nodes of column `column` (a feature by layer, position and id; an error by layer and
     /// position; a token by position), or −1 when the graph has no such node (a feature its bound left out). `graph`
     /// must be built from the same replacement model.
