@@ -7,6 +7,7 @@
 #include "model/core/errors.h"
 
 #include <QCommandLineParser>
+#include <QRegularExpression>
 #include <QFileInfo>
 #include <cstring>
 
@@ -357,6 +358,13 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                                   "--generate N the continuation).", "EDITS");
     const QCommandLineOption edgeRoutesOpt("edge-routes", "With --graph: which heads carry the N strongest kept edges between "
                                                           "positions (each edge split exactly by its first hop); adds \"edge_routes\".", "N");
+    const QCommandLineOption qkTraceOpt("qk-trace", "With --graph or --graph-json: why head H of layer L attends from query position Q "
+                                                    "to key K, in the graph's nodes (repeatable): the score split exactly into pairs of "
+                                                    "q-side and k-side sources, marginals and constants; adds \"qk_traces\".", "L.H:Q:K");
+    const QCommandLineOption qkTraceEdgesOpt("qk-trace-edges", "With --graph or --graph-json: trace the N strongest kept edges between "
+                                                               "positions, each through its strongest head; --graph-json writes them as "
+                                                               "Neuronpedia's qk_tracing_results.", "N");
+    const QCommandLineOption qkTopOpt("qk-top", "With --qk-trace or --qk-trace-edges: pairs and marginals listed per trace (default 50).", "N");
     const QCommandLineOption openGraph("open-graph", "Open an attribution graph file (Neuronpedia's layout; no model needed): "
                                                      "alone, in the window's Graph tab; headless, --dump-json writes \"graph_file\" "
                                                      "(counts, layers, positions, pins, supernodes, notes), --graph-json the file "
@@ -370,7 +378,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt, maxFeatureNodesOpt, graphTargetsOpt,
-                  graphInterveneOpt, edgeRoutesOpt,
+                  graphInterveneOpt, edgeRoutesOpt, qkTraceOpt, qkTraceEdgesOpt, qkTopOpt,
                   nodeThresholdOpt, edgeThresholdOpt, openGraph});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
@@ -679,6 +687,24 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         return false;
     for (const QString& v : p.values(graphInterveneOpt))
         for (const QString& e : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) c.graphIntervene << e.trimmed();
+    if (!parseInt(qkTraceEdgesOpt, &c.qkTraceEdges, 1) || !parseInt(qkTopOpt, &c.qkTop, 1)) return false;
+    for (const QString& v : p.values(qkTraceOpt)) {
+        static const QRegularExpression cell(QStringLiteral("^(\\d+)\\.(\\d+):(\\d+):(\\d+)$"));
+        const QRegularExpressionMatch m = cell.match(v.trimmed());
+        if (!m.hasMatch()) {
+            *error = QStringLiteral("--qk-trace wants LAYER.HEAD:QUERY:KEY (e.g. 1.3:6:2), got '%1'").arg(v);
+            return false;
+        }
+        c.qkTraces.push_back({m.captured(1).toInt(), m.captured(2).toInt(), m.captured(3).toInt(), m.captured(4).toInt()});
+    }
+    if ((!c.qkTraces.empty() || c.qkTraceEdges > 0 || p.isSet(qkTopOpt)) && !c.graph && !p.isSet(graphJsonOpt)) {
+        *error = QStringLiteral("--qk-trace, --qk-trace-edges and --qk-top add to --graph or --graph-json: give one of them too");
+        return false;
+    }
+    if (p.isSet(qkTopOpt) && c.qkTraces.empty() && c.qkTraceEdges == 0) {
+        *error = QStringLiteral("--qk-top goes with --qk-trace or --qk-trace-edges");
+        return false;
+    }
     if ((!c.graphIntervene.isEmpty() || c.edgeRoutes > 0) && !c.graph) {
         *error = QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too");
         return false;

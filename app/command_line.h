@@ -41,6 +41,7 @@
 // Attribution graphs (README "Attribution graphs on the command line"):
 //   attnscope --model M --prompt T --transcoders PATH (--graph --dump-json F | --graph-json G) [--max-logits N]
 //             [--node-threshold 0.8] [--edge-threshold 0.98] [--edge-routes N] [--graph-intervene L:P:F=V|L:P:F*K,…]
+//             [--qk-trace L.H:Q:K …] [--qk-trace-edges N] [--qk-top N]
 // Graph files (no model; docs/cli.md "Graph files"):
 //   attnscope --open-graph FILE [--dump-json F] [--graph-json G] [--export FIG.png|svg|pdf [--width W --height H --scale S]] [--force]
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
@@ -140,6 +141,12 @@ struct CommandLine {
     double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
     QStringList graphIntervene; ///< --graph-intervene L:P:F=V | L:P:F*K (comma-separated, repeatable): add "graph_intervention"
     int edgeRoutes = 0;      ///< --edge-routes N: add "edge_routes", the heads that carry the N strongest kept cross-position edges
+    struct QkCell {
+        int layer = 0, head = 0, query = 0, key = 0;
+    };
+    std::vector<QkCell> qkTraces; ///< --qk-trace L.H:Q:K (repeatable): add "qk_traces" (qk_trace.h)
+    int qkTraceEdges = 0;    ///< --qk-trace-edges N: trace the N strongest kept cross-position edges through their strongest head
+    int qkTop = 50;          ///< --qk-top N: pairs and marginals listed per trace
     QString openGraph;       ///< --open-graph FILE: a graph file (graph_document.h), no model: alone, the window with it in the
                              ///< Graph tab; --dump-json writes "graph_file", --graph-json the file written back, --export
                              ///< (exportDir) a figure FILE.png|svg|pdf; --screenshot graphs --out the window's picture

@@ -12,7 +12,9 @@
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_document.h"
+#include "model/analysis/graphs/graph_document_from_graph.h"
 #include "model/analysis/graphs/graph_json.h"
+#include "model/analysis/graphs/qk_trace_json.h"
 #include "model/analysis/gradients/gradients_json.h"
 #include "model/analysis/residual/direct_logit_attribution.h"
 #include "model/analysis/common/target_token.h"
@@ -216,6 +218,8 @@ struct GraphDump {
     GraphScores scores;
     AttributionOptions attribution;
     PruneOptions pruning;
+    std::unique_ptr<QkTracer> tracer; ///< with --qk-trace or --qk-trace-edges
+    std::vector<TracedCell> qkCells;
 };
 
 std::unique_ptr<GraphDump> attributionGraphDump(const Model& model, const CommandLine& cmd, const std::vector<int>& ids) {
@@ -230,6 +234,12 @@ std::unique_ptr<GraphDump> attributionGraphDump(const Model& model, const Comman
     d->graph = attributeGraph(d->replacement, d->attribution);
     d->pruned = pruneGraph(d->graph, d->pruning);
     d->scores = graphScores(d->graph);
+    if (!cmd.qkTraces.empty() || cmd.qkTraceEdges > 0) {
+        d->tracer = std::make_unique<QkTracer>(d->replacement);
+        for (const CommandLine::QkCell& c : cmd.qkTraces) d->qkCells.push_back({d->tracer->trace(c.layer, c.head, c.query, c.key, cmd.qkTop)});
+        for (TracedCell& c : traceStrongestEdges(*d->tracer, d->replacement, d->graph, d->pruned, cmd.qkTraceEdges, cmd.qkTop))
+            d->qkCells.push_back(std::move(c));
+    }
     return d;
 }
 
@@ -271,15 +281,8 @@ QJsonObject graphInterventionJson(const Model& model, const CommandLine& cmd, co
 
 /// --edge-routes N: the heads that carry the N strongest kept edges whose ends sit at different positions.
 QJsonArray edgeRoutesJson(const GraphDump& g, int n) {
-    std::vector<std::pair<int, int>> edges;
-    for (const auto& [t, s] : g.pruned.edges)
-        if (g.graph.nodes[size_t(t)].position != g.graph.nodes[size_t(s)].position) edges.push_back({t, s});
-    std::stable_sort(edges.begin(), edges.end(), [&](const auto& a, const auto& b) {
-        return std::abs(g.graph.adjacency(a.first, a.second)) > std::abs(g.graph.adjacency(b.first, b.second));
-    });
-    if (int(edges.size()) > n) edges.resize(size_t(n));
     QJsonArray out;
-    for (const auto& [t, s] : edges) {
+    for (const auto& [t, s] : strongestCrossPositionEdges(g.graph, g.pruned, n)) {
         const EdgeRoutes r = edgeRoutes(g.replacement, g.graph, t, s);
         QJsonArray heads;
         for (size_t i = 0; i < std::min<size_t>(5, r.heads.size()); ++i) {
@@ -533,6 +536,11 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
                 dump.insert(QStringLiteral("graph"), attributionGraphToJson(graph->graph, graph->pruned, graph->scores, model->tokenizer(),
                                                                             graph->attribution, graph->pruning));
             if (cmd.edgeRoutes > 0) dump.insert(QStringLiteral("edge_routes"), edgeRoutesJson(*graph, cmd.edgeRoutes));
+            if (graph && graph->tracer) {
+                QJsonArray qkOnly;
+                dump.insert(QStringLiteral("qk_traces"), qkTracesToJson(graph->qkCells, *graph->tracer, graph->graph, qkOnly));
+                dump.insert(QStringLiteral("qk_only_nodes"), qkOnly);
+            }
             if (!cmd.graphIntervene.isEmpty()) dump.insert(QStringLiteral("graph_intervention"), graphInterventionJson(*model, cmd, *graph));
             if (cmd.generate > 0) {
                 const std::vector<int> generated = greedyContinuation(*model, ids, cmd.generate);
@@ -549,7 +557,9 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             info.scan = graph->transcoders.scan.isEmpty() ? model->info().name : graph->transcoders.scan;
             info.prompt = cmd.prompt;
             QString error;
-            if (!writeJsonFile(neuronpediaGraphJson(graph->graph, graph->pruned, model->tokenizer(), graph->pruning, info), cmd.graphJson, &error))
+            GraphDocument doc = graphDocumentFromGraph(graph->graph, graph->pruned, model->tokenizer(), graph->pruning, info);
+            if (graph->tracer) addQkTracingResults(doc, graph->qkCells, *graph->tracer, graph->graph, model->tokenizer());
+            if (!writeJsonFile(graphDocumentToJson(doc), cmd.graphJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.graphJson << "\n";
         }

@@ -12,6 +12,7 @@
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_pruning.h"
+#include "model/analysis/graphs/qk_trace.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/features/dictionary_set.h"
 #include "model/formats/model_loader.h"
@@ -19,6 +20,7 @@
 #include "support/cli_process.h"
 #include "support/error_capture.h"
 #include "support/image_checks.h"
+#include "support/json_schema_check.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
 
@@ -92,6 +94,8 @@ private slots:
     void neuronpediaLayout();
     void badInvocations();
     void interventionAndRoutes();
+    void qkTracesInTheDumpAndTheGraphFile();
+    void qkTraceBadInvocations();
     void featureNodeBoundAndTargets();
     void openGraphFileOfTheDemo();
     void openRealGraphFile();
@@ -265,6 +269,98 @@ void TestCliGraph::interventionAndRoutes() {
                                                                "--graph-json", tmp_.filePath("g.json"), "--edge-routes", "2"});
     QCOMPARE(alone.exitCode, 2);
     QVERIFY2(alone.err.contains(QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too")), qPrintable(alone.err));
+}
+
+void TestCliGraph::qkTracesInTheDumpAndTheGraphFile() {
+    // one asked cell and the three strongest edges' cells, under a feature-node bound that leaves contributors out
+    const QString dump = tmp_.filePath(QStringLiteral("qk.json")), file = tmp_.filePath(QStringLiteral("qk-graph.json"));
+    const CliRun r = runCli(attnscope::test::attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph",
+                                                            "--max-feature-nodes", "40", "--qk-trace", "1.2:6:3", "--qk-trace-edges", "3",
+                                                            "--qk-top", "5", "--dump-json", dump, "--graph-json", file, "--force"});
+    QVERIFY2(r.exitCode == 0, qPrintable(r.err));
+    const QJsonObject d = readJsonObject(dump);
+    const QJsonArray traces = d["qk_traces"].toArray(), qkOnly = d["qk_only_nodes"].toArray();
+    const QJsonArray nodes = d["graph"].toObject()["nodes"].toArray();
+    QVERIFY(traces.size() >= 2 && traces.size() <= 4);
+    // the asked cell equals the library's trace on the same bounded graph
+    AttributionOptions o;
+    o.maxFeatureNodes = 40;
+    const AttributionGraph g = attributeGraph(rm_, o);
+    QCOMPARE(nodes.size(), g.nNodes());
+    const QkTracer tracer(rm_);
+    const QkTrace want = tracer.trace(1, 2, 6, 3, 5);
+    const QJsonObject t0 = traces[0].toObject();
+    QCOMPARE(t0["layer"].toInt(), 1);
+    QCOMPARE(t0["head"].toInt(), 2);
+    QCOMPARE(t0["score"].toDouble(), want.score);
+    QCOMPARE(t0["pairs"].toArray().size(), 5);
+    for (int i = 0; i < 5; ++i) {
+        const QJsonObject p = t0["pairs"][i].toObject();
+        QCOMPARE(p["attribution"].toDouble(), want.pairs[size_t(i)].attribution);
+        // the index names the same node: the graph's, or a qk-only one past the graph's nodes
+        for (auto [side, column] : {std::pair{"q", want.pairs[size_t(i)].q}, std::pair{"k", want.pairs[size_t(i)].k}}) {
+            const int index = p[QLatin1String(side)].toInt();
+            const GraphNode& c = tracer.columns()[size_t(column)];
+            if (index < nodes.size()) {
+                QCOMPARE(index, tracer.graphNode(g, column));
+            } else {
+                const QJsonObject extra = qkOnly[index - int(nodes.size())].toObject();
+                QCOMPARE(extra["index"].toInt(), index);
+                QCOMPARE(extra["layer"].toInt(), c.layer);
+                QCOMPARE(extra["position"].toInt(), c.position);
+                QCOMPARE(extra["feature"].toInt(), c.id);
+            }
+        }
+    }
+    QVERIFY(!qkOnly.isEmpty()); // the bound left contributors out, and they are still named
+    // every trace: the pairs' total and the constants make the score; edge traces name a kept cross-position edge
+    for (const QJsonValue& v : traces) {
+        const QJsonObject t = v.toObject();
+        const double sum = t["pairs_total"].toDouble() + t["constant"].toDouble() + t["q_constant"].toDouble() + t["k_constant"].toDouble();
+        QVERIFY2(std::abs(sum - t["score"].toDouble()) <= 1e-5 * std::max(1.0, std::abs(t["score"].toDouble())), qPrintable(QString::number(sum)));
+        QVERIFY(t["q_marginals"].toArray().size() <= 5 && !t["k_marginals"].toArray().isEmpty());
+        if (t.contains(QStringLiteral("target")))
+            QCOMPARE(t["key"].toInt(), nodes[t["source"].toInt()]["position"].toInt());
+    }
+    QVERIFY(traces.last().toObject().contains(QStringLiteral("target")));
+    // the graph file: qk_tracing_results on the traced edges' targets; every contributor is a node or a qk-only node
+    const QJsonObject j = readJsonObject(file);
+    QSet<QString> ids;
+    for (const QJsonValue& n : j["nodes"].toArray()) ids.insert(n["node_id"].toString());
+    const QJsonObject only = j["qk_only_nodes"].toObject();
+    int traced = 0;
+    for (const QJsonValue& n : j["nodes"].toArray()) {
+        if (!n.toObject().contains(QStringLiteral("qk_tracing_results"))) continue;
+        ++traced;
+        const QJsonObject q = n["qk_tracing_results"].toObject();
+        QVERIFY(!q["pair_wise_contributors"].toArray().isEmpty());
+        for (const QJsonValue& p : q["pair_wise_contributors"].toArray())
+            for (int k = 0; k < 2; ++k) QVERIFY2(ids.contains(p[k].toString()) || only.contains(p[k].toString()), qPrintable(p[k].toString()));
+        for (const char* m : {"top_q_marginal_contributors", "top_k_marginal_contributors"})
+            for (const QJsonValue& p : q[QLatin1String(m)].toArray()) QVERIFY(ids.contains(p[0].toString()) || only.contains(p[0].toString()));
+    }
+    QVERIFY(traced >= 1);
+    for (const QString& k : only.keys()) QVERIFY(!ids.contains(k) && only[k]["node_id"].toString() == k);
+    const QString schemaFile = testdata(QStringLiteral("real-world/graphs/hijohnnylin+neuronpedia+apps+webapp+app+api+graph/graph-schema.json"));
+    if (!QFile::exists(schemaFile)) QSKIP(qPrintable(QStringLiteral("no %1: the file's schema check needs the shared reference data").arg(schemaFile)));
+    QCOMPARE(jsonSchemaViolations(j, readJsonObject(schemaFile)).join('\n'), QString());
+}
+
+void TestCliGraph::qkTraceBadInvocations() {
+    const QString exe = attnscope::test::attnscopeExe();
+    const QStringList base{"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph", "--dump-json", tmp_.filePath("bad.json"), "--force"};
+    CliRun r = runCli(exe, base + QStringList{"--qk-trace", "1.2:3:5"});
+    QVERIFY(r.exitCode != 0);
+    QVERIFY2(r.err.contains(QStringLiteral("Key position 5 comes after query position 3")), qPrintable(r.err));
+    r = runCli(exe, base + QStringList{"--qk-trace", "1:3:5"});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("--qk-trace wants LAYER.HEAD:QUERY:KEY")), qPrintable(r.err));
+    r = runCli(exe, {"--model", "demo", "--prompt", kPrompt, "--qk-trace-edges", "3"});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains(QStringLiteral("add to --graph or --graph-json")), qPrintable(r.err));
+    r = runCli(exe, base + QStringList{"--qk-trace", "5.0:3:1"});
+    QVERIFY(r.exitCode != 0);
+    QVERIFY2(r.err.contains(QStringLiteral("Layer 5 is outside")), qPrintable(r.err));
 }
 
 void TestCliGraph::featureNodeBoundAndTargets() {

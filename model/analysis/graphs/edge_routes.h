@@ -14,6 +14,7 @@
 // The head's pattern cell P_h[q, p_s] is then explained by the QK split (model/analysis/circuits/attention_score_split.h).
 
 #include "model/analysis/graphs/attribution_graph.h"
+#include "model/analysis/graphs/graph_pruning.h"
 
 #include <vector>
 
@@ -40,5 +41,9 @@ struct EdgeRoutes {
 /// The routes of edge source → target of `graph` (built from `rm`). Throws InputError when target is not a feature
 /// or logit node or source is a logit node.
 EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph, int target, int source);
+
+/// The `n` strongest kept edges of `graph` whose ends sit at different positions (the ones a head carries), as (target,
+/// source), largest |A[t, s]| first (ties: the pruned edges' order).
+std::vector<std::pair<int, int>> strongestCrossPositionEdges(const AttributionGraph& graph, const PrunedGraph& pruned, int n);
 
 } // namespace attnscope

@@ -28,16 +28,14 @@ QString shownToken(const Tokenizer& tokenizer, int id) {
     return t;
 }
 
-/// Node `i` of `graph` as circuit-tracer's create_graph_files writes it (graph.py / utils/create_graph_files.py).
-GraphDocumentNode documentNode(const AttributionGraph& g, const PrunedGraph& p, const Tokenizer& tokenizer, int i) {
-    const GraphNode& n = g.nodes[size_t(i)];
+} // namespace
+
+GraphDocumentNode documentNodeOf(const AttributionGraph& g, const GraphNode& n, const Tokenizer& tokenizer) {
     GraphDocumentNode d;
-    d.nodeId = neuronpediaNodeId(g, i);
+    d.nodeId = neuronpediaNodeId(n, g.nLayers);
     d.kind = n.kind;
     d.layer = n.kind == GraphNodeKind::Token ? -1 : n.kind == GraphNodeKind::Logit ? g.nLayers : n.layer;
     d.ctxIdx = n.position;
-    d.influence = p.cumulative[size_t(i)];
-    d.graphIndex = i;
     d.kept = QJsonObject{{"run_idx", 0}, {"reverse_ctx_idx", 0}};
     switch (n.kind) {
     case GraphNodeKind::Feature:
@@ -58,7 +56,8 @@ GraphDocumentNode documentNode(const AttributionGraph& g, const PrunedGraph& p, 
         d.jsNodeId = QStringLiteral("E_%1-%2").arg(n.id).arg(n.position);
         d.kept.insert(QStringLiteral("activation"), QJsonValue::Null);
         break;
-    case GraphNodeKind::Logit:
+    case GraphNodeKind::Logit: {
+        const int i = int(&n - g.nodes.data()); // a logit is always one of the graph's own nodes
         d.feature = n.id;
         d.featureType = QStringLiteral("logit");
         d.jsNodeId = QStringLiteral("L_%1-%2").arg(n.id).arg(n.position);
@@ -71,7 +70,18 @@ GraphDocumentNode documentNode(const AttributionGraph& g, const PrunedGraph& p, 
         d.kept.insert(QStringLiteral("activation"), QJsonValue::Null);
         break;
     }
+    }
     d.fileFeature = d.feature;
+    return d;
+}
+
+namespace {
+
+/// Node `i` of `graph` as circuit-tracer's create_graph_files writes it (graph.py / utils/create_graph_files.py).
+GraphDocumentNode documentNode(const AttributionGraph& g, const PrunedGraph& p, const Tokenizer& tokenizer, int i) {
+    GraphDocumentNode d = documentNodeOf(g, g.nodes[size_t(i)], tokenizer);
+    d.influence = p.cumulative[size_t(i)];
+    d.graphIndex = i;
     return d;
 }
 

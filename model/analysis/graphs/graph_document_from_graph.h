@@ -18,6 +18,11 @@ std::vector<int> neuronpediaNodes(const AttributionGraph& graph, const PrunedGra
 /// returns shown as ⏎ → ↵), node_threshold, transcoder_list, generation_settings {max_n_logits, desired_logit_prob,
 /// batch_size, max_feature_nodes}, pruning_settings, info.generator. info's pins and supernode members that are not
 /// kept nodes are left out. Links come from the pruned edges (circuit-tracer's error ids can repeat a layer-0 feature's).
+/// `node` as circuit-tracer's create_graph_files writes a node of `graph` (node_id, feature, layer, ctx_idx, feature_type,
+/// jsNodeId, clerp; run_idx and reverse_ctx_idx 0; no influence, graphIndex −1): a node of graph.nodes, or a feature,
+/// error or token node the graph does not hold (a QK trace's contributor its feature-node bound left out).
+GraphDocumentNode documentNodeOf(const AttributionGraph& graph, const GraphNode& node, const Tokenizer& tokenizer);
+
 GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
                                      const PruneOptions& pruning, const NeuronpediaGraphInfo& info);
 

@@ -22,13 +22,14 @@ QString kindName(GraphNodeKind k) {
 
 } // namespace
 
-QString neuronpediaNodeId(const AttributionGraph& g, int node) {
-    const GraphNode& n = g.nodes[size_t(node)];
+QString neuronpediaNodeId(const AttributionGraph& g, int node) { return neuronpediaNodeId(g.nodes[size_t(node)], g.nLayers); }
+
+QString neuronpediaNodeId(const GraphNode& n, int nLayers) {
     switch (n.kind) {
     case GraphNodeKind::Feature: return QStringLiteral("%1_%2_%3").arg(n.layer).arg(n.id).arg(n.position);
     case GraphNodeKind::Error: return QStringLiteral("0_%1_%2").arg(n.layer).arg(n.position);
     case GraphNodeKind::Token: return QStringLiteral("E_%1_%2").arg(n.id).arg(n.position);
-    case GraphNodeKind::Logit: return QStringLiteral("%1_%2_%3").arg(g.nLayers + 1).arg(n.id).arg(n.position);
+    case GraphNodeKind::Logit: return QStringLiteral("%1_%2_%3").arg(nLayers + 1).arg(n.id).arg(n.position);
     }
     return {};
 }

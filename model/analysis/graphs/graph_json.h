@@ -16,6 +16,8 @@ namespace attnscope {
 /// circuit-tracer's node_id: feature "L_F_P", error "0_L_P" (sic: it can equal a layer-0 feature's), token
 /// "E_TOKEN_P", logit "(n_layers + 1)_TOKEN_P".
 QString neuronpediaNodeId(const AttributionGraph& graph, int node);
+/// The same for a node of a graph with `nLayers` layers given by its fields (a QK trace's contributor that is no node).
+QString neuronpediaNodeId(const GraphNode& node, int nLayers);
 
 /// {"conventions", "tokens", "token_ids", "settings", "scores", "nodes": [{index, kind, layer, position, feature |
 /// token_id, token, activation | probability, value, influence, cumulative_influence, kept, node_id}],
