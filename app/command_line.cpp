@@ -365,6 +365,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                                "positions, each through its strongest head; --graph-json writes them as "
                                                                "Neuronpedia's qk_tracing_results.", "N");
     const QCommandLineOption qkTopOpt("qk-top", "With --qk-trace or --qk-trace-edges: pairs and marginals listed per trace (default 50).", "N");
+    const QCommandLineOption headLoadingsOpt("head-loadings", "With --graph: split the strongest kept edges that cross attention "
+                                                              "layer LAYER (source written below it, target above it) across "
+                                                              "that layer's heads plus a bypass, as circuit-tracer's head loadings "
+                                                              "(PR #114); as many edges as --edge-routes N, else 20; adds "
+                                                              "\"head_loadings\".", "LAYER");
     const QCommandLineOption openGraph("open-graph", "Open an attribution graph file (Neuronpedia's layout; no model needed): "
                                                      "alone, in the window's Graph tab; headless, --dump-json writes \"graph_file\" "
                                                      "(counts, layers, positions, pins, supernodes, notes), --graph-json the file "
@@ -378,7 +383,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt, maxFeatureNodesOpt, graphTargetsOpt,
-                  graphInterveneOpt, edgeRoutesOpt, qkTraceOpt, qkTraceEdgesOpt, qkTopOpt,
+                  graphInterveneOpt, edgeRoutesOpt, headLoadingsOpt, qkTraceOpt, qkTraceEdgesOpt, qkTopOpt,
                   nodeThresholdOpt, edgeThresholdOpt, openGraph});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
@@ -683,7 +688,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.transcoders = p.value(transcodersOpt);
     c.graphJson = p.value(graphJsonOpt);
     if (!parseInt(maxLogitsOpt, &c.maxLogits, 1) || !parseInt(edgeRoutesOpt, &c.edgeRoutes, 1) ||
-        !parseInt(maxFeatureNodesOpt, &c.maxFeatureNodes, 0))
+        !parseInt(maxFeatureNodesOpt, &c.maxFeatureNodes, 0) || !parseInt(headLoadingsOpt, &c.headLoadings, 0))
         return false;
     for (const QString& v : p.values(graphInterveneOpt))
         for (const QString& e : v.split(QLatin1Char(','), Qt::SkipEmptyParts)) c.graphIntervene << e.trimmed();
@@ -705,8 +710,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         *error = QStringLiteral("--qk-top goes with --qk-trace or --qk-trace-edges");
         return false;
     }
-    if ((!c.graphIntervene.isEmpty() || c.edgeRoutes > 0) && !c.graph) {
-        *error = QStringLiteral("--graph-intervene and --edge-routes add to --graph: give --graph too");
+    if ((!c.graphIntervene.isEmpty() || c.edgeRoutes > 0 || c.headLoadings >= 0) && !c.graph) {
+        *error = QStringLiteral("--graph-intervene, --edge-routes and --head-loadings add to --graph: give --graph too");
         return false;
     }
     for (auto [opt, v] : {std::pair{&nodeThresholdOpt, &c.nodeThreshold}, std::pair{&edgeThresholdOpt, &c.edgeThreshold}}) {

@@ -40,8 +40,8 @@
 //   attnscope --model M --contexts-db FILE --feature F --dump-json F      (a feature's top contexts)
 // Attribution graphs (README "Attribution graphs on the command line"):
 //   attnscope --model M --prompt T --transcoders PATH (--graph --dump-json F | --graph-json G) [--max-logits N]
-//             [--node-threshold 0.8] [--edge-threshold 0.98] [--edge-routes N] [--graph-intervene L:P:F=V|L:P:F*K,…]
-//             [--qk-trace L.H:Q:K …] [--qk-trace-edges N] [--qk-top N]
+//             [--node-threshold 0.8] [--edge-threshold 0.98] [--edge-routes N] [--head-loadings LAYER]
+//             [--graph-intervene L:P:F=V|L:P:F*K,…] [--qk-trace L.H:Q:K …] [--qk-trace-edges N] [--qk-top N]
 // Graph files (no model; docs/cli.md "Graph files"):
 //   attnscope --open-graph FILE [--dump-json F] [--graph-json G] [--export FIG.png|svg|pdf [--width W --height H --scale S]] [--force]
 // Every mode takes --tokenizer FILE (llama2.c tokenizer.bin …), --token-ids 1,2,… or --text FILE instead of
@@ -141,6 +141,8 @@ struct CommandLine {
     double nodeThreshold = 0.8, edgeThreshold = 0.98; ///< --node-threshold, --edge-threshold
     QStringList graphIntervene; ///< --graph-intervene L:P:F=V | L:P:F*K (comma-separated, repeatable): add "graph_intervention"
     int edgeRoutes = 0;      ///< --edge-routes N: add "edge_routes", the heads that carry the N strongest kept cross-position edges
+    int headLoadings = -1;   ///< --head-loadings LAYER: add "head_loadings", the strongest kept edges that cross LAYER's attention
+                             ///< split across its heads (head_loadings.h); how many: --edge-routes' N, else 20
     struct QkCell {
         int layer = 0, head = 0, query = 0, key = 0;
     };

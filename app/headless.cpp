@@ -10,6 +10,7 @@
 #include "model/analysis/common/input_checks.h"
 #include "model/analysis/gradients/attribution_patching.h"
 #include "model/analysis/graphs/edge_routes.h"
+#include "model/analysis/graphs/head_loadings.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/analysis/graphs/graph_document.h"
 #include "model/analysis/graphs/graph_document_from_graph.h"
@@ -297,6 +298,21 @@ QJsonArray edgeRoutesJson(const GraphDump& g, int n) {
     return out;
 }
 
+/// --head-loadings LAYER: the n strongest kept edges that cross LAYER's attention (source written below it, target above
+/// it), each split across that layer's heads plus a bypass.
+QJsonObject headLoadingsJson(const GraphDump& g, int layer, int n) {
+    QJsonArray out;
+    for (const auto& [t, s] : strongestKeptEdges(g.graph, g.pruned, n, [&](int t, int s) { return crossesAttentionLayer(g.graph, t, s, layer); })) {
+        const HeadLoadings h = headLoadings(g.replacement, g.graph, t, s, layer);
+        QJsonArray heads;
+        for (double v : h.heads) heads.append(v);
+        out.append(QJsonObject{{"target", t}, {"source", s}, {"target_id", neuronpediaNodeId(g.graph, t)},
+                               {"source_id", neuronpediaNodeId(g.graph, s)}, {"edge", h.edge}, {"bypass", h.bypass},
+                               {"heads", heads}, {"sum", h.sum()}});
+    }
+    return QJsonObject{{"layer", layer}, {"edges", out}};
+}
+
 /// "features", "feature" and "intervention" of --sae (README "Features on the command line").
 void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
@@ -514,6 +530,9 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             throw InputError(QStringLiteral("--position %1 is out of range: the prompt has %2 tokens (0..%3)")
                                  .arg(cmd.position).arg(cache.nPositions()).arg(cache.nPositions() - 1));
         const QStringList labels = tokenLabels(model->tokenizer(), cache.tokens);
+        if (cmd.headLoadings >= cfg.n_layers)
+            throw InputError(QStringLiteral("--head-loadings %1 is out of range: the model has %2 layers (0..%3)")
+                                 .arg(cmd.headLoadings).arg(cfg.n_layers).arg(cfg.n_layers - 1));
         std::unique_ptr<GraphDump> graph;
         if (cmd.graph || !cmd.graphJson.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.graphJson, cmd.force); !cmd.graphJson.isEmpty() && !e.isEmpty()) throw InputError(e);
@@ -541,6 +560,8 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
                 dump.insert(QStringLiteral("qk_traces"), qkTracesToJson(graph->qkCells, *graph->tracer, graph->graph, qkOnly));
                 dump.insert(QStringLiteral("qk_only_nodes"), qkOnly);
             }
+            if (cmd.headLoadings >= 0)
+                dump.insert(QStringLiteral("head_loadings"), headLoadingsJson(*graph, cmd.headLoadings, cmd.edgeRoutes > 0 ? cmd.edgeRoutes : 20));
             if (!cmd.graphIntervene.isEmpty()) dump.insert(QStringLiteral("graph_intervention"), graphInterventionJson(*model, cmd, *graph));
             if (cmd.generate > 0) {
                 const std::vector<int> generated = greedyContinuation(*model, ids, cmd.generate);

@@ -15,6 +15,7 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/generate.h"
 #include "support/error_capture.h"
+#include "support/head_by_hand.h"
 #include "support/random_transcoders.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
@@ -306,38 +307,16 @@ void TestAttributionGraph::edgeRoutesSumToTheEdge() {
 void TestAttributionGraph::headRouteEqualsAForwardThroughThatHead() {
     // the strongest edge from a layer-0 feature into a layer-1 feature at a later position has one hop (layer 1's
     // attention): each head's part equals the source vector pushed forward through that head alone, by hand
-    int bestT = -1, bestS = -1;
-    for (int t = 0; t < graph_.nFeatures(); ++t)
-        for (int s = 0; s < graph_.nFeatures(); ++s) {
-            const GraphNode &a = graph_.nodes[size_t(t)], &b = graph_.nodes[size_t(s)];
-            if (a.layer == 1 && b.layer == 0 && b.position < a.position &&
-                (bestT < 0 || std::abs(graph_.adjacency(t, s)) > std::abs(graph_.adjacency(bestT, bestS)))) {
-                bestT = t;
-                bestS = s;
-            }
-        }
+    const auto [bestT, bestS] = strongestOneHopEdge(graph_);
     QVERIFY(bestT >= 0);
     const GraphNode &tn = graph_.nodes[size_t(bestT)], &sn = graph_.nodes[size_t(bestS)];
     const ModelConfig& cfg = model_->config();
-    const LayerWeights& w = model_->layer(1);
-    auto sigma = [](const RowVector& x) {
-        const Eigen::ArrayXd d = x.cast<double>().array() - x.cast<double>().mean();
-        return std::sqrt((d * d).mean() + 1e-5);
-    };
-    const Eigen::RowVectorXd v = (double(sn.activation) * decoderDirection(set_.coders[0], sn.id)).cast<double>();
-    Eigen::RowVectorXd x = v.array() - v.mean();
-    x = x.cwiseProduct(w.ln1_w.toMatrix().row(0).cast<double>()) / sigma(rm_.clean.stored(1).resid_pre.row(sn.position));
     const EdgeRoutes r = edgeRoutes(rm_, graph_, bestT, bestS);
     QCOMPARE(int(r.heads.size()), cfg.n_heads);
     QVERIFY(std::abs(r.edge) > 0.05);
     double total = 0;
     for (int h = 0; h < cfg.n_heads; ++h) {
-        const Eigen::RowVectorXd vh = x * w.W_V_head(h, cfg.d_head).toMatrix().cast<double>();
-        const double p = rm_.clean.stored(1).pattern[size_t(h)](tn.position, sn.position);
-        Eigen::RowVectorXd out = p * vh * w.W_O_head(h, cfg.d_head).toMatrix().cast<double>();
-        out = (out.array() - out.mean()).matrix().cwiseProduct(w.ln2_w.toMatrix().row(0).cast<double>()) /
-              sigma(rm_.clean.stored(1).resid_mid.row(tn.position));
-        const double want = out.dot(encoderDirection(set_.coders[1], tn.id).cast<double>());
+        const double want = headPartByHand(*model_, rm_.clean, set_, tn, sn, h);
         const auto it = std::find_if(r.heads.begin(), r.heads.end(), [&](const HeadRoute& hr) { return hr.head == h; });
         QVERIFY(it != r.heads.end());
         QVERIFY2(std::abs(it->value - want) <= 1e-5 * std::max(1.0, std::abs(want)), qPrintable(QStringLiteral("head %1: %2 against %3").arg(h).arg(it->value).arg(want)));

@@ -78,15 +78,20 @@ EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph,
     return r;
 }
 
-std::vector<std::pair<int, int>> strongestCrossPositionEdges(const AttributionGraph& graph, const PrunedGraph& pruned, int n) {
+std::vector<std::pair<int, int>> strongestKeptEdges(const AttributionGraph& graph, const PrunedGraph& pruned, int n,
+                                                    const std::function<bool(int target, int source)>& keep) {
     std::vector<std::pair<int, int>> edges;
     for (const auto& [t, s] : pruned.edges)
-        if (graph.nodes[size_t(t)].position != graph.nodes[size_t(s)].position) edges.push_back({t, s});
+        if (keep(t, s)) edges.push_back({t, s});
     std::stable_sort(edges.begin(), edges.end(), [&](const auto& a, const auto& b) {
         return std::abs(graph.adjacency(a.first, a.second)) > std::abs(graph.adjacency(b.first, b.second));
     });
     if (int(edges.size()) > n) edges.resize(size_t(std::max(n, 0)));
     return edges;
+}
+
+std::vector<std::pair<int, int>> strongestCrossPositionEdges(const AttributionGraph& graph, const PrunedGraph& pruned, int n) {
+    return strongestKeptEdges(graph, pruned, n, [&](int t, int s) { return graph.nodes[size_t(t)].position != graph.nodes[size_t(s)].position; });
 }
 
 } // namespace attnscope

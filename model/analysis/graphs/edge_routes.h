@@ -16,6 +16,7 @@
 #include "model/analysis/graphs/attribution_graph.h"
 #include "model/analysis/graphs/graph_pruning.h"
 
+#include <functional>
 #include <vector>
 
 namespace attnscope {
@@ -42,8 +43,11 @@ struct EdgeRoutes {
 /// or logit node or source is a logit node.
 EdgeRoutes edgeRoutes(const ReplacementModel& rm, const AttributionGraph& graph, int target, int source);
 
-/// The `n` strongest kept edges of `graph` whose ends sit at different positions (the ones a head carries), as (target,
-/// source), largest |A[t, s]| first (ties: the pruned edges' order).
+/// The `n` strongest kept edges (target, source) of `graph` for which keep(target, source) holds, largest |A[t, s]|
+/// first (ties: the pruned edges' order).
+std::vector<std::pair<int, int>> strongestKeptEdges(const AttributionGraph& graph, const PrunedGraph& pruned, int n,
+                                                    const std::function<bool(int target, int source)>& keep);
+/// strongestKeptEdges whose ends sit at different positions (the ones a head carries).
 std::vector<std::pair<int, int>> strongestCrossPositionEdges(const AttributionGraph& graph, const PrunedGraph& pruned, int n);
 
 } // namespace attnscope

@@ -169,21 +169,30 @@ Matrix GraphBackward::beforeAttnPostNorm(int l, const Matrix& G) const {
 }
 
 Matrix GraphBackward::attentionBack(int l, const Matrix& G) const {
+    return valuePathBack(l, G, false);
+}
+
+Matrix GraphBackward::attentionBackByHead(int l, const Matrix& G) const {
+    return valuePathBack(l, G, true);
+}
+
+Matrix GraphBackward::valuePathBack(int l, const Matrix& G, bool byHead) const {
     const LayerWeights& w = rm_.model->layer(l);
     const std::shared_ptr<const LayerCache> c = rm_.clean.layer(l);
     const int H = cfg_.n_heads, dh = cfg_.d_head, group = cfg_.groupSize();
-    const Eigen::Index BT = G.rows(), B = BT / T_;
+    const Eigen::Index BT = G.rows(), B = BT / T_, blocks = byHead ? H : 1;
     Matrix Y, back;
     timesTransposed(cfg_.postNorms ? beforeAttnPostNorm(l, G) : G, w.W_O, Y); // [B·T, n_heads·d_head]: ∂/∂z
-    Matrix dV = Matrix::Zero(BT, Eigen::Index(H / group) * dh);
+    Matrix dV = Matrix::Zero(blocks * BT, Eigen::Index(H / group) * dh); // byHead: head h's rows h·B·T …
     for (int h = 0; h < H; ++h) {
         const Matrix Pt = c->pattern[size_t(h)].transpose();
+        const Eigen::Index r0 = byHead ? Eigen::Index(h) * BT : 0;
         for (Eigen::Index b = 0; b < B; ++b)
-            dV.block(b * T_, Eigen::Index(h / group) * dh, T_, dh).noalias() += Pt * Y.block(b * T_, Eigen::Index(h) * dh, T_, dh);
+            dV.block(r0 + b * T_, Eigen::Index(h / group) * dh, T_, dh).noalias() += Pt * Y.block(b * T_, Eigen::Index(h) * dh, T_, dh);
     }
-    timesTransposed(dV, w.W_V, back); // [B·T, d_model]: ∂/∂ln1
-    Matrix out = Matrix::Zero(BT, cfg_.d_model);
-    addFrozenNormBackward(cfg_, back, w1_[size_t(l)], rm_.ln1Scale[size_t(l)], T_, out);
+    timesTransposed(dV, w.W_V, back); // [blocks·B·T, d_model]: ∂/∂ln1
+    Matrix out = Matrix::Zero(blocks * BT, cfg_.d_model);
+    addFrozenNormBackward(cfg_, back, w1_[size_t(l)], rm_.ln1Scale[size_t(l)], T_, out); // row r's σ: position r mod T
     return out;
 }
 

@@ -79,6 +79,10 @@ public:
     /// Layer l's attention alone: ln_1ᵀ(W_V (Pᵀ (G' W_Oᵀ))) per head summed, σ of ln_1 frozen ([rows, d_model]); G' is G
     /// carried back through the post-attention norm with its σ frozen (Gemma 2), else G itself.
     Matrix attentionBack(int l, const Matrix& G) const;
+    /// attentionBack split by head: [n_heads·rows, d_model], block h (rows h·rows … (h+1)·rows − 1) head h's part alone,
+    /// ln_1ᵀ(W_V^h (P_hᵀ (G' W_O^hᵀ))); the blocks sum to attentionBack(l, G) (up to float rounding). rows: a multiple of
+    /// the prompt's positions.
+    Matrix attentionBackByHead(int l, const Matrix& G) const;
     /// G' above: the gradient at z·W_O + b_O, before a post-attention norm [rows, d_model] (G itself without one).
     Matrix beforeAttnPostNorm(int l, const Matrix& G) const;
     /// A skip transcoder's linear path back to resid_mid (empty matrix when layer l's transcoder has no W_skip).
@@ -89,6 +93,7 @@ public:
 
 private:
     Matrix walk(Matrix G, InjectionPoint at, const EdgeRows* out, const Observer& observer) const;
+    Matrix valuePathBack(int l, const Matrix& G, bool byHead) const;
     void contract(int l, const Matrix& G, const EdgeRows& out) const;
 
     const ReplacementModel& rm_;
