@@ -298,7 +298,6 @@ void TestQkTrace::mapsColumnsToGraphNodes() {
 
 void TestQkTrace::refusesCellsItCannotTrace() {
     if (!tracer_) QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
-    const ReplacementModel& rm = rm_;
     const QkTracer& tracer = *tracer_;
     QVERIFY(inputErrorOf([&] { tracer.trace(1, 0, 2, 5); }).contains(QStringLiteral("Key position 5 comes after query position 2")));
     QVERIFY(inputErrorOf([&] { tracer.trace(1, 0, 7, 5); }).contains(QStringLiteral("Position 7 is outside")));
