@@ -251,7 +251,7 @@ ModelConfig ggufModelConfig(const GgufFile& f) {
     ModelConfig c;
     const bool qwen = arch == QLatin1String("qwen2") || arch == QLatin1String("qwen3");
     c.modelType = qwen ? arch : QStringLiteral("llama");
-    c.qkNorm = arch == QLatin1String("qwen3");
+    c.qkNorm = arch == QLatin1String("qwen3") || arch == QLatin1String("gemma3");
     c.architecture = arch;
     c.n_layers = k.positive("block_count");
     c.d_model = k.positive("embedding_length");
@@ -303,20 +303,28 @@ ModelConfig ggufModelConfig(const GgufFile& f) {
     c.sliding_window = k.positiveOr("attention.sliding_window", 0);
     c.gatedMlp = true;
     c.activation = ActivationKind::Silu;
-    if (arch == QLatin1String("gemma2")) { // llama.cpp llm_build_gemma2 (norm weights stored as 1 + w by the converter)
-        c.modelType = arch;
+    const bool gemma3 = arch == QLatin1String("gemma3");
+    if (arch == QLatin1String("gemma2") || gemma3) { // llama.cpp llm_build_gemma2, llm_build_gemma3 (norm weights, q/k norms
+        c.modelType = arch;                          // included, stored as 1 + w by the converter)
         c.postNorms = true;
         c.activation = ActivationKind::GeluNew; // gelu_pytorch_tanh
         c.rope_layout = RopeLayout::HalfSplit;  // LLAMA_ROPE_TYPE_NEOX
         c.norm_eps = k.numberOr("attention.layer_norm_rms_epsilon", 1e-6);
         c.embed_scale = double(std::sqrt(float(c.d_model))); // ggml_scale(inpL, sqrtf(n_embd))
-        // llama.cpp scales q by 1/√(n_embd / n_head) for the 27B (46 layers), else 1/√head_dim, and keeps no key for it
-        c.query_pre_attn_scalar = c.n_layers == 46 ? double(c.d_model / c.n_heads) : double(c.d_head);
-        c.attn_logit_softcap = k.numberOr("attn_logit_softcapping", 50.0);
-        c.final_logit_softcap = k.numberOr("final_logit_softcapping", 30.0);
+        // llama.cpp scales q by 1/√(n_embd / n_head) for the 27Bs (Gemma 2: 46 layers, Gemma 3: 62), else 1/√head_dim,
+        // and keeps no key for it
+        c.query_pre_attn_scalar = c.n_layers == (gemma3 ? 62 : 46) ? double(c.d_model / c.n_heads) : double(c.d_head);
+        c.attn_logit_softcap = gemma3 ? 0 : k.numberOr("attn_logit_softcapping", 50.0); // Gemma 3 has none
+        c.final_logit_softcap = gemma3 ? 0 : k.numberOr("final_logit_softcapping", 30.0);
         c.sliding_window = k.positiveOr("attention.sliding_window", std::min(4096, c.n_ctx)); // n_swa's default
+        // Gemma 2: il % 2 == 0 uses KQ_mask_swa; Gemma 3: set_swa_pattern(6), five sliding layers, then a global one
+        const int pattern = gemma3 ? 6 : 2;
         c.windowedLayers.assign(size_t(c.n_layers), 0);
-        for (int l = 0; l < c.n_layers; l += 2) c.windowedLayers[size_t(l)] = 1; // il % 2 == 0 uses KQ_mask_swa
+        for (int l = 0; l < c.n_layers; ++l) c.windowedLayers[size_t(l)] = (l + 1) % pattern != 0;
+        if (gemma3) { // rope.freq_base (and rope.scaling) are the global layers'; the sliding ones keep 10 000, unscaled
+            c.rotary_base = k.numberOr("rope.freq_base", 1e6);  // (rope_freq_base_train_swa, rope_freq_scale_train_swa 1)
+            c.local_rotary_base = k.numberOr("rope.freq_base_swa", 10000.0);
+        }
     }
     if (c.sliding_window > c.n_ctx)
         k.fail(QStringLiteral("%1 (%2) is larger than %3 (%4)").arg(k.key("attention.sliding_window")).arg(c.sliding_window)

@@ -15,7 +15,12 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
                                          const QString& configLabel, const Progress& progress, qint64 progressDone,
                                          qint64 progressTotal)
     : config_(config), tensors_(std::move(tensors)), layers_(size_t(config.n_layers)), layerBuffers_(size_t(config.n_layers)) {
-    TensorChecker check(tensors_, {QStringLiteral("model.")}, sourceLabel, configLabel, &progress, progressDone, progressTotal);
+    // Gemma3ForConditionalGeneration (model_type gemma3) keeps the text model under language_model.model. (transformers
+    // 4.x) or model.language_model. (later); its vision tower's tensors are not read
+    const bool multimodal = config.modelType == QLatin1String("gemma3");
+    const QStringList prefixes = multimodal ? QStringList{QStringLiteral("model.language_model."), QStringLiteral("language_model.model.")}
+                                            : QStringList{QStringLiteral("model.")};
+    TensorChecker check(tensors_, prefixes, sourceLabel, configLabel, &progress, progressDone, progressTotal);
     const std::int64_t D = config.d_model, V = config.d_vocab, M = config.d_mlp;
     const std::int64_t QD = std::int64_t(config.n_heads) * config.d_head, KD = std::int64_t(config.n_kv_heads) * config.d_head;
     embed_ = check.require(QStringLiteral("embed_tokens.weight"), {V, D});
@@ -31,7 +36,7 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
         r.k_b = check.optional(p + QStringLiteral("self_attn.k_proj.bias"), {KD});
         r.v_b = check.optional(p + QStringLiteral("self_attn.v_proj.bias"), {KD});
         r.o_b = check.optional(p + QStringLiteral("self_attn.o_proj.bias"), {D});
-        if (config.qkNorm) { // Qwen 3: RMSNorm weights over head_dim
+        if (config.qkNorm) { // Qwen 3, Gemma 3: RMSNorm weights over head_dim
             r.q_norm = check.require(p + QStringLiteral("self_attn.q_norm.weight"), {config.d_head});
             r.k_norm = check.require(p + QStringLiteral("self_attn.k_norm.weight"), {config.d_head});
         }
@@ -47,13 +52,15 @@ LlamaWeightResolver::LlamaWeightResolver(const ModelConfig& config, TensorSet te
         r.down = check.require(p + QStringLiteral("mlp.down_proj.weight"), {D, M});
         // LlamaConfig.mlp_bias: the forward's gated MLP has no gate bias, so refuse rather than drop them silently
         for (const char* proj : {"gate_proj", "up_proj", "down_proj"})
-            for (const QString& prefix : {QString(), QStringLiteral("model.")})
+            for (const QString& prefix : QStringList{QString()} + prefixes)
                 if (const QString bias = prefix + p + QStringLiteral("mlp.%1.bias").arg(QLatin1String(proj)); tensors_.find(bias))
                     throw ModelError(sourceLabel, QStringLiteral("tensor %1: MLP biases (mlp_bias) are not supported").arg(bias));
     }
     norm_ = check.require(QStringLiteral("norm.weight"), {D});
-    if (tensors_.find(QStringLiteral("lm_head.weight")))
-        lm_head_ = check.require(QStringLiteral("lm_head.weight"), {V, D});
+    const QString head = multimodal && !tensors_.find(QStringLiteral("lm_head.weight")) ? QStringLiteral("language_model.lm_head.weight")
+                                                                                       : QStringLiteral("lm_head.weight");
+    if (tensors_.find(head))
+        lm_head_ = check.require(head, {V, D});
     else
         check.step(QStringLiteral("W_U tied to embed_tokens.weight"));
     storageDtype_ = check.storageDtype();
@@ -95,8 +102,8 @@ LayerWeights LlamaWeightResolver::layer(int l) {
     w.b_V = vec(r.v_b, KD);
     w.W_O = linear(r.o, QD, D);
     w.b_O = vec(r.o_b, D);
-    w.q_norm_w = vec(r.q_norm, config_.d_head);
-    w.k_norm_w = vec(r.k_norm, config_.d_head);
+    if (r.q_norm.tensor) w.q_norm_w = norm(r.q_norm, config_.d_head); // Gemma 3: (1 + w) as its other norms
+    if (r.k_norm.tensor) w.k_norm_w = norm(r.k_norm, config_.d_head);
     w.ln2_w = norm(r.ln2, D);
     if (r.ln1_post.tensor) w.ln1_post_w = norm(r.ln1_post, D);
     if (r.ln2_post.tensor) w.ln2_post_w = norm(r.ln2_post, D);

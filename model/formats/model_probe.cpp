@@ -62,9 +62,11 @@ void readConfig(const QString& folder, ModelProbe& p, QString* torchDtype) {
     const QJsonObject o = parseJsonObject(readSmallFile(path, kConfig, 16 << 20), kConfig);
     p.architecture = o.value(QLatin1String("model_type")).toString();
     *torchDtype = o.value(QLatin1String("torch_dtype")).toString();
+    // Gemma3ForConditionalGeneration (model_type gemma3) keeps the text model's fields in text_config
+    const QJsonObject sizes = o.value(QLatin1String("text_config")).isObject() ? o.value(QLatin1String("text_config")).toObject() : o;
     for (const char* key : {"num_hidden_layers", "n_layer", "num_layers"})
-        if (o.value(QLatin1String(key)).isDouble()) {
-            p.layers = o.value(QLatin1String(key)).toInt();
+        if (sizes.value(QLatin1String(key)).isDouble()) {
+            p.layers = sizes.value(QLatin1String(key)).toInt();
             break;
         }
 }

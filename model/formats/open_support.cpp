@@ -10,8 +10,8 @@ QStringList openableHfModelTypes() { return supportedModelTypes(); }
 QStringList openableSafetensorsDtypes() { return {QStringLiteral("F32"), QStringLiteral("F16"), QStringLiteral("BF16")}; }
 
 QStringList openableGgufArchitectures() {
-    return {QStringLiteral("llama"), QStringLiteral("mistral"), QStringLiteral("qwen2"), QStringLiteral("qwen3"),
-            QStringLiteral("gemma2")};
+    return {QStringLiteral("llama"),  QStringLiteral("mistral"), QStringLiteral("qwen2"), QStringLiteral("qwen3"),
+            QStringLiteral("gemma2"), QStringLiteral("gemma3")};
 }
 
 QStringList openableGgufTensorTypes() {

@@ -172,9 +172,9 @@ Matrix mlpBackward(const ModelConfig& cfg, const LayerWeights& w, const LayerCac
     return dLn2;
 }
 
-/// The rotary embedding's transpose: each pair rotated back by −position·θ_i (a rotation's inverse).
-void rotateBack(const ModelConfig& cfg, Eigen::Index S, Matrix& x) {
-    RopeTable back = *ropeTable(cfg, int(S));
+/// The rotary embedding's transpose: each pair rotated back by −position·θ_i of `layer` (a rotation's inverse).
+void rotateBack(const ModelConfig& cfg, int layer, Eigen::Index S, Matrix& x) {
+    RopeTable back = *ropeTable(cfg, layer, int(S));
     back.sin = -back.sin;
     applyRotary(cfg, back, x);
 }
@@ -250,8 +250,8 @@ Matrix attentionBackward(const ModelConfig& cfg, int layer, const LayerWeights& 
                      options.patternGradients ? &g.pattern[size_t(h)] : nullptr, g.q, g.k, g.v);
     });
     if (cfg.positions == PositionKind::Rotary) { // q_rot = R·q, k_rot = R·k: dq = Rᵀ·dq_rot
-        rotateBack(cfg, S, g.q);
-        rotateBack(cfg, S, g.k);
+        rotateBack(cfg, layer, S, g.q);
+        rotateBack(cfg, layer, S, g.k);
     }
     // ln1 feeds q = ln1·W_Q + b_Q and the shared K/V heads (through q_norm, k_norm when the model has them)
     Matrix dLn1, part;

@@ -157,7 +157,7 @@ void applyQkvHooks(const ModelConfig& cfg, int l, const ForwardHooks& hooks, Eig
     if (hooks.k) hooks.k(l, c.k);
     if (hooks.v) hooks.v(l, c.v);
     if (cfg.positions == PositionKind::Rotary && (hooks.q || hooks.k)) {
-        const auto table = ropeTable(cfg, int(S));
+        const auto table = ropeTable(cfg, l, int(S));
         c.q_rot = c.q;
         applyRotary(cfg, *table, c.q_rot);
         c.k_rot = c.k;
@@ -184,7 +184,7 @@ void attentionBlock(const ModelConfig& cfg, int l, const LayerWeights& w, LayerC
     }
     const bool rotary = cfg.positions == PositionKind::Rotary;
     if (rotary) { // q, k rotated by position (hook_rot_q, hook_rot_k); k before the GQA repeat (fewer heads)
-        const auto table = ropeTable(cfg, int(S));
+        const auto table = ropeTable(cfg, l, int(S));
         c.q_rot = c.q;
         applyRotary(cfg, *table, c.q_rot);
         c.k_rot = c.k;

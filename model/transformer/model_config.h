@@ -55,16 +55,23 @@ struct ModelConfig {
     bool gatedMlp = false;      ///< SwiGLU-style W_gate
     bool scale_attn_weights = true;               ///< divide scores by √d_head
     bool scale_attn_by_inverse_layer_idx = false; ///< also divide by (layer+1)
-    double rotary_base = 10000.0;  ///< rope_theta
+    double rotary_base = 10000.0;  ///< rope_theta (Gemma 3: the global layers')
     RopeLayout rope_layout = RopeLayout::HalfSplit;
-    RopeScaling rope_scaling;
+    RopeScaling rope_scaling;      ///< (Gemma 3: the global layers')
+    /// Gemma 3: the RoPE of the sliding-window layers (those windowedLayers marks), which differs from the global layers'
+    /// rotary_base and rope_scaling: base rope_local_base_freq (10 000 against rope_theta 1 000 000) and no scaling
+    /// (transformers Gemma3TextModel.rotary_emb_local; llama.cpp rope_freq_base_train_swa). 0 = every layer uses
+    /// rotary_base and rope_scaling.
+    double local_rotary_base = 0;
+    RopeScaling local_rope_scaling;
     int sliding_window = 0;     ///< Mistral: a query attends to at most this many keys (itself included); 0 = all
     /// Which layers the window applies to ([layer]; empty: every layer). Gemma 2 windows the even layers
     /// (transformers Gemma2Config.layer_types: "sliding_attention" when (i + 1) % 2, llama.cpp il % 2 == 0).
     std::vector<char> windowedLayers;
     bool tie_word_embeddings = true; ///< the unembedding is W_Eᵀ (no separate lm_head / output weight)
-    /// Qwen 3 (and Gemma 3): RMSNorm over each head's query and key (weights q_norm_w, k_norm_w [d_head], eps norm_eps)
-    /// after the projection and before rotary embeddings (transformers modeling_qwen3.py Qwen3Attention).
+    /// Qwen 3 and Gemma 3: RMSNorm over each head's query and key (weights q_norm_w, k_norm_w [d_head], eps norm_eps)
+    /// after the projection and before rotary embeddings (transformers modeling_qwen3.py Qwen3Attention; Gemma 3's gain is
+    /// (1 + w), which the loaders store as the canonical weight).
     bool qkNorm = false;
     /// Gemma 2: RMSNorm on the attention output and on the MLP output before each is added to the residual stream
     /// (weights ln1_post_w, ln2_post_w; transformers Gemma2DecoderLayer post_attention_layernorm,
@@ -92,6 +99,13 @@ struct ModelConfig {
                    ? sliding_window
                    : 0;
     }
+    /// Whether `layer` uses the local RoPE (local_rotary_base set and the layer windowed).
+    bool usesLocalRope(int layer) const {
+        return local_rotary_base > 0 && layer >= 0 && layer < int(windowedLayers.size()) && windowedLayers[size_t(layer)];
+    }
+    /// The RoPE base and scaling of `layer` (Gemma 3's differ between sliding and global layers).
+    double rotaryBaseOf(int layer) const { return usesLocalRope(layer) ? local_rotary_base : rotary_base; }
+    const RopeScaling& ropeScalingOf(int layer) const { return usesLocalRope(layer) ? local_rope_scaling : rope_scaling; }
     /// Query heads per K/V head (grouped-query attention): n_heads / n_kv_heads.
     int groupSize() const { return n_heads / (n_kv_heads > 0 ? n_kv_heads : n_heads); }
     /// The K/V head query head h reads.

@@ -8,11 +8,12 @@
 
 namespace attnscope {
 
-std::vector<double> ropeInverseFrequencies(const ModelConfig& cfg) {
+std::vector<double> ropeInverseFrequencies(const ModelConfig& cfg, int layer) {
     const int half = cfg.d_head / 2;
     std::vector<double> inv(static_cast<size_t>(half));
-    for (int i = 0; i < half; ++i) inv[size_t(i)] = std::pow(cfg.rotary_base, -2.0 * i / cfg.d_head);
-    const RopeScaling& s = cfg.rope_scaling;
+    const double base = cfg.rotaryBaseOf(layer);
+    for (int i = 0; i < half; ++i) inv[size_t(i)] = std::pow(base, -2.0 * i / cfg.d_head);
+    const RopeScaling& s = cfg.ropeScalingOf(layer);
     switch (s.kind) {
     case RopeScaling::Kind::None:
         break;
@@ -40,7 +41,7 @@ std::vector<double> ropeInverseFrequencies(const ModelConfig& cfg) {
     return inv;
 }
 
-std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S) {
+std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int layer, int S) {
     struct Entry {
         int d_head;
         double base;
@@ -48,20 +49,21 @@ std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S) {
         std::shared_ptr<const RopeTable> table;
     };
     static std::mutex mutex;
-    static std::vector<Entry> cache; // most recent last, a few entries (one per open model, typically)
+    static std::vector<Entry> cache; // most recent last, a few entries (one or two per open model, typically)
+    const double base = cfg.rotaryBaseOf(layer);
+    const RopeScaling& scaling = cfg.ropeScalingOf(layer);
     auto same = [&](const Entry& e) {
-        return e.d_head == cfg.d_head && e.base == cfg.rotary_base && e.scaling.kind == cfg.rope_scaling.kind &&
-               e.scaling.factor == cfg.rope_scaling.factor && e.scaling.low_freq_factor == cfg.rope_scaling.low_freq_factor &&
-               e.scaling.high_freq_factor == cfg.rope_scaling.high_freq_factor &&
-               e.scaling.original_max_position_embeddings == cfg.rope_scaling.original_max_position_embeddings &&
-               e.scaling.freq_factors == cfg.rope_scaling.freq_factors;
+        return e.d_head == cfg.d_head && e.base == base && e.scaling.kind == scaling.kind && e.scaling.factor == scaling.factor &&
+               e.scaling.low_freq_factor == scaling.low_freq_factor && e.scaling.high_freq_factor == scaling.high_freq_factor &&
+               e.scaling.original_max_position_embeddings == scaling.original_max_position_embeddings &&
+               e.scaling.freq_factors == scaling.freq_factors;
     };
     std::lock_guard lock(mutex);
     for (const Entry& e : cache)
         if (same(e) && e.table->positions >= S) return e.table;
     auto t = std::make_shared<RopeTable>();
     t->positions = std::max(S, 64);
-    const std::vector<double> inv = ropeInverseFrequencies(cfg);
+    const std::vector<double> inv = ropeInverseFrequencies(cfg, layer);
     const int half = cfg.d_head / 2;
     t->cos.resize(t->positions, half);
     t->sin.resize(t->positions, half);
@@ -72,8 +74,8 @@ std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S) {
             t->sin(p, i) = float(std::sin(a));
         }
     std::erase_if(cache, same);
-    cache.push_back({cfg.d_head, cfg.rotary_base, cfg.rope_scaling, t});
-    if (cache.size() > 4) cache.erase(cache.begin());
+    cache.push_back({cfg.d_head, base, scaling, t});
+    if (cache.size() > 8) cache.erase(cache.begin());
     return t;
 }
 

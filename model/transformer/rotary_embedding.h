@@ -15,9 +15,9 @@
 
 namespace attnscope {
 
-/// The inverse frequencies θ_i, i < d_head/2, with the config's rope_scaling applied (Linear: θ/factor;
-/// Llama3: HF modeling_rope_utils._compute_llama3_parameters).
-std::vector<double> ropeInverseFrequencies(const ModelConfig& cfg);
+/// The inverse frequencies θ_i, i < d_head/2, of `layer` (its base and scaling: ModelConfig::rotaryBaseOf,
+/// ropeScalingOf) with the scaling applied (Linear: θ/factor; Llama3: HF modeling_rope_utils._compute_llama3_parameters).
+std::vector<double> ropeInverseFrequencies(const ModelConfig& cfg, int layer);
 
 /// cos and sin of position·θ_i for positions [0, S): [pos, d_head/2] each.
 struct RopeTable {
@@ -25,8 +25,9 @@ struct RopeTable {
     Matrix cos, sin;
 };
 
-/// The table for the config and at least S positions, shared (a small cache of recent tables; thread-safe).
-std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int S);
+/// The table of `layer` (Gemma 3's sliding and global layers differ) for at least S positions, shared (a small cache of
+/// recent tables; thread-safe).
+std::shared_ptr<const RopeTable> ropeTable(const ModelConfig& cfg, int layer, int S);
 
 /// Rotates, in place, every head of x [pos, n·d_head] (position = row index) in the config's layout.
 void applyRotary(const ModelConfig& cfg, const RopeTable& table, Matrix& x);

@@ -223,6 +223,7 @@ private slots:
     void groupedQueryVariant();
     void qwen3QkNormSteps();
     void gemma2SoftcapSteps();
+    void gemma3PerLayerSteps();
     void demoModel();
 
 private:
@@ -423,6 +424,49 @@ void TestAttentionSteps::gemma2SoftcapSteps() {
         QCOMPARE(step(steps, "masked").formula.contains("j ≤ i − 3"), layer == 0);
         QVERIFY(step(steps, "attn_out").formula.startsWith("ln1_post("));
         QVERIFY(maxAbsDiff(step(steps, "attn_out_additive").values, step(steps, "attn_out").values) < 1e-5);
+    }
+}
+
+/// A random Gemma 3 (6 layers, the last global): q_norm and k_norm use the gain 1 + w (recomputed here from the
+/// checkpoint's w), q_rot is q_norm rotated by the layer's own RoPE (base 10 000 on sliding layer 0, 1 000 000 divided by
+/// the linear factor 8 on global layer 5; recomputed here in double), the text names that base, and only layer 0 is
+/// windowed.
+void TestAttentionSteps::gemma3PerLayerSteps() {
+    QTemporaryDir dir;
+    const LlamaCheckpoint ck = randomLlama(smallGemma3Spec(), 23);
+    writeHfLlamaFolder(ck, dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
+    const auto model = loadModel(dir.path());
+    const ActivationCache c = runForward(*model, std::vector<int>{2, 40, 300, 12, 77, 500, 9, 260});
+    const int head = 1, L = 16, half = L / 2;
+    for (const auto& [layer, base, factor] : {std::tuple{0, 1e4, 1.0}, std::tuple{5, 1e6, 8.0}}) {
+        const std::vector<AttentionStep> steps = attentionSteps(*model, c, layer, head);
+        QStringList names;
+        for (const AttentionStep& s : steps) names << s.name;
+        QCOMPARE(names, attentionStepNames(4, true, true));
+        const LlamaLayerTensors& t = ck.layers[size_t(layer)];
+        const Matrix& x = step(steps, "q").values;
+        const Matrix& y = step(steps, "q_norm").values;
+        const Matrix& r = step(steps, "q_rot").values;
+        double worstNorm = 0, worstRot = 0;
+        for (Eigen::Index i = 0; i < x.rows(); ++i) {
+            const double rms = std::sqrt(x.row(i).cast<double>().squaredNorm() / L + 1e-6);
+            for (int e = 0; e < L; ++e)
+                worstNorm = std::max(worstNorm, std::abs(double(x(i, e)) / rms * (1.0 + t.q_norm[size_t(e)]) - y(i, e)));
+            for (int e = 0; e < half; ++e) { // rotate_half pairs (e, e + L/2)
+                const double a = double(i) * std::pow(base, -2.0 * e / L) / factor;
+                const double y0 = y(i, e), y1 = y(i, e + half);
+                worstRot = std::max({worstRot, std::abs(y0 * std::cos(a) - y1 * std::sin(a) - r(i, e)),
+                                     std::abs(y1 * std::cos(a) + y0 * std::sin(a) - r(i, e + half))});
+            }
+        }
+        QVERIFY2(worstNorm < 1e-5, qPrintable(QString("layer %1 q_norm: %2").arg(layer).arg(worstNorm)));
+        QVERIFY2(worstRot < 1e-5, qPrintable(QString("layer %1 q_rot: %2").arg(layer).arg(worstRot)));
+        QVERIFY2(step(steps, "q_rot").meaning.contains(QString("θ_i = %1^(−2i/16)").arg(base)), qPrintable(step(steps, "q_rot").meaning));
+        QCOMPARE(step(steps, "q_rot").meaning.contains("divided by 8 (linear scaling)"), layer == 5);
+        QCOMPARE(step(steps, "q_rot").meaning.contains("sliding-window layer"), layer == 0);
+        QCOMPARE(step(steps, "masked").formula.contains("j ≤ i − 3"), layer == 0);
+        QVERIFY(step(steps, "scores").maxAbsDiff < 1e-5);
+        QVERIFY(step(steps, "q_norm").meaning.contains("1 + the stored weight"));
     }
 }
 

@@ -155,7 +155,7 @@ private slots:
                      "routed experts); the dense Qwen 3 models (model_type 'qwen3') are");
     }
 
-    /// Gemma 2: a soft-cap ≤ 0, a window larger than the context, Gemma 3, and a GGUF without a post-norm tensor are
+    /// Gemma 2: a soft-cap ≤ 0, a window larger than the context, and a GGUF without a post-norm tensor are
     /// refused naming the file and the field or tensor; null soft-caps mean none.
     void gemma2Errors() {
         QTemporaryDir dir;
@@ -175,15 +175,64 @@ private slots:
         refusedWith("attn_logit_softcapping", 0.0, "config.json: attn_logit_softcapping must be a positive number or null (got 0)");
         refusedWith("final_logit_softcapping", -30.0, "config.json: final_logit_softcapping must be a positive number or null (got -30)");
         refusedWith("sliding_window", 65, "config.json: sliding_window (65) is larger than max_position_embeddings (64)");
-        refusedWith("model_type", "gemma3_text",
-                    "config.json: model_type 'gemma3_text': Gemma 3 is not supported yet (it adds to Gemma 2's blocks q/k "
-                    "norms, a separate RoPE base for local layers (rope_local_base_freq) and the 5:1 local/global pattern); "
-                    "Gemma 2 (model_type 'gemma2') is");
         const QString gguf = dir.filePath("gemma2.gguf");
         writeFile(gguf, ggufHfLayoutBytes(c));
         QVERIFY(loadModel(gguf)->config().postNorms);
         writeFile(gguf, ggufHfLayoutBytes(c, "blk.1.post_ffw_norm.weight"));
         checkRefused(gguf, dir.path(), "gemma2.gguf: missing tensor blk.1.post_ffw_norm.weight");
+    }
+
+    /// Gemma 3: a window larger than the context, an unknown layer type, a rope_parameters entry of another kind, a
+    /// gemma3 config without text_config, a folder or GGUF without a layer's q_norm, and a multimodal checkpoint without
+    /// the text weights are refused naming the file and the field or tensor.
+    void gemma3Errors() {
+        QTemporaryDir dir;
+        const LlamaCheckpoint c = randomLlama(smallGemma3Spec(), 9);
+        writeHfLlamaFolder(c, dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
+        QVERIFY(loadModel(dir.path())->config().qkNorm);
+        const QJsonObject good = hfLlamaConfig(c.spec);
+        auto refusedAs = [&](const QJsonObject& config, const QString& expected) {
+            writeFile(dir.filePath("config.json"), QJsonDocument(config).toJson());
+            checkRefused(dir.path(), dir.path(), expected);
+        };
+        auto refusedWith = [&](const char* key, const QJsonValue& value, const QString& expected) {
+            QJsonObject config = good;
+            config.insert(key, value);
+            refusedAs(config, expected);
+        };
+        refusedWith("sliding_window", 65, "config.json: sliding_window (65) is larger than max_position_embeddings (64)");
+        refusedWith("layer_types", QJsonArray{"sliding_attention", "sliding_attention", "chunked_attention", "sliding_attention",
+                                              "sliding_attention", "full_attention"},
+                    "config.json: layer_types: unsupported entry 'chunked_attention'; supported: full_attention, sliding_attention");
+        refusedWith("layer_types", QJsonArray{"sliding_attention", "full_attention"},
+                    "config.json: layer_types has 2 entries but num_hidden_layers is 6");
+        refusedWith("rope_parameters", QJsonObject{{"full_attention", QJsonObject{{"rope_type", "yarn"}, {"factor", 8.0}}}},
+                    "config.json: unsupported rope_parameters.full_attention type 'yarn'; supported: linear, llama3");
+        refusedWith("rope_parameters", QJsonObject{{"chunked_attention", QJsonObject{{"rope_type", "default"}}}},
+                    "config.json: rope_parameters: unsupported layer type 'chunked_attention'; supported: full_attention, "
+                    "sliding_attention");
+        QJsonObject multimodal = good;
+        multimodal.insert("model_type", "gemma3");
+        refusedAs(multimodal, "config.json: model_type 'gemma3' without a text_config object (Gemma3Config keeps the text "
+                              "model's fields there)");
+        writeFile(dir.filePath("config.json"), QJsonDocument(good).toJson());
+        writeFile(dir.filePath("model.safetensors"), buildSafetensors([&] {
+                      std::vector<FixtureTensor> t = hfLlamaTensors(c, Storage::F32);
+                      std::erase_if(t, [](const FixtureTensor& x) { return x.name == "model.layers.5.self_attn.q_norm.weight"; });
+                      return t;
+                  }()));
+        checkRefused(dir.path(), dir.path(), "model.safetensors: missing tensor layers.5.self_attn.q_norm.weight (also looked for "
+                                             "model.layers.5.self_attn.q_norm.weight)");
+        // model_type gemma3 whose weights sit under model. (a text-only checkpoint's names): the text weights are missing
+        LlamaSpec mm = c.spec;
+        mm.modelType = QStringLiteral("gemma3");
+        writeFile(dir.filePath("config.json"), QJsonDocument(hfLlamaConfig(mm)).toJson());
+        writeFile(dir.filePath("model.safetensors"), buildSafetensors(hfLlamaTensors(c, Storage::F32)));
+        checkRefused(dir.path(), dir.path(), "model.safetensors: missing tensor embed_tokens.weight (also looked for "
+                                             "model.language_model.embed_tokens.weight, language_model.model.embed_tokens.weight)");
+        const QString gguf = dir.filePath("gemma3.gguf");
+        writeFile(gguf, ggufHfLayoutBytes(c, "blk.2.attn_q_norm.weight"));
+        checkRefused(gguf, dir.path(), "gemma3.gguf: missing tensor blk.2.attn_q_norm.weight");
     }
 
     /// stories260K.gguf with general.architecture "llama" patched to "bloom" (same length, in place).
@@ -198,7 +247,7 @@ private slots:
         bytes.replace(v->offset + 8, 5, "bloom");
         const QString path = dir.filePath("bloom.gguf");
         writeFile(path, bytes);
-        checkRefused(path, dir.path(), "bloom.gguf: general.architecture 'bloom' is not supported; supported: llama, mistral, qwen2, qwen3, gemma2");
+        checkRefused(path, dir.path(), "bloom.gguf: general.architecture 'bloom' is not supported; supported: llama, mistral, qwen2, qwen3, gemma2, gemma3");
     }
 
     /// A Q8_0 copy of stories260K whose blk.2.attn_v.weight block 7 has scale d = NaN: it opens and layers 0

@@ -322,7 +322,7 @@ private slots:
         config[QStringLiteral("model_type")] = QStringLiteral("falcon");
         QCOMPARE(loadError(makeFolder(QStringLiteral("falcon"), config,
                                       {{QStringLiteral("model.safetensors"), buildSafetensors(f32_)}})),
-                 QStringLiteral("config.json: unsupported model_type 'falcon'; supported: gpt2, llama, mistral, qwen2, qwen3, gemma2"));
+                 QStringLiteral("config.json: unsupported model_type 'falcon'; supported: gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma3"));
     }
 
     void configErrors_data() {
@@ -330,7 +330,7 @@ private slots:
         QTest::addColumn<QJsonValue>("value"); // Undefined = remove the field
         QTest::addColumn<QString>("message");
         QTest::newRow("no model_type") << "model_type" << QJsonValue(QJsonValue::Undefined)
-                                       << "config.json: missing model_type; supported: gpt2, llama, mistral, qwen2, qwen3, gemma2";
+                                       << "config.json: missing model_type; supported: gpt2, llama, mistral, qwen2, qwen3, gemma2, gemma3_text, gemma3";
         QTest::newRow("no n_layer") << "n_layer" << QJsonValue(QJsonValue::Undefined) << "config.json: missing field n_layer";
         QTest::newRow("n_head 0") << "n_head" << QJsonValue(0) << "config.json: n_head must be a positive integer (got 0)";
         QTest::newRow("no n_embd") << "n_embd" << QJsonValue(QJsonValue::Undefined) << "config.json: missing field n_embd";

@@ -89,7 +89,7 @@ private slots:
         QTest::addColumn<bool>("norm");
         QTest::addColumn<bool>("pattern");
         QTest::addColumn<bool>("mlp");
-        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "qwen3", "gemma2"}) {
+        for (const char* m : {"tiny-gpt2", "stories260K", "mistral", "qwen3", "gemma2", "gemma3"}) {
             QTest::addRow("%s exact", m) << QString(m) << false << false << false;
             QTest::addRow("%s frozen norm", m) << QString(m) << true << false << false;
             QTest::addRow("%s frozen pattern", m) << QString(m) << false << true << false;

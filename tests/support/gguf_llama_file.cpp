@@ -18,11 +18,14 @@ QByteArray f32Bytes(const std::vector<float>& v) {
 
 QByteArray ggufHfLayoutBytes(const LlamaCheckpoint& c, const QByteArray& skip) {
     const LlamaSpec& s = c.spec;
-    const bool gemma = s.modelType == QLatin1String("gemma2");
+    const bool gemma = s.isGemma(), gemma3 = s.isGemma3();
     if (s.modelType != QLatin1String("qwen2") && s.modelType != QLatin1String("qwen3") && !gemma)
         qFatal("ggufHfLayoutBytes: model type %s", qPrintable(s.modelType));
     if (s.interleavedRope) qFatal("ggufHfLayoutBytes: the checkpoint must be in HF layout");
-    const QByteArray arch = s.modelType.toLatin1();
+    // Gemma 3: llama.cpp fixes the pattern (5 sliding, 1 global), the local base (10 000) and leaves local layers unscaled
+    if (gemma3 && (!s.slidingLayers.empty() || s.rope_local_theta != 10000.0 || s.local_linear_factor > 0))
+        qFatal("ggufHfLayoutBytes: llama.cpp's gemma3 has no key for this layer pattern or local RoPE");
+    const QByteArray arch = gemma3 ? QByteArray("gemma3") : s.modelType.toLatin1();
     GgufWriter w;
     w.addString("general.architecture", arch);
     w.addU32(arch + ".block_count", quint32(s.n_layers));
@@ -38,6 +41,10 @@ QByteArray ggufHfLayoutBytes(const LlamaCheckpoint& c, const QByteArray& skip) {
     if (s.sliding_window > 0) w.addU32(arch + ".attention.sliding_window", quint32(s.sliding_window));
     if (gemma && s.attn_softcap > 0) w.addF32(arch + ".attn_logit_softcapping", float(s.attn_softcap));
     if (gemma && s.final_softcap > 0) w.addF32(arch + ".final_logit_softcapping", float(s.final_softcap));
+    if (gemma3 && s.linear_factor > 0) { // convert_hf_to_gguf.py Gemma3Model: rope_scaling (global layers only)
+        w.addString(arch + ".rope.scaling.type", "linear");
+        w.addF32(arch + ".rope.scaling.factor", float(s.linear_factor));
+    }
     w.addString("tokenizer.ggml.model", "gpt2");
     w.addString("tokenizer.ggml.pre", "qwen2");
     std::vector<QByteArray> tokens;
@@ -70,8 +77,13 @@ QByteArray ggufHfLayoutBytes(const LlamaCheckpoint& c, const QByteArray& skip) {
         if (!t.q_bias.empty()) tensor(p + "attn_q.bias", t.q_bias, {QD});
         if (!t.k_bias.empty()) tensor(p + "attn_k.bias", t.k_bias, {KD});
         if (!t.v_bias.empty()) tensor(p + "attn_v.bias", t.v_bias, {KD});
-        if (!t.q_norm.empty()) tensor(p + "attn_q_norm.weight", t.q_norm, {L});
-        if (!t.k_norm.empty()) tensor(p + "attn_k_norm.weight", t.k_norm, {L});
+        auto headNorm = [&](const QByteArray& name, std::vector<float> v) { // Gemma 3: 1 + w too (every "norm.weight")
+            if (gemma3)
+                for (float& x : v) x += 1.0f;
+            tensor(name, v, {L});
+        };
+        if (!t.q_norm.empty()) headNorm(p + "attn_q_norm.weight", t.q_norm);
+        if (!t.k_norm.empty()) headNorm(p + "attn_k_norm.weight", t.k_norm);
         tensor(p + "attn_output.weight", t.o_proj, {QD, D});
         if (!t.o_bias.empty()) tensor(p + "attn_output.bias", t.o_bias, {D});
         if (gemma) {

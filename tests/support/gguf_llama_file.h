@@ -13,7 +13,9 @@
 
 namespace attnscope::test {
 
-/// The GGUF bytes of checkpoint `c` (modelType qwen2, qwen3 or gemma2, HF layout). qFatal on another model type.
+/// The GGUF bytes of checkpoint `c` (modelType qwen2, qwen3, gemma2, gemma3_text or gemma3 — architecture gemma3, q/k
+/// norms as 1 + w, rope.scaling.type linear and rope.scaling.factor for the global layers — in HF layout). qFatal on
+/// another model type, or a Gemma 3 whose layer pattern or local RoPE llama.cpp's gemma3 cannot express.
 /// `skip` names a tensor to leave out (for refusal tests).
 QByteArray ggufHfLayoutBytes(const LlamaCheckpoint& c, const QByteArray& skip = {});
 

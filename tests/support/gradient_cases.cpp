@@ -55,6 +55,14 @@ std::map<QString, GradientCase> gradientCases(const QString& tmpDir) {
     GradientCase gemma2 = mistral;
     gemma2.model = loadModel(gemmaDir);
     cases["gemma2"] = gemma2;
+
+    // Gemma 3: Gemma 2's blocks without soft-caps, (1 + w) q/k norms, 6 layers (window 3 on the five sliding ones), RoPE
+    // 1e4 on sliding layers and 1e6 scaled by 8 on the global one
+    const QString gemma3Dir = QDir(tmpDir).filePath("gemma3");
+    writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 17), gemma3Dir, Storage::F32, storiesFile("tok512.bin"), "tokenizer.bin");
+    GradientCase gemma3 = mistral;
+    gemma3.model = loadModel(gemma3Dir);
+    cases["gemma3"] = gemma3;
     return cases;
 }
 

@@ -82,15 +82,21 @@ struct Run {
         return y;
     }
 
-    /// Rotates each head's pairs by position·θ_i, θ_i = base^(−2i/d_head): pairs (i, i + d/2) or (2i, 2i + 1).
-    Matrix64 rotate(const Matrix64& x) const {
-        if (c.rope_scaling.kind != RopeScaling::Kind::None) throw std::runtime_error("hooked_forward64: no rope scaling");
+    /// Rotates each head's pairs by position·θ_i, θ_i = base^(−2i/d_head) (divided by a linear scaling's factor) of
+    /// layer l (Gemma 3: its sliding layers' base and scaling differ from its global ones'): pairs (i, i + d/2) or (2i, 2i + 1).
+    Matrix64 rotate(const Matrix64& x, int l) const {
+        const bool local = c.local_rotary_base > 0 && l < int(c.windowedLayers.size()) && c.windowedLayers[size_t(l)];
+        const RopeScaling& scaling = local ? c.local_rope_scaling : c.rope_scaling;
+        if (scaling.kind != RopeScaling::Kind::None && scaling.kind != RopeScaling::Kind::Linear)
+            throw std::runtime_error("hooked_forward64: no rope scaling but linear");
+        const double base = local ? c.local_rotary_base : c.rotary_base;
+        const double factor = scaling.kind == RopeScaling::Kind::Linear ? scaling.factor : 1.0;
         const int L = c.d_head, half = L / 2;
         Matrix64 y = x;
         for (Eigen::Index p = 0; p < x.rows(); ++p)
             for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += L)
                 for (int i = 0; i < half; ++i) {
-                    const double a = double(p) * std::pow(c.rotary_base, -2.0 * i / L);
+                    const double a = double(p) * std::pow(base, -2.0 * i / L) / factor;
                     const Eigen::Index i0 = h0 + (c.rope_layout == RopeLayout::Interleaved ? 2 * i : i);
                     const Eigen::Index i1 = h0 + (c.rope_layout == RopeLayout::Interleaved ? 2 * i + 1 : i + half);
                     y(p, i0) = x(p, i0) * std::cos(a) - x(p, i1) * std::sin(a);
@@ -135,8 +141,8 @@ struct Run {
         perturb(p + "hook_k", k);
         perturb(p + "hook_v", v);
         if (c.positions == PositionKind::Rotary) {
-            q = rotate(q);
-            k = rotate(k);
+            q = rotate(q, l);
+            k = rotate(k, l);
         }
         const double scale = c.attnScale(l);
         const int window = c.windowOf(l);

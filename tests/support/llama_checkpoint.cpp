@@ -191,6 +191,17 @@ LlamaSpec smallGemma2Spec() {
     return spec;
 }
 
+LlamaSpec smallGemma3Spec(const char* type) {
+    LlamaSpec spec = smallLlamaSpec(type, 32, 4, 1, 16, 48);
+    spec.n_layers = 6;
+    spec.sliding_window = 3;
+    spec.query_pre_attn_scalar = 16;
+    spec.rope_theta = 1e6;
+    spec.rope_local_theta = 1e4;
+    spec.linear_factor = 8;
+    return spec;
+}
+
 LlamaCheckpoint roundedTo(const LlamaCheckpoint& c, Storage storage) {
     LlamaCheckpoint r = c;
     roundAll(r.embed_tokens, storage);
@@ -242,14 +253,14 @@ LlamaCheckpoint randomLlama(const LlamaSpec& spec, std::uint32_t seed, bool qkvB
         }
         l.o_proj = matrix(D, QD);
         if (oBias) l.o_bias = bias(D);
-        if (spec.modelType == QLatin1String("qwen3")) {
+        if (spec.modelType == QLatin1String("qwen3") || spec.isGemma3()) {
             l.q_norm = gains(spec.d_head);
             l.k_norm = gains(spec.d_head);
             for (std::vector<float>* v : {&l.q_norm, &l.k_norm})
-                for (float& x : *v) x = 1.0f + 3.0f * (x - 1.0f); // 1 + N(0, 0.3): gains that matter
+                for (float& x : *v) x = (spec.isGemma3() ? 0.0f : 1.0f) + 3.0f * (x - 1.0f); // (1 +) N(0, 0.3): gains that matter
         }
         l.post_attention_layernorm = gains(D);
-        if (spec.modelType == QLatin1String("gemma2")) { // (1 + w) norms: w around 0
+        if (spec.isGemma()) { // (1 + w) norms: w around 0
             l.pre_feedforward_layernorm = gains(D);
             l.post_feedforward_layernorm = gains(D);
             for (std::vector<float>* v : {&l.input_layernorm, &l.post_attention_layernorm, &l.pre_feedforward_layernorm,
@@ -261,7 +272,7 @@ LlamaCheckpoint randomLlama(const LlamaSpec& spec, std::uint32_t seed, bool qkvB
         l.down_proj = matrix(D, M);
     }
     c.norm = gains(D);
-    if (spec.modelType == QLatin1String("gemma2"))
+    if (spec.isGemma())
         for (float& x : c.norm) x -= 1.0f;
     if (!spec.tied) c.lm_head = matrix(spec.d_vocab, D);
     return c;

@@ -14,7 +14,8 @@ namespace attnscope::test {
 
 /// The hyper-parameters (transformers LlamaConfig / MistralConfig / Qwen2Config field meanings).
 struct LlamaSpec {
-    QString modelType = QStringLiteral("llama"); ///< config.json model_type: llama, mistral, qwen2, qwen3 (q/k norms), gemma2
+    QString modelType = QStringLiteral("llama"); ///< config.json model_type: llama, mistral, qwen2, qwen3 (q/k norms), gemma2,
+                                                 ///< gemma3_text, gemma3 (Gemma3ForConditionalGeneration: text_config)
     int d_model = 0;       ///< hidden_size
     int n_layers = 0;      ///< num_hidden_layers
     int n_heads = 0;       ///< num_attention_heads
@@ -38,6 +39,26 @@ struct LlamaSpec {
     /// (0 = d_head); soft-caps (0 = none). Its norms store w of (1 + w), around 0.
     double query_pre_attn_scalar = 0, attn_softcap = 0, final_softcap = 0;
     int bos = 1, eos = 2;
+    /// Gemma 3 (modelType "gemma3_text" or "gemma3"; isGemma3()): Gemma 2's blocks plus (1 + w) q/k norms, the window on
+    /// the sliding layers (slidingLayers, or by default all but every sixth: (i + 1) % 6 ≠ 0), RoPE base rope_theta
+    /// scaled linearly by linear_factor (0 = none) on the global layers and rope_local_theta, scaled by
+    /// local_linear_factor (0 = none; no checkpoint does), on the sliding ones.
+    double rope_local_theta = 10000.0, linear_factor = 0, local_linear_factor = 0;
+    std::vector<char> slidingLayers; ///< [layer] 1 = sliding_attention (config layer_types); empty = the default pattern
+    /// How hf_llama_folder writes a Gemma 3 (the reference ignores these): transformers 5's rope_parameters keyed by layer
+    /// type (rope_scaling null, no rope_theta / rope_local_base_freq) instead of the 4.x fields; layer_types written out;
+    /// modelType "gemma3": the text weights' prefix ("language_model.model." as transformers 4.x saved
+    /// Gemma3ForConditionalGeneration, "model.language_model." as later versions do) and the fields left to
+    /// Gemma3TextConfig's defaults (rms_norm_eps 1e-6, query_pre_attn_scalar 256, rope_theta 1e6, rope_local_base_freq 1e4).
+    bool ropeParameters = false, writeLayerTypes = false;
+    QString languageModelPrefix = QStringLiteral("language_model.model.");
+    bool isGemma3() const { return modelType == QLatin1String("gemma3_text") || modelType == QLatin1String("gemma3"); }
+    bool isGemma() const { return modelType == QLatin1String("gemma2") || isGemma3(); }
+    /// Whether layer l is windowed (Gemma 2: the even ones; Gemma 3: slidingLayers or the 5:1 pattern; others: all).
+    bool slidingLayer(int l) const {
+        if (!slidingLayers.empty()) return slidingLayers[size_t(l)] != 0;
+        return modelType == QLatin1String("gemma2") ? l % 2 == 0 : isGemma3() ? (l + 1) % 6 != 0 : true;
+    }
 };
 
 /// A spec of `type` with these sizes, 2 layers, a 512-token vocabulary (tok512.bin fits it), 64 positions,
@@ -47,6 +68,10 @@ LlamaSpec smallLlamaSpec(const char* type, int d_model, int n_heads, int n_kv_he
 /// The small Gemma 2 the suites share: smallLlamaSpec("gemma2", 32, 4, 2, 8, 48) with a window of 3 (layer 0 only),
 /// query_pre_attn_scalar 4, and soft-caps that bind on random weights: attention 1.5, final 6.
 LlamaSpec smallGemma2Spec();
+
+/// The small Gemma 3 the suites share: smallLlamaSpec(type, 32, 4, 1, 16, 48) with 6 layers (five sliding, then a
+/// global one), a window of 3, query_pre_attn_scalar 16, RoPE 1e4 on sliding layers and 1e6 scaled by 8 on the global one.
+LlamaSpec smallGemma3Spec(const char* type = "gemma3_text");
 
 /// One layer's tensors, nn.Linear weights [out, in] row-major; an empty vector is an absent bias.
 struct LlamaLayerTensors {

@@ -102,16 +102,32 @@ std::vector<double> referenceInverseFrequencies(const LlamaSpec& s) {
     return inv;
 }
 
+namespace {
+
+/// Gemma 3's inverse frequencies of one layer (transformers Gemma3TextModel: rotary_emb_local, base
+/// rope_local_base_freq and the default rope type, on sliding_attention layers; rotary_emb, base rope_theta and
+/// rope_scaling, on full_attention ones; _compute_linear_scaling_rope_parameters divides inv_freq by the factor).
+std::vector<double> gemma3InverseFrequencies(const LlamaSpec& s, bool sliding) {
+    const double base = sliding ? s.rope_local_theta : s.rope_theta, factor = sliding ? s.local_linear_factor : s.linear_factor;
+    std::vector<double> inv;
+    for (int i = 0; i < s.d_head / 2; ++i)
+        inv.push_back(1.0 / std::pow(base, double(2 * i) / double(s.d_head)) / (factor > 0 ? factor : 1.0));
+    return inv;
+}
+
+} // namespace
+
 Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector<int>& tokens) {
     const LlamaSpec& s = c.spec;
     const int S = int(tokens.size()), D = s.d_model, L = s.d_head, H = s.n_heads, KV = s.n_kv_heads;
     const int group = H / KV;
-    const std::vector<double> inv = referenceInverseFrequencies(s);
     const Mat E = asMatrix(c.embed_tokens, s.d_vocab, D);
     // Gemma 2 (transformers modeling_gemma2.py): embeddings · float32(√hidden_size), (1 + w) norms, a post-norm after
     // attention and after the MLP, GeGLU (gelu_pytorch_tanh), scores · query_pre_attn_scalar^-1/2 soft-capped before the
-    // mask, the window on even layers only, final logits soft-capped
-    const bool gemma = s.modelType == QLatin1String("gemma2");
+    // mask, the window on even layers only, final logits soft-capped. Gemma 3 (modeling_gemma3.py): the same blocks without
+    // soft-caps, Gemma3RMSNorm (1 + w) on each head's q and k after the projection and before RoPE (Gemma3Attention
+    // q_norm, k_norm), the window on the sliding_attention layers, and each layer type's own RoPE
+    const bool gemma = s.isGemma(), gemma3 = s.isGemma3();
     auto norm = [&](const Mat& in, const std::vector<float>& w) { return gemma ? gemmaNorm(in, w, s.rms_eps) : rmsNorm(in, w, s.rms_eps); };
     const double scoreScale = 1.0 / std::sqrt(gemma && s.query_pre_attn_scalar > 0 ? s.query_pre_attn_scalar : double(L));
     Mat x(S, D);
@@ -119,13 +135,21 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
     if (gemma) x *= double(float(std::sqrt(double(D))));
     for (size_t layer = 0; layer < c.layers.size(); ++layer) {
         const LlamaLayerTensors& w = c.layers[layer];
-        const int window = gemma && layer % 2 == 1 ? 0 : s.sliding_window;
+        const bool sliding = s.slidingLayer(int(layer));
+        const int window = sliding ? s.sliding_window : 0;
+        const std::vector<double> inv = gemma3 ? gemma3InverseFrequencies(s, sliding) : referenceInverseFrequencies(s);
         // attention: q, k, v projections (+ biases), RoPE on q and k, GQA (repeat_kv), softmax(q·kᵀ/√d), o_proj
         const Mat h = norm(x, w.input_layernorm);
         Mat q = linear(h, w.q_proj, H * L, w.q_bias), k = linear(h, w.k_proj, KV * L, w.k_bias);
         const Mat v = linear(h, w.v_proj, KV * L, w.v_bias);
-        if (!w.q_norm.empty()) headRmsNorm(q, L, w.q_norm, s.rms_eps);
-        if (!w.k_norm.empty()) headRmsNorm(k, L, w.k_norm, s.rms_eps);
+        auto headNorm = [&](Mat& m, const std::vector<float>& g) {
+            if (!gemma3) return headRmsNorm(m, L, g, s.rms_eps);
+            std::vector<float> onePlus(g);
+            for (float& e : onePlus) e += 1.0f; // Gemma3RMSNorm: (1.0 + self.weight.float())
+            headRmsNorm(m, L, onePlus, s.rms_eps);
+        };
+        if (!w.q_norm.empty()) headNorm(q, w.q_norm);
+        if (!w.k_norm.empty()) headNorm(k, w.k_norm);
         rope(q, L, inv, s.interleavedRope);
         rope(k, L, inv, s.interleavedRope);
         Mat z = Mat::Zero(S, H * L);

@@ -2,13 +2,16 @@
 // An independent float64 forward pass of a Llama-family model, for the tests: written from the math of
 // transformers' modeling_llama.py (LlamaRMSNorm, LlamaRotaryEmbedding with _compute_llama3_parameters,
 // rotate_half, repeat_kv, eager attention with the causal and Mistral sliding-window masks, LlamaMLP) and of
-// llama2.c run.c (interleaved RoPE pairs), over a LlamaCheckpoint in plain loops. It calls nothing in
+// llama2.c run.c (interleaved RoPE pairs), and of modeling_gemma2.py and modeling_gemma3.py (post-norms, (1 + w) norms and
+// q/k norms, soft-caps, per-layer windows and RoPE), over a LlamaCheckpoint in plain loops. It calls nothing in
 // model/transformer or model/core: every number is recomputed here, so an agreement with the library is
 // evidence for both.
 
 #include "tests/support/llama_checkpoint.h"
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace attnscope::test {
@@ -18,5 +21,16 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
 
 /// The inverse frequencies θ_i (i < d_head/2) of the spec, with llama3 scaling (float64).
 std::vector<double> referenceInverseFrequencies(const LlamaSpec& spec);
+
+/// The worst position's max |ours − reference| / max |reference| (each position against its own largest logit); ∞ when
+/// the shapes differ.
+template <class M>
+double worstRelativeRow(const M& ours, const Eigen::MatrixXd& ref) {
+    if (ours.rows() != ref.rows() || ours.cols() != ref.cols()) return INFINITY;
+    double worst = 0;
+    for (Eigen::Index p = 0; p < ref.rows(); ++p)
+        worst = std::max(worst, (ours.row(p).template cast<double>() - ref.row(p)).cwiseAbs().maxCoeff() / ref.row(p).cwiseAbs().maxCoeff());
+    return worst;
+}
 
 } // namespace attnscope::test

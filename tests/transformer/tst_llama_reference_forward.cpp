@@ -30,15 +30,6 @@ using namespace attnscope::test;
 
 namespace {
 
-/// The worst position's max |ours − reference| / max |reference| (each position against its own largest logit).
-double worstRelativeRow(const Matrix& ours, const Eigen::MatrixXd& ref) {
-    if (ours.rows() != ref.rows() || ours.cols() != ref.cols()) return INFINITY;
-    double worst = 0;
-    for (Eigen::Index p = 0; p < ref.rows(); ++p)
-        worst = std::max(worst, (ours.row(p).cast<double>() - ref.row(p)).cwiseAbs().maxCoeff() / ref.row(p).cwiseAbs().maxCoeff());
-    return worst;
-}
-
 /// The random models: name, spec, biases (q/k/v, o).
 struct RandomCase {
     const char* name;

@@ -150,9 +150,10 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
                              c.v.middleCols(head * L, L)));
     if (qkNorm) {
         const QString what = tr("Each query and key vector of the head divided by its root mean square over d_head (%1), then "
-                                "scaled by a learned weight of %1 entries shared by all heads (transformers Qwen3RMSNorm)%2. "
+                                "scaled by a learned weight of %1 entries shared by all heads (%3)%2. "
                                 "It bounds |q·k| and so the attention logits.")
-                                 .arg(L).arg(before);
+                                 .arg(L).arg(before, cfg.postNorms ? tr("Gemma3RMSNorm: w_q stands for 1 + the stored weight")
+                                                                   : tr("transformers Qwen3RMSNorm"));
         steps.push_back(makeStep("q_norm", QStringLiteral("q/√(mean(q²) + ε) · w_q"), "S×L → S×L", tr("The queries, normalised. ") + what,
                                  c.q.middleCols(head * L, L)));
         steps.push_back(makeStep("k_norm", QStringLiteral("k/√(mean(k²) + ε) · w_k"), "S×L → S×L",
@@ -162,9 +163,17 @@ std::vector<AttentionStep> attentionSteps(const Model& model, const ActivationCa
         const QString pairs = cfg.rope_layout == RopeLayout::HalfSplit
                                   ? tr("dims (i, i + %1) rotate together (HF layout, rotate_half)").arg(L / 2)
                                   : tr("dims (2i, 2i + 1) rotate together (Meta/GGUF/llama2.c layout)");
-        const QString rope = tr("Rotated by position: pair i of position p turns by the angle p·θ_i, θ_i = %1^(−2i/%2); "
+        // the layer's own base and scaling (Gemma 3: 10 000 unscaled on sliding layers, 1 000 000 scaled on global ones)
+        const RopeScaling& scaling = cfg.ropeScalingOf(layer);
+        const QString scaled = scaling.kind == RopeScaling::Kind::Linear ? tr(", divided by %1 (linear scaling)").arg(scaling.factor)
+                               : scaling.kind != RopeScaling::Kind::None ? tr(", rescaled (rope_scaling)")
+                                                                         : QString();
+        const QString which = cfg.local_rotary_base > 0 ? (cfg.usesLocalRope(layer) ? tr(" (this sliding-window layer's base)")
+                                                                                    : tr(" (this global layer's base)"))
+                                                        : QString();
+        const QString rope = tr("Rotated by position: pair i of position p turns by the angle p·θ_i, θ_i = %1^(−2i/%2)%4%5; "
                                 "%3. Then q_p·k_s depends on p − s only (Su et al. 2021, RoFormer).")
-                                 .arg(cfg.rotary_base).arg(L).arg(pairs);
+                                 .arg(cfg.rotaryBaseOf(layer)).arg(L).arg(pairs, which, scaled);
         steps.push_back(makeStep("q_rot", "RoPE(q, p)", "S×L → S×L", tr("The queries after rotation. ") + rope,
                                  c.q_rot.middleCols(head * L, L)));
         steps.push_back(makeStep("k_rot", "RoPE(k, p)", "S×L → S×L", tr("The keys after rotation. ") + rope + shared,

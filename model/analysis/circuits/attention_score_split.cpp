@@ -50,7 +50,7 @@ Eigen::MatrixXd side(const Model& model, const ActivationCache& cache, int layer
     }
     if (cfg.positions == PositionKind::Rotary) {
         const std::vector<int> at(size_t(q.rows()), position);
-        applyRotary(cfg, *ropeTable(cfg, position + 1), q, at);
+        applyRotary(cfg, *ropeTable(cfg, layer, position + 1), q, at);
     }
     return q.cast<double>();
 }

@@ -328,9 +328,9 @@ std::vector<PatchedResult> runPatched(const Model& model, const ActivationCache&
         }
     const int lastLayer = nLayers - 1;
 
-    std::shared_ptr<const RopeTable> rope = rotary ? ropeTable(cfg, S) : nullptr;
     for (int m = minLayer; m < nLayers; ++m) {
         progress.step(m, nLayers, tr("patched runs: layer %1").arg(m));
+        const std::shared_ptr<const RopeTable> rope = rotary ? ropeTable(cfg, m, S) : nullptr; // per layer: Gemma 3's differ
         const std::shared_ptr<const LayerCache> blp = base.layer(m, progress);
         const LayerCache& bl = *blp;
         const LayerWeights& w = model.layer(m);
