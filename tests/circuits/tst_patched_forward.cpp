@@ -51,6 +51,16 @@ std::shared_ptr<const Model> gemma2() {
     return loadModel(path);
 }
 
+/// A random Gemma 3 ((1 + w) q/k norms, six layers: window 3 and RoPE base 1e4 on the five sliding ones, 1e6 scaled by 8
+/// on the global one) as an HF folder: the patched runs rotate each layer by its own table.
+std::shared_ptr<const Model> gemma3() {
+    static QTemporaryDir dir;
+    const QString path = dir.filePath("gemma3");
+    if (!QFileInfo::exists(path + "/config.json"))
+        writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 8), path, Storage::F32, testdata("stories260K/tok512.bin"), "tokenizer.bin");
+    return loadModel(path);
+}
+
 std::vector<int> randomTokens(int S, int vocab, unsigned seed) {
     std::mt19937 gen(seed);
     std::vector<int> t(static_cast<size_t>(S));
@@ -198,7 +208,7 @@ private slots:
 
     void patchingNothingIsTheBaseRunBitwise() {
         ATTNSCOPE_REQUIRE_TESTDATA();
-        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2()}) {
+        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2(), gemma3()}) {
             const ModelConfig& cfg = model->config();
             const std::vector<int> tokens = randomTokens(10, cfg.d_vocab, 4);
             const ActivationCache base = fullRun(*model, tokens);
@@ -224,7 +234,7 @@ private slots:
 
     void patchingEverythingIsTheSourceRunBitwise() {
         ATTNSCOPE_REQUIRE_TESTDATA();
-        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2()}) {
+        for (const auto& model : {tinyGpt2(), stories(), tinyRandomF16(), qwen3(), gemma2(), gemma3()}) {
             const int V = model->config().d_vocab;
             std::vector<int> a = randomTokens(14, V, 5), b = randomTokens(14, V, 6);
             b[0] = a[0];
@@ -251,6 +261,7 @@ private slots:
     void equalsTheHookedForwardLlamaF16() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*tinyRandomF16(), 12, -1, 1e-5); }
     void equalsTheHookedForwardQwen3() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*qwen3(), 12, -1, 1e-5); }
     void equalsTheHookedForwardGemma2() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*gemma2(), 12, -1, 1e-5); }
+    void equalsTheHookedForwardGemma3() { ATTNSCOPE_REQUIRE_TESTDATA(); checkAgainstHooked(*gemma3(), 12, -1, 1e-5); }
 
     void capturesTheReceiversInputs() {
         ATTNSCOPE_REQUIRE_TESTDATA();
