@@ -251,21 +251,30 @@ void parseGemmaParts(const ConfigReader& r, const QJsonObject& o, ModelConfig& c
 /// sliding_attention ones). transformers 4.x: rope_theta (default 1 000 000) and rope_scaling for the global layers,
 /// rope_local_base_freq (10 000) unscaled for the local ones. transformers 5: rope_parameters keyed by layer type,
 /// {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}, "sliding_attention": {"rope_type":
-/// "default", "rope_theta": 1e4}} (an entry without rope_theta takes the 4.x field or its default).
+/// "default", "rope_theta": 1e4}} (an entry without rope_theta takes the 4.x field or its default); rope_scaling keyed
+/// the same way is read alike.
 void parseGemma3Rope(const ConfigReader& r, const QJsonObject& o, ModelConfig& c) {
     c.rotary_base = r.positiveNumberOr(QStringLiteral("rope_theta"), 1e6);
     c.local_rotary_base = r.positiveNumberOr(QStringLiteral("rope_local_base_freq"), 1e4);
     c.local_rope_scaling = {};
-    const QJsonValue params = o.value(QLatin1String("rope_parameters"));
+    QString name = QStringLiteral("rope_parameters");
+    QJsonValue params = o.value(name);
+    // some re-saved checkpoints key rope_scaling itself by layer type ({"full_attention": {"rope_type": "linear", …}})
+    const QJsonObject scalingObject = o.value(QLatin1String("rope_scaling")).toObject();
+    if ((params.isUndefined() || params.isNull()) &&
+        (scalingObject.contains(QLatin1String("full_attention")) || scalingObject.contains(QLatin1String("sliding_attention")))) {
+        name = QStringLiteral("rope_scaling");
+        params = scalingObject;
+    }
     if (params.isUndefined() || params.isNull()) return; // rope_scaling was read with the Llama fields
     if (!params.isObject()) r.fail(QStringLiteral("rope_parameters must be an object or null"));
     const QJsonObject p = params.toObject();
     for (auto it = p.begin(); it != p.end(); ++it)
         if (it.key() != QLatin1String("full_attention") && it.key() != QLatin1String("sliding_attention"))
-            r.fail(QStringLiteral("rope_parameters: unsupported layer type '%1'; supported: full_attention, sliding_attention")
-                       .arg(it.key()));
+            r.fail(QStringLiteral("%1: unsupported layer type '%2'; supported: full_attention, sliding_attention").arg(name, it.key()));
+    c.rope_scaling = {}; // the keyed entries say it (a keyed rope_scaling read as one scaling would be none)
     auto entry = [&](const char* type, double& base, RopeScaling& scaling) {
-        const QString field = QStringLiteral("rope_parameters.%1").arg(QLatin1String(type));
+        const QString field = QStringLiteral("%1.%2").arg(name, QLatin1String(type));
         const QJsonValue v = p.value(QLatin1String(type));
         if (v.isUndefined() || v.isNull()) return;
         if (!v.isObject()) r.fail(QStringLiteral("%1 must be an object").arg(field));

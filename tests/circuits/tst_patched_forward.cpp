@@ -33,33 +33,21 @@ std::shared_ptr<const Model> stories() {
 /// Llama with F16 matrices stored [out, in] (GGUF): with packed copies they switch to the GEMM's row class at
 /// transposedKernelMinRows(W) = 2 rows on AVX-512 and AVX2, not at 64 as stories260K's float32 ones.
 std::shared_ptr<const Model> tinyRandomF16() { return loadModel(testdata("llama/llama-2-tiny-random.gguf")); }
-/// A random Qwen 3 (per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ 32 / 4) written as an HF folder.
-std::shared_ptr<const Model> qwen3() {
+/// A random checkpoint of `spec` written once as an HF folder `name` (with tok512.bin) and opened.
+std::shared_ptr<const Model> randomFolder(const QString& name, const LlamaSpec& spec, std::uint32_t seed) {
     static QTemporaryDir dir;
-    const QString path = dir.filePath("qwen3");
+    const QString path = dir.filePath(name);
     if (!QFileInfo::exists(path + "/config.json"))
-        writeHfLlamaFolder(randomLlama(smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 5), path, Storage::F32,
-                           testdata("stories260K/tok512.bin"), "tokenizer.bin");
+        writeHfLlamaFolder(randomLlama(spec, seed), path, Storage::F32, testdata("stories260K/tok512.bin"), "tokenizer.bin");
     return loadModel(path);
 }
-/// A random Gemma 2 (post-norms, soft-caps that bind, window 3 on layer 0, query_pre_attn_scalar 4) as an HF folder.
-std::shared_ptr<const Model> gemma2() {
-    static QTemporaryDir dir;
-    const QString path = dir.filePath("gemma2");
-    if (!QFileInfo::exists(path + "/config.json"))
-        writeHfLlamaFolder(randomLlama(smallGemma2Spec(), 6), path, Storage::F32, testdata("stories260K/tok512.bin"), "tokenizer.bin");
-    return loadModel(path);
-}
-
+/// A random Qwen 3 (per-head q/k RMSNorm before RoPE, GQA, head_dim 16 ≠ 32 / 4).
+std::shared_ptr<const Model> qwen3() { return randomFolder("qwen3", smallLlamaSpec("qwen3", 32, 4, 2, 16, 48), 5); }
+/// A random Gemma 2 (post-norms, soft-caps that bind, window 3 on layer 0, query_pre_attn_scalar 4).
+std::shared_ptr<const Model> gemma2() { return randomFolder("gemma2", smallGemma2Spec(), 6); }
 /// A random Gemma 3 ((1 + w) q/k norms, six layers: window 3 and RoPE base 1e4 on the five sliding ones, 1e6 scaled by 8
-/// on the global one) as an HF folder: the patched runs rotate each layer by its own table.
-std::shared_ptr<const Model> gemma3() {
-    static QTemporaryDir dir;
-    const QString path = dir.filePath("gemma3");
-    if (!QFileInfo::exists(path + "/config.json"))
-        writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 8), path, Storage::F32, testdata("stories260K/tok512.bin"), "tokenizer.bin");
-    return loadModel(path);
-}
+/// on the global one): the patched runs rotate each layer by its own table.
+std::shared_ptr<const Model> gemma3() { return randomFolder("gemma3", smallGemma3Spec(), 8); }
 
 std::vector<int> randomTokens(int S, int vocab, unsigned seed) {
     std::mt19937 gen(seed);

@@ -7,6 +7,7 @@
 // weights as GGUF in llama.cpp's layout. Each known mistake (one RoPE base for every layer, the scaling on local
 // layers too, a q/k-norm gain without its 1) moves the reference's logits by far more than the tolerance.
 
+#include "model/formats/hf_config.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "tests/support/gguf_llama_file.h"
@@ -159,6 +160,75 @@ private slots:
                             for (float& x : *v) x -= 1.0f; // the reference's 1 + (w − 1) = w
                 }) > 1e-2);
         QVERIFY(moved("the window on every layer", [](LlamaCheckpoint& e) { e.spec.slidingLayers.assign(size_t(e.spec.n_layers), 1); }) > 1e-2);
+    }
+
+    void publishedConfigs_data() {
+        QTest::addColumn<QByteArray>("json");
+        QTest::addColumn<double>("factor");
+        // google/gemma-3-1b-it's config.json (transformers 4.50)
+        QTest::newRow("gemma-3-1b-it") << QByteArray(R"({"architectures": ["Gemma3ForCausalLM"], "attention_bias": false,
+            "attention_dropout": 0.0, "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid",
+            "eos_token_id": [1, 106], "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+            "hidden_size": 1152, "initializer_range": 0.02, "intermediate_size": 6912, "max_position_embeddings": 32768,
+            "model_type": "gemma3_text", "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+            "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+            "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+            "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true, "vocab_size": 262144})")
+                                        << 0.0;
+        // google/gemma-3-4b-it's: the text_config names the sizes, the window and the scaling, the rest is defaults
+        QTest::newRow("gemma-3-4b-it") << QByteArray(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+            "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+            "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+            "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                            "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                            "sliding_window": 1024},
+            "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+            "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model"}})")
+                                       << 8.0;
+        // the same re-saved with rope_scaling keyed by layer type
+        QTest::newRow("4b keyed rope_scaling") << QByteArray(R"({"model_type": "gemma3", "text_config": {
+            "hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text", "num_hidden_layers": 34,
+            "sliding_window": 1024, "rope_scaling": {"full_attention": {"rope_type": "linear", "factor": 8.0},
+                                                     "sliding_attention": {"rope_type": "default"}}}})")
+                                               << 8.0;
+        // transformers 5: rope_parameters keyed by layer type, rope_scaling null, no rope_theta / rope_local_base_freq
+        QTest::newRow("transformers 5") << QByteArray(R"({"model_type": "gemma3_text", "hidden_size": 1152,
+            "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
+            "head_dim": 256, "max_position_embeddings": 32768, "vocab_size": 262144, "sliding_window": 512,
+            "rope_scaling": null, "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 8.0},
+                                                      "sliding_attention": {"rope_type": "default"}}})")
+                                        << 8.0;
+    }
+    /// Published config.json files (and their re-saved forms) read as transformers does: Gemma3TextConfig's defaults
+    /// where the 4B's text_config is silent (8 heads on 4 K/V heads, 262 208 tokens, 131 072 positions, RoPE bases
+    /// 1e6 and 1e4), five sliding layers to one global, the scaling on global layers only, eos the first of [1, 106].
+    void publishedConfigs() {
+        QFETCH(QByteArray, json);
+        QFETCH(double, factor);
+        const ModelConfig c = parseHfConfig(json);
+        const bool is4b = c.d_model == 2560;
+        QCOMPARE(c.modelType, QString(is4b ? "gemma3" : "gemma3_text"));
+        QCOMPARE(c.n_layers, is4b ? 34 : 26);
+        QCOMPARE(c.n_heads, is4b ? 8 : 4);
+        QCOMPARE(c.n_kv_heads, is4b ? 4 : 1);
+        QCOMPARE(c.d_head, 256);
+        QCOMPARE(c.d_vocab, is4b ? 262208 : 262144);
+        QCOMPARE(c.n_ctx, is4b ? 131072 : 32768);
+        QCOMPARE(c.norm_eps, 1e-6);
+        QCOMPARE(c.query_pre_attn_scalar, 256.0);
+        QCOMPARE(c.activation, ActivationKind::GeluNew);
+        QVERIFY(c.qkNorm && c.postNorms && c.tie_word_embeddings);
+        QCOMPARE(c.attn_logit_softcap, 0.0);
+        QCOMPARE(c.final_logit_softcap, 0.0);
+        QCOMPARE(c.bos_token_id, 2);
+        QCOMPARE(c.eos_token_id, 1);
+        for (int l = 0; l < c.n_layers; ++l) {
+            const bool global = (l + 1) % 6 == 0;
+            QCOMPARE(c.windowOf(l), global ? 0 : is4b ? 1024 : 512);
+            QCOMPARE(c.rotaryBaseOf(l), global ? 1e6 : 1e4);
+            QCOMPARE(c.ropeScalingOf(l).kind, global && factor > 0 ? RopeScaling::Kind::Linear : RopeScaling::Kind::None);
+            if (global && factor > 0) QCOMPARE(c.ropeScalingOf(l).factor, factor);
+        }
     }
 
     void gguf_data() {
