@@ -12,6 +12,8 @@
 #include "model/analysis/graphs/graph_backward.h"
 #include "model/analysis/graphs/graph_document_from_graph.h"
 #include "model/analysis/graphs/graph_pruning.h"
+#include "model/analysis/graphs/qk_trace.h"
+#include "model/analysis/graphs/qk_trace_json.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/core/errors.h"
 #include "model/features/dictionary_set.h"
@@ -327,6 +329,40 @@ QJsonObject benchGraph(const QString& dir, int dSae, int k, float jumpThreshold,
         out["batch_attention_ms"] = median(attn);
         out["batch_contraction_ms"] = median(withC) - median(without);
         out["batch_gemm_gflop"] = gflop;
+    }
+    // QK tracing (issue 46 "Speed"): the tracer (every active feature's writes), one cell at the middle layer from the
+    // last position to the middle one, and the 20 strongest kept cross-position edges' cells
+    {
+        t.restart();
+        const QkTracer tracer(rm);
+        const double setup = msSince(t);
+        const int L = cfg.n_layers / 2, q = S - 1, key = std::max(0, cfg.windowOf(L) > 0 ? std::max(S / 2, q - cfg.windowOf(L) + 1) : S / 2);
+        std::vector<double> cellMs;
+        QkTrace cell;
+        for (int r = 0; r < 3; ++r) {
+            t.restart();
+            cell = tracer.trace(L, 0, q, key, 50);
+            cellMs.push_back(msSince(t));
+        }
+        // the backward's GEMM work: 2·d_head targets × (q + 1 … S) rows through L layers' W_O and W_V
+        const int hd = cfg.n_heads * cfg.d_head, kvd = (cfg.n_heads / cfg.groupSize()) * cfg.d_head;
+        const double gflop = 2.0 * (2.0 * cfg.d_head * S) * cfg.d_model * (hd + kvd) * L / 1e9;
+        std::printf("  %-44s %10.1f ms  (tracer setup %.1f ms; backward GEMMs %.2f GFLOP = %.0f GFLOP/s; |Σ − score| %.2g of %.3g)\n",
+                    qPrintable(QStringLiteral("QK trace of one cell, L%1.H0 %2→%3").arg(L).arg(q).arg(key)), median(cellMs), setup, gflop,
+                    gflop / median(cellMs) * 1e3, cell.checkError, cell.score);
+        const PrunedGraph pg = pruneGraph(last);
+        t.restart();
+        const std::vector<TracedCell> edges = traceStrongestEdges(tracer, rm, last, pg, 20, 50);
+        const double edgesMs = msSince(t);
+        double worst = 0;
+        for (const TracedCell& c : edges) worst = std::max(worst, c.trace.checkError / std::max(1.0, std::abs(c.trace.score)));
+        std::printf("  %-44s %10.1f ms  (%zu edges traced; worst |Σ − score| / max(1, |score|) %.2g)  peak RSS %6.0f MiB\n",
+                    "QK traces of the 20 strongest edges", edgesMs, edges.size(), worst, peakRssMiB());
+        out["qk_tracer_setup_ms"] = setup;
+        out["qk_cell_ms"] = median(cellMs);
+        out["qk_cell_gflop"] = gflop;
+        out["qk_20_edges_ms"] = edgesMs;
+        out["qk_edges_traced"] = int(edges.size());
     }
     std::fflush(stdout);
     return out;

@@ -14,6 +14,9 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/rotary_embedding.h"
 #include "support/error_capture.h"
+#include "support/hf_llama_folder.h"
+#include "support/llama_checkpoint.h"
+#include "support/made_tokenizer.h"
 #include "support/random_transcoders.h"
 #include "support/test_paths.h"
 
@@ -49,7 +52,7 @@ Eigen::VectorXd rotated(const ReplacementModel& rm, int L, bool query, int head,
     if (cfg.positions == PositionKind::Rotary) {
         Matrix m = v.cast<float>();
         const std::vector<int> at{p};
-        applyRotary(cfg, *ropeTable(cfg, p + 1), m, at);
+        applyRotary(cfg, *ropeTable(cfg, L, p + 1), m, at);
         v = m.row(0).cast<double>();
     }
     return v.transpose();
@@ -138,6 +141,7 @@ private slots:
     void llamaRopeGroupedQueryWindow();
     void qwen3QkNorms();
     void gemma2SoftcapAndSkip();
+    void gemma3PerLayerRope();
     void topPairsAreTheLargest();
     void mapsColumnsToGraphNodes();
     void refusesCellsItCannotTrace();
@@ -192,11 +196,14 @@ void TestQkTrace::crossLayerTranscoder() {
 
 namespace {
 
+std::shared_ptr<const Model> testModel(const char* name) {
+    return loadModel(sourceFile(QStringLiteral("tests/data/gradients/") + QLatin1String(name)));
+}
+
 /// A test model with random transcoders (seed; a skip transcoder at `skipLayer`): every head of the given layers traced
 /// at `cells` (query, key; a key of −1: the first inside the layer's window), each checked by checkCell.
-void checkRandomSet(const QString& model, unsigned seed, int skipLayer, const std::vector<int>& layers,
+void checkRandomSet(const std::shared_ptr<const Model>& m, unsigned seed, int skipLayer, const std::vector<int>& layers,
                     const std::vector<std::pair<int, int>>& cells, const std::function<void(const ModelConfig&)>& expect) {
-    const std::shared_ptr<const Model> m = loadModel(sourceFile(QStringLiteral("tests/data/gradients/") + model));
     const ModelConfig& cfg = m->config();
     expect(cfg);
     if (QTest::currentTestFailed()) return;
@@ -216,7 +223,7 @@ void checkRandomSet(const QString& model, unsigned seed, int skipLayer, const st
 } // namespace
 
 void TestQkTrace::llamaRopeGroupedQueryWindow() {
-    checkRandomSet(QStringLiteral("llama-gqa-swa"), 11, -1, {0, 1}, {{7, -1}, {7, 7}, {6, 4}}, [](const ModelConfig& cfg) {
+    checkRandomSet(testModel("llama-gqa-swa"), 11, -1, {0, 1}, {{7, -1}, {7, 7}, {6, 4}}, [](const ModelConfig& cfg) {
         QVERIFY(cfg.positions == PositionKind::Rotary);
         QVERIFY(cfg.groupSize() > 1);
         QVERIFY(cfg.windowOf(1) > 0 && cfg.windowOf(1) < 8); // the window reaches into the prompt
@@ -224,13 +231,25 @@ void TestQkTrace::llamaRopeGroupedQueryWindow() {
 }
 
 void TestQkTrace::qwen3QkNorms() {
-    checkRandomSet(QStringLiteral("qwen3-qknorm"), 12, -1, {0, 1}, {{6, 1}, {7, 7}}, [](const ModelConfig& cfg) { QVERIFY(cfg.qkNorm); });
+    checkRandomSet(testModel("qwen3-qknorm"), 12, -1, {0, 1}, {{6, 1}, {7, 7}}, [](const ModelConfig& cfg) { QVERIFY(cfg.qkNorm); });
 }
 
 void TestQkTrace::gemma2SoftcapAndSkip() {
-    checkRandomSet(QStringLiteral("gemma2-softcap"), 7, 1, {0, 1}, {{6, 4}, {7, -1}}, [](const ModelConfig& cfg) {
+    checkRandomSet(testModel("gemma2-softcap"), 7, 1, {0, 1}, {{6, 4}, {7, -1}}, [](const ModelConfig& cfg) {
         QVERIFY(cfg.postNorms);
         QVERIFY(cfg.attn_logit_softcap > 0);
+    });
+}
+
+void TestQkTrace::gemma3PerLayerRope() {
+    // Gemma 3: (1 + w) q/k norms with their divisors frozen, sliding layers rotated with base 1e4, the global one with
+    // 1e6 scaled by 8: a cell on each kind
+    QTemporaryDir dir;
+    writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 23), dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
+    checkRandomSet(loadModel(dir.path()), 13, -1, {4, 5}, {{7, -1}, {6, 4}, {6, 6}}, [](const ModelConfig& cfg) {
+        QVERIFY(cfg.qkNorm && cfg.postNorms);
+        QVERIFY(cfg.windowOf(4) == 3 && cfg.windowOf(5) == 0);
+        QVERIFY(cfg.rotaryBaseOf(4) != cfg.rotaryBaseOf(5));
     });
 }
 

@@ -23,10 +23,10 @@ struct HeadSide {
     Matrix A;       ///< [d_head, d_head]: the q/k norm with its divisor frozen, then RoPE at the position; x·A
 };
 
-/// The side's projection, bias and post-projection map at `position` of the clean run `c`. `preNorm`: the cached
+/// The side's projection, bias and post-projection map at `position` of `layer` in the clean run. `preNorm`: the cached
 /// projection before the q/k norm ([pos, heads·d_head]); column block `block` is this head's.
-HeadSide headSide(const ModelConfig& cfg, const Weight& W, const Weight& b, const Weight& normW, const Matrix& preNorm, int block,
-                  int position) {
+HeadSide headSide(const ModelConfig& cfg, int layer, const Weight& W, const Weight& b, const Weight& normW, const Matrix& preNorm,
+                  int block, int position) {
     const int dh = cfg.d_head;
     HeadSide s;
     s.W = W.toMatrix();
@@ -39,7 +39,7 @@ HeadSide headSide(const ModelConfig& cfg, const Weight& W, const Weight& b, cons
     }
     if (cfg.positions == PositionKind::Rotary) {
         const std::vector<int> at(size_t(dh), position);
-        applyRotary(cfg, *ropeTable(cfg, position + 1), s.A, at);
+        applyRotary(cfg, *ropeTable(cfg, layer, position + 1), s.A, at); // the layer's own base and scaling (Gemma 3)
     }
     return s;
 }
@@ -73,7 +73,7 @@ HeadSide cellSide(const ReplacementModel& rm, const LayerCache& c, int layer, in
     const LayerWeights& w = rm.model->layer(layer);
     const int dh = cfg.d_head, block = query ? head : cfg.kvHeadOf(head);
     const Weight& b = query ? w.b_Q : w.b_K;
-    return headSide(cfg, query ? w.W_Q_head(head, dh) : w.W_K_head(block, dh), b.empty() ? Weight{} : b.colBlock(Eigen::Index(block) * dh, dh),
+    return headSide(cfg, layer, query ? w.W_Q_head(head, dh) : w.W_K_head(block, dh), b.empty() ? Weight{} : b.colBlock(Eigen::Index(block) * dh, dh),
                     query ? w.q_norm_w : w.k_norm_w, query ? c.q_pre_norm : c.k_pre_norm, block, position);
 }
 
