@@ -107,7 +107,8 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     addPanel(new LogitLensPanel);
     addPanel(new ProjectionsPanel);
     addPanel(new ModelComparePanel);
-    addPanel(new CircuitsPanel);
+    auto* circuits = new CircuitsPanel;
+    addPanel(circuits);
     // the Features and Graph tabs: the window opens the dictionaries they ask for (read-only, memory-mapped)
     const auto openFor = [](const QString& path, const std::function<void(std::shared_ptr<const DictionarySet>, const QString&)>& apply) {
         try {
@@ -125,6 +126,7 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     });
     graph_ = new GraphPanel;
     addPanel(graph_);
+    connect(graph_, &GraphPanel::transcodersChanged, circuits, &CircuitsPanel::setTranscoders); // its Attend view traces in the set
     connect(graph_, &GraphPanel::transcodersRequested, this, [this, openFor](const QString& path) {
         openFor(path, [&](std::shared_ptr<const DictionarySet> set, const QString& error) { graph_->setTranscoders(std::move(set), path, error); });
     });

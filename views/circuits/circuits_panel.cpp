@@ -49,6 +49,8 @@ CircuitsPanel::CircuitsPanel(QWidget* parent) : AnalysisPanel(parent) {
     connect(tabs_, &QTabWidget::currentChanged, this, [this](int i) { inputs_->setEnabled(i <= 3); });
 }
 
+void CircuitsPanel::setTranscoders(std::shared_ptr<const DictionarySet> set, const QString& path) { attend_->setTranscoders(std::move(set), path); }
+
 void CircuitsPanel::setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                                const QStringList& tokenLabels) {
     model_ = model;
@@ -110,7 +112,7 @@ void CircuitsPanel::restoreState(const QJsonObject& state, QStringList* problems
 }
 
 void CircuitsPanel::waitForIdle() {
-    for (BackgroundTask* t : {&patching_->task(), &pathPatching_->task(), &saliency_->task(), &edges_->task(), &flow_->task(), &attend_->task(), &composition_->task(),
+    for (BackgroundTask* t : {&patching_->task(), &pathPatching_->task(), &saliency_->task(), &edges_->task(), &flow_->task(), &attend_->task(), &attend_->traceTask(), &composition_->task(),
                               &composition_->ovTask()})
         t->waitForIdle();
 }

@@ -10,6 +10,7 @@
 //   Composition   Q/K/V composition scores, baselines and virtual OV circuits (CompositionView)
 // Every long job runs on a worker thread with progress and Cancel. Help: resources/help/circuits.md.
 
+#include "model/features/dictionary_set.h"
 #include "views/common/analysis_panel.h"
 
 class QTabWidget;
@@ -32,6 +33,8 @@ public:
     QString title() const override { return tr("Circuits"); }
     void setContext(std::shared_ptr<const Model> model, std::shared_ptr<const ActivationCache> cache,
                     const QStringList& tokenLabels) override;
+    /// The transcoder set the Attend sub-tab traces a score in (the Graph tab's choice; null: none).
+    void setTranscoders(std::shared_ptr<const DictionarySet> set, const QString& path);
     /// The Attend sub-tab follows the selected head.
     void setSelectedHead(int layer, int head) override;
     /// Sub-tab, prompts, metric kind and tokens, direction, patching activation/ablation. Restoring

@@ -12,6 +12,8 @@
 #include "views/common/score_tables.h"
 #include "views/figures/figure_actions.h"
 #include "views/graphs/graph_plot.h"
+#include "views/graphs/node_card.h"
+#include "views/graphs/qk_trace_view.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -41,16 +43,6 @@ void setRow(QTableWidget* t, int row, const QStringList& cells, const QVariant& 
         if (data.isValid()) item->setData(Qt::UserRole, data);
         t->setItem(row, c, item);
     }
-}
-
-QString kindName(GraphNodeKind k) {
-    switch (k) {
-    case GraphNodeKind::Feature: return GraphPanel::tr("Feature");
-    case GraphNodeKind::Error: return GraphPanel::tr("Error node");
-    case GraphNodeKind::Token: return GraphPanel::tr("Token embedding");
-    case GraphNodeKind::Logit: break;
-    }
-    return GraphPanel::tr("Logit");
 }
 
 QString tokenText(const Model& model, int id) { return tokenLabels(model.tokenizer(), {id}).value(0); }
@@ -139,7 +131,9 @@ GraphPanel::GraphPanel(QWidget* parent)
                              tr("Click an edge for the heads that carry it."));
     routes_->setToolTip(tr("The edge split by its first hop: no hop (source and target at the same position), a skip transcoder, "
                            "or a head reading the source's position (query: where it moves the signal; pattern: P[query, source "
-                           "position])"));
+                           "position]). Click a head for why it attends there, in the graph's features"));
+    routes_->setSelectionMode(QAbstractItemView::SingleSelection);
+    qk_ = new QkTraceView;
     pin_ = new QPushButton(tr("Pin"));
     pin_->setEnabled(false);
     supernodeName_ = new QLineEdit;
@@ -196,10 +190,11 @@ GraphPanel::GraphPanel(QWidget* parent)
     superLayout->addWidget(interveneTool_.statusLabel());
     superLayout->addWidget(logits_, 2);
     superLayout->addWidget(continuation_);
-    auto* side = new QTabWidget;
-    side->addTab(nodePane, tr("Node"));
-    side->addTab(superPane, tr("Supernodes"));
-    layout->addWidget(splitPanes(Qt::Horizontal, {{plot_, 3}, {side, 2}}), 1);
+    side_ = new QTabWidget;
+    side_->addTab(nodePane, tr("Node"));
+    side_->addTab(qk_, tr("Why it attends"));
+    side_->addTab(superPane, tr("Supernodes"));
+    layout->addWidget(splitPanes(Qt::Horizontal, {{plot_, 3}, {side_, 2}}), 1);
 
     connect(&tool_, &BackgroundTool::runRequested, this, &GraphPanel::build);
     tool_.setCancelledHandler([this] {
@@ -246,6 +241,10 @@ GraphPanel::GraphPanel(QWidget* parent)
     connect(edges_, &QTableWidget::currentCellChanged, this, [this](int row) {
         if (row >= 0 && edges_->item(row, 0)) selectLink(edges_->item(row, 0)->data(Qt::UserRole).toInt());
     });
+    connect(routes_, &QTableWidget::currentCellChanged, this, [this](int row, int, int previous) {
+        if (row >= 0 && row != previous) traceRoute(row);
+    });
+    connect(qk_, &QkTraceView::pinRequested, this, &GraphPanel::pinQkSources);
     connect(pin_, &QPushButton::clicked, this, [this] {
         if (doc_ && selected_ >= 0) setPinned(selected_, !doc_->pinnedIds.contains(doc_->nodes[size_t(selected_)].nodeId));
     });
@@ -275,6 +274,7 @@ void GraphPanel::setTranscoders(std::shared_ptr<const DictionarySet> set, const 
     setPath_ = path;
     if (transcoderBox_->findData(path) < 0) transcoderBox_->addItem(QFileInfo(path).fileName(), path);
     transcoderBox_->setCurrentIndex(transcoderBox_->findData(path));
+    emit transcodersChanged(set_, setPath_);
     if (!readingFile_ && (!doc_ || !doc_->isOffline())) build();
 }
 
@@ -370,6 +370,7 @@ void GraphPanel::showDocument(std::shared_ptr<GraphDocument> doc, const QString&
     } else {
         plot_->setDocument(doc_, title);
     }
+    qk_->setGraph(doc_ && !doc_->isOffline() ? built_ : nullptr, doc_);
     refreshSupernodes();
 }
 
@@ -455,28 +456,14 @@ void GraphPanel::showCard(int node) {
         return;
     }
     const GraphDocumentNode& n = doc_->nodes[size_t(node)];
-    QString html = QStringLiteral("<b>%1</b> <tt>%2</tt><br>").arg(kindName(n.kind), n.nodeId.toHtmlEscaped());
-    QStringList facts;
-    if (n.kind == GraphNodeKind::Feature || n.kind == GraphNodeKind::Error) facts << tr("layer %1").arg(n.layer);
-    if (n.kind == GraphNodeKind::Logit) // the prediction made at that position, after its token
-        facts << tr("position %1, after “%2”").arg(n.ctxIdx).arg(doc_->promptTokens.value(n.ctxIdx).toHtmlEscaped());
-    else
-        facts << tr("position %1").arg(n.ctxIdx) << tr("token “%1”").arg(doc_->promptTokens.value(n.ctxIdx).toHtmlEscaped());
-    html += facts.join(QStringLiteral(" · ")) + QStringLiteral("<br>");
-    facts.clear();
-    if (n.kind == GraphNodeKind::Feature) facts << tr("feature %1").arg(n.feature) << tr("activation %1").arg(n.activation, 0, 'f', 4);
     const BuiltGraph* b = built_.get();
     // a custom target (--graph-targets "diff: …", "feature: …", "vector: …") carries its weight where a logit has its
     // probability (virtual token ids d_vocab + i)
     const bool customTarget = n.kind == GraphNodeKind::Logit && b && n.graphIndex >= 0 &&
                               b->graph.nodes[size_t(n.graphIndex)].id >= b->graph.dVocab;
-    if (n.kind == GraphNodeKind::Logit)
-        facts << (customTarget ? tr("custom target, weight %1") : tr("probability %1")).arg(n.tokenProb, 0, 'f', 4);
-    if (n.kind != GraphNodeKind::Logit) facts << tr("influence %1 (cumulative: smaller is more influential)").arg(n.influence, 0, 'f', 4);
-    html += facts.join(QStringLiteral(" · ")) + QStringLiteral("<br>");
-    if (!n.clerp.isEmpty()) html += tr("label: %1<br>").arg(n.clerp.toHtmlEscaped());
+    QString html = nodeCardFacts(n, doc_->promptTokens, customTarget);
     // a feature's decoder row read in embedding space, when the graph was built here
-    if (n.kind == GraphNodeKind::Feature && b && n.graphIndex >= 0 && n.layer < int(b->transcoders->coders.size())) {
+    if (n.kind == GraphNodeKind::Feature && b && (n.graphIndex >= 0 || n.qkOnly) && n.layer < int(b->transcoders->coders.size())) {
         if (!readings_.contains(node)) readings_.insert(node, featureReadings(*b, n)); // hovering again is free
         html += readings_.value(node);
     } else if (n.kind == GraphNodeKind::Feature && !b) {
@@ -556,23 +543,54 @@ void GraphPanel::selectLink(int link) {
                 // a masked or out-of-window cell has no score to split: the table still stands
             }
         }
-        return std::function<void()>([this, b, r, name, why] {
+        const int key = b->graph.nodes[size_t(source)].position;
+        return std::function<void()>([this, b, r, name, why, key] {
             const auto share = [&](double v) { return r.edge != 0 ? QString::number(100 * v / r.edge, 'f', 1) + QLatin1Char('%') : QString(); };
             std::vector<QStringList> rows{{tr("no hop"), QString::number(r.residual, 'g', 4), share(r.residual), QString(), QString()}};
             if (r.skip != 0) rows.push_back({tr("skip transcoder"), QString::number(r.skip, 'g', 4), share(r.skip), QString(), QString()});
+            std::vector<QVariant> cells(rows.size()); // a head row's cell to trace: layer, head, query, key
             for (const HeadRoute& h : r.heads) {
                 if (rows.size() >= 14) break;
                 const QString query = h.query < 0 ? QString() : QStringLiteral("%1 “%2”").arg(h.query).arg(doc_->promptTokens.value(h.query));
                 rows.push_back({QStringLiteral("L%1H%2").arg(h.layer).arg(h.head), QString::number(h.value, 'g', 4), share(h.value), query,
                                 QString::number(double(h.pattern), 'f', 3)});
+                cells.push_back(h.query < 0 ? QVariant() : QVariant(QVariantList{h.layer, h.head, h.query, key}));
             }
+            const QSignalBlocker quiet(routes_);
             routes_->setRowCount(int(rows.size()));
-            for (size_t i = 0; i < rows.size(); ++i) setRow(routes_, int(i), rows[i]);
+            for (size_t i = 0; i < rows.size(); ++i) setRow(routes_, int(i), rows[i], cells[i]);
             routes_->resizeColumnsToContents();
             routesTool_.setStatus(tr("%1: %2 = %3 (no hop, skip and %4 heads; the largest heads listed).")
                                       .arg(name).arg(r.edge, 0, 'g', 4).arg(r.sum(), 0, 'g', 4).arg(r.heads.size()) + why);
         });
     });
+}
+
+void GraphPanel::traceRoute(int row) {
+    const QTableWidgetItem* item = row >= 0 ? routes_->item(row, 0) : nullptr;
+    const QVariantList cell = item ? item->data(Qt::UserRole).toList() : QVariantList();
+    if (cell.size() != 4) return; // no hop, skip, or a head that moves nothing
+    qk_->trace(cell[0].toInt(), cell[1].toInt(), cell[2].toInt(), cell[3].toInt());
+    side_->setCurrentWidget(qk_);
+}
+
+void GraphPanel::pinQkSources(const std::vector<int>& columns) {
+    if (!doc_ || !built_) return;
+    bool added = false;
+    for (int c : columns) {
+        int i = qk_->documentIndex(c);
+        if (i < 0) { // pruned (or beyond the feature-node bound): drawn as a QK-only node
+            doc_->nodes.push_back(qk_->columnNode(c));
+            i = int(doc_->nodes.size()) - 1;
+            added = true;
+        }
+        const QString id = doc_->nodes[size_t(i)].nodeId;
+        if (!doc_->pinnedIds.contains(id)) doc_->pinnedIds << id;
+    }
+    if (added) plot_->nodesAdded();
+    plot_->setPinned(pinnedNodes());
+    qk_->refreshLabels();
+    if (selected_ >= 0) pin_->setText(doc_->pinnedIds.contains(doc_->nodes[size_t(selected_)].nodeId) ? tr("Unpin") : tr("Pin"));
 }
 
 std::vector<int> GraphPanel::pinnedNodes() const {
@@ -706,6 +724,7 @@ void GraphPanel::waitForIdle() {
     tool_.waitForIdle();
     routesTool_.waitForIdle();
     interveneTool_.waitForIdle();
+    qk_->waitForIdle();
 }
 
 } // namespace attnscope

@@ -5,7 +5,8 @@
 // completeness scores and the counts; a card for the hovered or selected node (kind, layer, position, token, feature,
 // activation, influence, the feature's decoder row read in embedding space, its strongest incoming and outgoing
 // edges); for a selected edge, the heads that carry it (edgeRoutes: each head's part, the query position and the
-// pattern cell); pins, supernodes (a name and the pinned nodes), and interventions on a supernode — ablate it or
+// pattern cell) and, for a head clicked there, why it attends (QkTraceView: the QK trace of its cell in the graph's
+// features, whose pairs can be pinned in as QK-only nodes and whose sources can be ablated); pins, supernodes (a name and the pinned nodes), and interventions on a supernode — ablate it or
 // scale it by k (interveneOnFeatures, Live, 8 greedy tokens) — shown as the top logits and the continuation before
 // and after. Save graph JSON writes Neuronpedia's layout with the pins and supernodes; Open graph JSON shows a graph
 // made elsewhere offline (the file's data only: no readings, routes or interventions).
@@ -19,6 +20,7 @@
 #include "model/features/dictionary_set.h"
 #include "views/common/analysis_panel.h"
 #include "views/common/background_tool.h"
+#include "views/graphs/built_graph.h"
 
 #include <QHash>
 #include <memory>
@@ -32,20 +34,12 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QTableWidget;
+class QTabWidget;
 
 namespace attnscope {
 
 class GraphPlot;
-
-/// A graph built here: the replacement model and the graph it was made from (kept alive together).
-struct BuiltGraph {
-    std::shared_ptr<const Model> model;
-    std::shared_ptr<const DictionarySet> transcoders;
-    ReplacementModel rm;
-    AttributionGraph graph;
-    PrunedGraph pruned;
-    GraphScores scores;
-};
+class QkTraceView;
 
 /// What the last intervention showed.
 struct GraphInterventionView {
@@ -100,10 +94,19 @@ public:
     const GraphInterventionView& lastIntervention() const { return intervention_; }
     /// The head-routes table (head, part, share, query, pattern).
     QTableWidget* routesTable() const { return routes_; }
+    /// Shows why the head of the routes table's row `row` attends there (its QK trace at its query position and the
+    /// source's position), as clicking the row does; rows that are not heads do nothing.
+    void traceRoute(int row);
+    /// Pins the nodes of QK trace sources `columns` (QkTracer::columns()): the graph's own when drawn, else appended to the
+    /// document as QK-only nodes.
+    void pinQkSources(const std::vector<int>& columns);
+    QkTraceView* qkTrace() const { return qk_; }
 
 signals:
     /// Ask the window to open the transcoder set at `path`.
     void transcodersRequested(const QString& path);
+    /// The set chosen here changed (opened by the window): other tabs trace in it too (the Circuits tab's Attend view).
+    void transcodersChanged(std::shared_ptr<const DictionarySet> set, const QString& path);
 
 private:
     void showDocument(std::shared_ptr<GraphDocument> doc, const QString& title);
@@ -142,6 +145,8 @@ private:
     QLabel* card_ = nullptr;
     QTableWidget* edges_ = nullptr;
     QTableWidget* routes_ = nullptr;
+    QkTraceView* qk_ = nullptr;
+    QTabWidget* side_ = nullptr;
     QPushButton* pin_ = nullptr;
     QLineEdit* supernodeName_ = nullptr;
     QPushButton* group_ = nullptr;

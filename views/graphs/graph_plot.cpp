@@ -101,6 +101,11 @@ void GraphPlot::clear(const QString& text) {
     invalidate();
 }
 
+void GraphPlot::nodesAdded() {
+    if (doc_) pinned_.resize(doc_->nodes.size(), 0);
+    invalidate();
+}
+
 void GraphPlot::setPinned(const std::vector<int>& nodes) {
     pinned_.assign(doc_ ? doc_->nodes.size() : 0, 0);
     for (int i : nodes)
@@ -148,8 +153,9 @@ const GraphPlot::Layout& GraphPlot::layoutFor(QSizeF size) const {
     const QFontMetricsF fm(font());
     const int rows = doc_->nLayers() + 2, cols = std::max(1, doc_->nPositions());
     const double top = kMargin + fm.height() + 6 + 2 * fm.height() + 4; // title, then two lines for the logits' labels
-    const double bottom = kMargin + 2 * fm.height() + 6 +                // the token labels: position, token
-                          (doc_->supernodes.empty() ? 0 : fm.height() + 6); // the supernodes' legend
+    const bool legend = !doc_->supernodes.empty() || std::any_of(doc_->nodes.begin(), doc_->nodes.end(), [](const GraphDocumentNode& n) { return n.qkOnly; });
+    const double bottom = kMargin + 2 * fm.height() + 6 + // the token labels: position, token
+                          (legend ? fm.height() + 6 : 0); // the supernodes' and QK-only nodes' legend
     L.plot = QRectF(kLeftAxis, top, std::max(10.0, size.width() - kLeftAxis - kMargin), std::max(10.0, size.height() - top - bottom));
     L.rowHeight = L.plot.height() / rows;
     // the shown nodes by cell (row, column), most influential first
@@ -362,7 +368,8 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         const double r = L.radius[i];
         const QRectF box(c.x() - r, c.y() - r, 2 * r, 2 * r);
         p.setBrush(kindFill(n.kind));
-        p.setPen(QPen(text, int(i) == selectedNode_ ? 2.2 : 0.7));
+        // a QK-only node (a pinned QK contributor pruning left out): a dashed outline
+        p.setPen(n.qkOnly ? QPen(text, int(i) == selectedNode_ ? 2.2 : 1.4, Qt::DashLine) : QPen(text, int(i) == selectedNode_ ? 2.2 : 0.7));
         if (n.kind == GraphNodeKind::Feature) p.drawEllipse(box);
         else if (n.kind == GraphNodeKind::Error) p.drawRect(box);
         else p.drawRoundedRect(box, r / 3, r / 3);
@@ -394,6 +401,17 @@ void GraphPlot::paintContent(QPainter& p, QSizeF size, const QPalette& palette) 
         const double w = std::min(fm.horizontalAdvance(label) + 2, 220.0);
         p.drawText(QRectF(legendX + 14, y, w, fm.height()), Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(label, Qt::ElideRight, w));
         legendX += 14 + w + 14;
+    }
+    // the QK-only nodes' legend entry: a dashed circle and their count
+    if (const auto qkOnly = std::count_if(doc_->nodes.begin(), doc_->nodes.end(), [](const GraphDocumentNode& n) { return n.qkOnly; }); qkOnly > 0) {
+        const double y = size.height() - kMargin - fm.height();
+        p.setBrush(kindFill(GraphNodeKind::Feature));
+        p.setPen(QPen(text, 1.4, Qt::DashLine));
+        p.drawEllipse(QPointF(legendX + 5, y + fm.height() / 2), 5, 5);
+        p.setPen(text);
+        const QString label = tr("QK-only: pinned from a QK trace, pruned from the graph (%1)").arg(qkOnly);
+        p.drawText(QRectF(legendX + 14, y, size.width() - legendX - 14 - kMargin, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                   fm.elidedText(label, Qt::ElideRight, size.width() - legendX - 14 - kMargin));
     }
     // the logits' tokens above them, the most probable first, on one of two lines; a label that would overlap one
     // already placed is left out (the card names every node)

@@ -6,7 +6,8 @@
 // colour with the sign (red positive, blue negative). Features are circles, error nodes grey squares,
 // embeddings green and logits purple rounded squares (logits labelled with their token). Hovering a node emits
 // nodeHovered, clicking one nodeClicked (clicking an edge linkClicked); the selected node's edges stand out, pinned
-// nodes get an orange ring, each supernode's members a dashed ring in its colour (named in a legend at the bottom), and
+// nodes get an orange ring, each supernode's members a dashed ring in its colour (named in a legend at the bottom), a QK
+// trace's contributors pinned in although pruning left them out (GraphDocumentNode::qkOnly) a dashed outline, and
 // the pinned-subgraph mode draws only the pinned nodes and the edges among them. Of a
 // graph with more than 3 000 shown edges the 3 000 widest are drawn (and the selected node's), as the title says. The
 // figure menu copies or exports it (PNG/SVG/PDF) and its edges (CSV).
@@ -38,6 +39,8 @@ public:
     const GraphDocument* document() const { return doc_.get(); }
     QString emptyText() const { return empty_; }
 
+    /// The document gained nodes (QK-only contributors appended by the tab): lays it out again, keeping pins and selection.
+    void nodesAdded();
     /// Pinned nodes (indices into the document's nodes), drawn with a ring.
     void setPinned(const std::vector<int>& nodes);
     /// Only the pinned nodes and the links among them.

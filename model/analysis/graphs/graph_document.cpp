@@ -249,8 +249,7 @@ double GraphDocument::sizeWeight(int node) const {
     return std::clamp(n.kind == GraphNodeKind::Logit ? n.tokenProb : 1.0 - n.influence, 0.0, 1.0);
 }
 
-QString GraphDocument::nodeLabel(int node) const {
-    const GraphDocumentNode& n = nodes[size_t(node)];
+QString documentNodeLabel(const GraphDocumentNode& n, const QStringList& promptTokens) {
     const QString token = promptTokens.value(n.ctxIdx);
     switch (n.kind) {
     case GraphNodeKind::Feature: return QStringLiteral("L%1 F%2 @%3").arg(n.layer).arg(n.feature).arg(n.ctxIdx);
@@ -262,6 +261,8 @@ QString GraphDocument::nodeLabel(int node) const {
     if (text.startsWith(QLatin1String("Output "))) text = text.mid(7); // circuit-tracer's "Output "TOKEN" (p=…)"
     return QStringLiteral("logit %1").arg(text.isEmpty() ? QStringLiteral("%1 p=%2").arg(n.feature).arg(n.tokenProb, 0, 'f', 3) : text);
 }
+
+QString GraphDocument::nodeLabel(int node) const { return documentNodeLabel(nodes[size_t(node)], promptTokens); }
 
 std::vector<int> GraphDocument::strongestLinks(int node, bool incoming, int k) const {
     std::vector<int> out;
@@ -343,7 +344,24 @@ QJsonObject graphDocumentToJson(const GraphDocument& doc) {
     meta.insert(QStringLiteral("prompt_tokens"), tokens);
     meta.insert(QStringLiteral("node_threshold"), doc.nodeThreshold);
     QJsonArray nodes, links, supernodes;
+    QJsonObject qkOnly = doc.extraMembers.value(QStringLiteral("qk_only_nodes")).toObject();
+    QStringList qkOnlyIds;
     for (const GraphDocumentNode& n : doc.nodes) {
+        if (n.qkOnly) { // Neuronpedia's side channel for QK contributors pruned out of nodes (its graph-schema.json)
+            QJsonObject o = n.kept;
+            o.remove(QStringLiteral("influence"));
+            put(o, "node_id", n.nodeId);
+            put(o, "feature", n.fileFeature < 0 ? QJsonValue(QJsonValue::Null) : QJsonValue(n.fileFeature));
+            put(o, "layer", n.kind == GraphNodeKind::Token ? QStringLiteral("E") : QString::number(n.layer));
+            put(o, "ctx_idx", n.ctxIdx);
+            put(o, "feature_type", n.featureType);
+            put(o, "jsNodeId", n.jsNodeId);
+            put(o, "clerp", n.clerp);
+            put(o, "activation", n.kind == GraphNodeKind::Feature ? QJsonValue(n.activation) : QJsonValue(QJsonValue::Null));
+            qkOnly.insert(n.nodeId, o);
+            qkOnlyIds << n.nodeId;
+            continue;
+        }
         QJsonObject o = n.kept;
         put(o, "node_id", n.nodeId);
         put(o, "feature", QJsonValue(n.fileFeature)); // an integer as read (a double would be written 1.3e+10)
@@ -367,7 +385,9 @@ QJsonObject graphDocumentToJson(const GraphDocument& doc) {
     }
     for (const QStringList& s : doc.supernodes) supernodes.append(QJsonArray::fromStringList(s));
     QJsonObject q = doc.extraQParams;
-    q.insert(QStringLiteral("pinnedIds"), QJsonArray::fromStringList(doc.pinnedIds));
+    QStringList pinned = doc.pinnedIds;
+    for (const QString& id : qkOnlyIds) pinned.removeAll(id); // pins name nodes of `nodes`
+    q.insert(QStringLiteral("pinnedIds"), QJsonArray::fromStringList(pinned));
     q.insert(QStringLiteral("supernodes"), supernodes);
     put(q, "linkType", QStringLiteral("both"));
     put(q, "clickedId", QString());
@@ -377,6 +397,7 @@ QJsonObject graphDocumentToJson(const GraphDocument& doc) {
     out.insert(QStringLiteral("qParams"), q);
     out.insert(QStringLiteral("nodes"), nodes);
     out.insert(QStringLiteral("links"), links);
+    if (!qkOnly.isEmpty()) out.insert(QStringLiteral("qk_only_nodes"), qkOnly);
     return out;
 }
 

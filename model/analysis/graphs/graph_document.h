@@ -34,6 +34,8 @@ struct GraphDocumentNode {
     double tokenProb = 0;    ///< a logit's probability
     bool isTargetLogit = false;
     int graphIndex = -1;     ///< index into the AttributionGraph it was made from; −1 for a loaded file
+    bool qkOnly = false;     ///< a QK trace's contributor pinned into the graph although pruning (or the feature-node bound)
+                             ///< left it out: drawn dashed, without links, and written to qk_only_nodes, not nodes
     /// The node's members written back as they were: those the fields above do not hold (run_idx, reverse_ctx_idx,
     /// qk_tracing_results, …), the layer as the file wrote it, and members that were null (activation, influence, feature).
     QJsonObject kept;
@@ -69,11 +71,15 @@ struct GraphDocument {
     bool isOffline() const;         ///< read from a file: no graph behind it (every graphIndex −1)
     /// A node's size weight in [0, 1]: a logit's probability; else 1 − its cumulative influence.
     double sizeWeight(int node) const;
-    /// "L1 F17 @3", "error L0 @2", "emb @0 ' the'", "logit ' God' p=0.41".
+    /// "L1 F17 @3", "error L0 @2", "emb @0 ' the'", "logit ' God' p=0.41" (documentNodeLabel).
     QString nodeLabel(int node) const;
     /// The node's incoming (target == node) or outgoing links, largest |weight| first, at most `k`.
     std::vector<int> strongestLinks(int node, bool incoming, int k) const;
 };
+
+/// A node's short label, as GraphDocument::nodeLabel gives it, for a node that need not be in a document (a QK trace's
+/// contributor pruned out of the graph): "L1 F17 @3", "error L0 @2", "emb @0 ' the'", "logit ' God' p=0.41".
+QString documentNodeLabel(const GraphDocumentNode& node, const QStringList& promptTokens);
 
 /// The highest layer a graph file may name (the largest models have under 200; the figure draws a row per layer).
 inline constexpr int kMaxGraphLayers = 1000;
@@ -90,7 +96,8 @@ inline constexpr qint64 kMaxGraphFeatureId = qint64(1) << 53;
 /// members naming no node are dropped and listed in notes.
 GraphDocument graphDocumentFromJson(const QJsonObject& json, const QString& label);
 
-/// The document in Neuronpedia's layout, with its current pins and supernodes in qParams.
+/// The document in Neuronpedia's layout, with its current pins and supernodes in qParams. QK-only nodes (qkOnly) go to
+/// the top-level qk_only_nodes object, keyed by node_id, as Neuronpedia's schema has them, and out of nodes and pinnedIds.
 QJsonObject graphDocumentToJson(const GraphDocument& doc);
 
 /// Largest graph file readGraphFile accepts: Neuronpedia's graphs are tens to a few hundred MB, and the parsed JSON

@@ -87,6 +87,27 @@ GraphDocumentNode documentNode(const AttributionGraph& g, const PrunedGraph& p, 
 
 } // namespace
 
+GraphDocumentNode qkOnlyDocumentNode(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
+                                     const GraphNode& column, int graphIndex) {
+    GraphDocumentNode d;
+    if (graphIndex >= 0) {
+        d = documentNode(graph, pruned, tokenizer, graphIndex);
+    } else { // a feature beyond the bound: not a node of the graph (errors and tokens always are)
+        d.nodeId = QStringLiteral("%1_%2_%3").arg(column.layer).arg(column.id).arg(column.position);
+        d.kind = column.kind;
+        d.layer = column.layer;
+        d.ctxIdx = column.position;
+        d.feature = d.fileFeature = column.id;
+        d.featureType = QStringLiteral("cross layer transcoder");
+        d.jsNodeId = QStringLiteral("%1_%2-0").arg(column.layer).arg(column.id);
+        d.activation = double(column.activation);
+        d.influence = 1;
+        d.kept = QJsonObject{{"run_idx", 0}, {"reverse_ctx_idx", 0}, {"influence", QJsonValue::Null}};
+    }
+    d.qkOnly = true;
+    return d;
+}
+
 GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
                                      const PruneOptions& pruning, const NeuronpediaGraphInfo& info) {
     GraphDocument doc;

@@ -26,4 +26,11 @@ GraphDocumentNode documentNodeOf(const AttributionGraph& graph, const GraphNode&
 GraphDocument graphDocumentFromGraph(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
                                      const PruneOptions& pruning, const NeuronpediaGraphInfo& info);
 
+/// A QK trace's contributor (qk_trace.h: `column` = QkTracer::columns()[c], `graphIndex` = QkTracer::graphNode(graph, c))
+/// as a node of `graph`'s document, marked qkOnly: the graph's own node as documentNode writes it (its cumulative
+/// influence) when the graph has one, else a feature the feature-node bound left out (its activation; influence 1, the
+/// least, and null in the file).
+GraphDocumentNode qkOnlyDocumentNode(const AttributionGraph& graph, const PrunedGraph& pruned, const Tokenizer& tokenizer,
+                                     const GraphNode& column, int graphIndex);
+
 } // namespace attnscope
