@@ -80,7 +80,7 @@ namespace {
 /// Node `i` of `graph` as circuit-tracer's create_graph_files writes it (graph.py / utils/create_graph_files.py).
 GraphDocumentNode documentNode(const AttributionGraph& g, const PrunedGraph& p, const Tokenizer& tokenizer, int i) {
     GraphDocumentNode d = documentNodeOf(g, g.nodes[size_t(i)], tokenizer);
-    d.influence = p.cumulative[size_t(i)];
+    if (d.kind != GraphNodeKind::Logit) d.influence = p.cumulative[size_t(i)]; // a logit's is null in the file
     d.graphIndex = i;
     return d;
 }
@@ -93,16 +93,9 @@ GraphDocumentNode qkOnlyDocumentNode(const AttributionGraph& graph, const Pruned
     if (graphIndex >= 0) {
         d = documentNode(graph, pruned, tokenizer, graphIndex);
     } else { // a feature beyond the bound: not a node of the graph (errors and tokens always are)
-        d.nodeId = QStringLiteral("%1_%2_%3").arg(column.layer).arg(column.id).arg(column.position);
-        d.kind = column.kind;
-        d.layer = column.layer;
-        d.ctxIdx = column.position;
-        d.feature = d.fileFeature = column.id;
-        d.featureType = QStringLiteral("cross layer transcoder");
-        d.jsNodeId = QStringLiteral("%1_%2-0").arg(column.layer).arg(column.id);
-        d.activation = double(column.activation);
+        d = documentNodeOf(graph, column, tokenizer);
         d.influence = 1;
-        d.kept = QJsonObject{{"run_idx", 0}, {"reverse_ctx_idx", 0}, {"influence", QJsonValue::Null}};
+        d.kept.insert(QStringLiteral("influence"), QJsonValue::Null);
     }
     d.qkOnly = true;
     return d;

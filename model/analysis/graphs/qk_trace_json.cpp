@@ -57,34 +57,33 @@ int addQkTracingResults(GraphDocument& doc, const std::vector<TracedCell>& cells
     std::map<int, int> docOf; // graph index → doc node
     for (size_t i = 0; i < doc.nodes.size(); ++i)
         if (doc.nodes[i].graphIndex >= 0) docOf[doc.nodes[i].graphIndex] = int(i);
-    QJsonObject qkOnly = doc.extraMembers.value(QStringLiteral("qk_only_nodes")).toObject();
+    std::map<QString, bool> added; // contributors appended as QK-only nodes (graphDocumentToJson writes them to qk_only_nodes)
     auto id = [&](int column) {
         const int node = tracer.graphNode(graph, column);
         if (node >= 0 && docOf.count(node)) return doc.nodes[size_t(docOf[node])].nodeId;
-        const GraphDocumentNode d = documentNodeOf(graph, tracer.columns()[size_t(column)], tokenizer);
-        if (!qkOnly.contains(d.nodeId)) {
-            QJsonObject o{{"node_id", d.nodeId}, {"feature", d.kind == GraphNodeKind::Error ? QJsonValue() : QJsonValue(d.feature)},
-                          {"layer", d.kind == GraphNodeKind::Token ? QJsonValue(QStringLiteral("E")) : QJsonValue(QString::number(d.layer))},
-                          {"ctx_idx", d.ctxIdx}, {"feature_type", d.featureType}, {"jsNodeId", d.jsNodeId}, {"clerp", d.clerp},
-                          {"activation", d.kind == GraphNodeKind::Feature ? QJsonValue(d.activation) : QJsonValue()}};
-            qkOnly.insert(d.nodeId, o);
+        const GraphNode& c = tracer.columns()[size_t(column)];
+        GraphDocumentNode d = documentNodeOf(graph, c, tokenizer);
+        if (!added.count(d.nodeId)) {
+            added[d.nodeId] = true;
+            d.graphIndex = node;
+            d.qkOnly = true;
+            doc.nodes.push_back(d);
         }
         return d.nodeId;
     };
     int written = 0;
     for (const TracedCell& cell : cells) {
         if (cell.target < 0 || !docOf.count(cell.target)) continue;
-        GraphDocumentNode& target = doc.nodes[size_t(docOf[cell.target])];
-        if (target.kept.contains(QStringLiteral("qk_tracing_results"))) continue; // the strongest traced edge's, listed first
+        const int targetIndex = docOf[cell.target]; // doc.nodes grows below: index it again after
+        if (doc.nodes[size_t(targetIndex)].kept.contains(QStringLiteral("qk_tracing_results"))) continue; // the strongest traced edge's
         QJsonArray pairs, qm, km;
         for (const QkPair& p : cell.trace.pairs) pairs.append(QJsonArray{id(p.q), id(p.k), p.attribution});
         for (const QkContributor& c : cell.trace.qMarginals) qm.append(QJsonArray{id(c.column), c.attribution});
         for (const QkContributor& c : cell.trace.kMarginals) km.append(QJsonArray{id(c.column), c.attribution});
-        target.kept.insert(QStringLiteral("qk_tracing_results"),
+        doc.nodes[size_t(targetIndex)].kept.insert(QStringLiteral("qk_tracing_results"),
                            QJsonObject{{"pair_wise_contributors", pairs}, {"top_q_marginal_contributors", qm}, {"top_k_marginal_contributors", km}});
         ++written;
     }
-    if (!qkOnly.isEmpty()) doc.extraMembers.insert(QStringLiteral("qk_only_nodes"), qkOnly);
     return written;
 }
 

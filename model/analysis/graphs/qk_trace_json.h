@@ -37,9 +37,9 @@ QJsonArray qkTracesToJson(const std::vector<TracedCell>& cells, const QkTracer& 
 
 /// Writes the traced edges' results into `doc` (made from `graph` by graphDocumentFromGraph): each traced edge's target
 /// node gets `qk_tracing_results` (its strongest traced edge's, the first in `cells`; cells with no edge, or whose
-/// target is not among the file's nodes, are left out), and every contributor that is not one of doc's nodes an entry of
-/// `qk_only_nodes` {node_id, feature, layer, ctx_idx, feature_type, jsNodeId, clerp, activation}. Returns how many
-/// nodes got results.
+/// target is not among the file's nodes, are left out), and every contributor that is not one of doc's nodes is appended
+/// as a QK-only node (GraphDocumentNode::qkOnly), which graphDocumentToJson writes to `qk_only_nodes` {node_id, feature,
+/// layer, ctx_idx, feature_type, jsNodeId, clerp, activation}. Returns how many nodes got results.
 int addQkTracingResults(GraphDocument& doc, const std::vector<TracedCell>& cells, const QkTracer& tracer, const AttributionGraph& graph,
                         const Tokenizer& tokenizer);
 
