@@ -838,6 +838,91 @@ def constrained_intervention(W, ids, rec, tcs, interventions, acts_clean):
     return logits, torch.stack(pres)
 
 
+# ----------------------------------------------------------------------------- QK tracing (issue 46)
+
+QK_CELLS = [(1, 0, 6, 2), (1, 3, 6, 6), (0, 1, 5, 1), (1, 2, 6, 3)]  # (layer, head, query, key)
+
+
+@torch.no_grad()
+def qk_reference(W, rec, tcs, ids, feats, acts, err, mlp_const, cells, top=10):
+    """QK traces of `cells`, independently of qk_trace.cpp's backward: every source is removed from the frozen
+    replacement model in its own float64 forward (patterns and LayerNorm sigmas of the clean run), so c_q(s) is the
+    head's query at (L, q) with every source minus the query without s (the model is affine: exact), likewise c_k(s);
+    q0, k0 come from the forward with no source. Columns: the active features (feats' order), error (L, p) at
+    n_feat + L * T + p, token p at n_feat + n_layers * T + p."""
+    T, nL, H = len(ids), len(W["layers"]), W["H"]
+    d = W["wte"].shape[1]
+    dh = d // H
+    for t in tcs:
+        assert not t["W_dec_later"], "the QK reference is for a per-layer set"
+    n_feat = len(feats)
+    n_cols = n_feat + nL * T + T
+    emb_full = W["wte"][torch.tensor(ids)]
+    mlp_full = torch.stack([mlp_const[L] + acts[L] @ tcs[L]["W_dec"] + err[L] for L in range(nL)])  # [L, T, d]
+    # variants: 0 every source, 1 + c without column c, n_cols + 1 none
+    B = n_cols + 2
+    emb = emb_full.expand(B, T, d).clone()
+    mlp = mlp_full[:, None].expand(nL, B, T, d).clone()
+    for c, (L, p, f) in enumerate(feats):
+        mlp[L, 1 + c, p] -= acts[L, p, f] * tcs[L]["W_dec"][f]
+    for L in range(nL):
+        for p in range(T):
+            mlp[L, 1 + n_feat + L * T + p, p] -= err[L, p]
+    for p in range(T):
+        emb[1 + n_feat + nL * T + p, p] = 0
+    emb[B - 1] = 0
+    for L in range(nL):
+        mlp[L, B - 1] = mlp_const[L]
+
+    def resid_pre(layer):
+        x = emb + W["wpe"][:T]
+        for l in range(layer):
+            lw = W["layers"][l]
+            h = (x - x.mean(-1, keepdim=True)) / rec["s1"][l] * lw["g1"] + lw["b1"]
+            v = (h @ lw["Wv"] + lw["bv"]).view(B, T, H, dh)
+            z = torch.einsum("hqk,bkhe->bqhe", rec["pattern"][l], v).reshape(B, T, d)
+            x = x + z @ lw["Wo"] + lw["bo"] + mlp[l]
+        return x
+
+    out = []
+    for (L, h, q, k) in cells:
+        lw = W["layers"][L]
+        x = resid_pre(L)
+        ln = (x - x.mean(-1, keepdim=True)) / rec["s1"][L] * lw["g1"] + lw["b1"]
+        sl = slice(h * dh, (h + 1) * dh)
+        qv = ln[:, q] @ lw["Wq"][:, sl] + lw["bq"][sl]  # [B, dh]
+        kv = ln[:, k] @ lw["Wk"][:, sl] + lw["bk"][sl]
+        scale = 1.0 / math.sqrt(dh)
+        cq, ck = qv[0] - qv[1:B - 1], kv[0] - kv[1:B - 1]  # [n_cols, dh]
+        q0, k0, qf, kf = qv[B - 1], kv[B - 1], qv[0], kv[0]
+        # the frozen model is affine: the sources' parts add up to the whole
+        assert (cq.sum(0) + q0 - qf).abs().max() <= 1e-10 * max(1.0, qf.abs().max().item())
+        assert (ck.sum(0) + k0 - kf).abs().max() <= 1e-10 * max(1.0, kf.abs().max().item())
+        score = scale * float(qf @ kf)
+        clean = rec["pattern"][L][h, q, k]  # the score is the clean run's: its softmax gives the pattern
+        pairs = scale * cq @ ck.t()
+        pair_total = float(pairs.sum())
+        constant, q_constant, k_constant = scale * float(q0 @ k0), scale * float(q0 @ ck.sum(0)), scale * float(cq.sum(0) @ k0)
+        assert abs(pair_total + constant + q_constant + k_constant - score) <= 1e-10 * max(1.0, abs(score))
+        flat = pairs.flatten()
+        order = torch.argsort(flat.abs(), descending=True)[:top]
+        qm, km = scale * (cq @ kf), scale * (ck @ qf)
+        big_q = torch.argsort(cq.norm(dim=1), descending=True)[:8].tolist()
+        big_k = torch.argsort(ck.norm(dim=1), descending=True)[:8].tolist()
+        out.append({"layer": L, "head": h, "query": q, "key": k, "score": score, "pattern": float(clean),
+                    "constant": constant, "q_constant": q_constant, "k_constant": k_constant, "pairs_total": pair_total,
+                    "top_pairs": [[int(i) // n_cols, int(i) % n_cols, float(flat[i])] for i in order],
+                    "q_marginals": qm.tolist(), "k_marginals": km.tolist(),
+                    "c_q": [{"column": c, "c": cq[c].tolist()} for c in big_q],
+                    "c_k": [{"column": c, "c": ck[c].tolist()} for c in big_k]})
+    return {"generator": "tools/graph_reference.py --qk-only", "n_columns": n_cols, "n_features": n_feat,
+            "conventions": "QK tracing of the frozen replacement model (docs/graphs.md): c_q(s) = the head's query at "
+                           "(layer, query) with every source minus without s, in separate float64 forwards; q0 with none; "
+                           "score = (q . k) / sqrt(d_head) = sum of all pairs + constant + q_constant + k_constant; "
+                           "marginals scale c_q(s) . k and scale q . c_k(s); columns: features, errors (L * T + p), tokens",
+            "cells": out}
+
+
 def to_json(v, ind=0):
     """Readable and compact JSON: dicts indented (up to depth 3), lists of dicts one element a
     line, everything else on one line."""
@@ -876,6 +961,8 @@ def main():
     ap.add_argument("--transcoders", default=None,
                     help="circuit-tracer folder to use instead of the --set one (relative to "
                          "--root); the output file names still follow --set")
+    ap.add_argument("--qk-only", action="store_true",
+                    help="write only demo_qk_reference.json: QK traces of a few attention cells (qk_reference)")
     ap.add_argument("--bounded-only", action="store_true",
                     help="write only demo_graph_bounded_reference.json: circuit-tracer's max_feature_nodes ordering "
                          "(see bounded_cases)")
@@ -939,6 +1026,16 @@ def main():
     assert d_lin <= 1e-10 * max(1.0, np.abs(lg1 - lg0).max()), d_lin
     d_lin2 = np.abs(lg2 - (2 * lg1 - lg0)).max()
     assert d_lin2 <= 1e-10, d_lin2
+
+    if args.qk_only:
+        out = qk_reference(W, rec, tcs, ids, feats, acts, err, mlp_const, QK_CELLS)
+        out["prompt"], out["token_ids"] = args.prompt, ids
+        os.makedirs(args.out, exist_ok=True)
+        jpath = os.path.join(args.out, prefix + "_qk_reference.json")
+        with open(jpath, "w", encoding="utf-8") as f:
+            f.write(to_json(out) + "\n")
+        print("%s %d bytes; %.1fs" % (jpath, os.path.getsize(jpath), time.time() - t0))
+        return
 
     # 2. logit nodes
     W_U = W["wte"].t()  # [d_model, vocab]

@@ -18,6 +18,7 @@
 #include "support/llama_checkpoint.h"
 #include "support/made_tokenizer.h"
 #include "support/random_transcoders.h"
+#include "support/reference_json.h"
 #include "support/test_paths.h"
 
 #include <QtTest>
@@ -137,6 +138,7 @@ class TestQkTrace : public QObject {
 private slots:
     void initTestCase();
     void demoCellsSumToTheScore();
+    void matchesTheFloat64Reference();
     void crossLayerTranscoder();
     void llamaRopeGroupedQueryWindow();
     void qwen3QkNorms();
@@ -178,6 +180,65 @@ void TestQkTrace::demoCellsSumToTheScore() {
                 if (QTest::currentTestFailed()) return;
             }
     qInfo("demo: worst |Σ − score| / size %.3g", worst);
+}
+
+void TestQkTrace::matchesTheFloat64Reference() {
+    // tools/graph_reference.py --qk-only (tests/data/graphs/demo_qk_reference.json): each source removed from the frozen
+    // model in its own float64 forward gives c_q(s) and c_k(s), no backward involved
+    if (!tracer_) QSKIP("the demo's transcoder set is a circuit-tracer config.yaml: this build has no yaml-cpp (the arm64 sysroot)");
+    const QJsonObject ref = readJsonObject(sourceFile(QStringLiteral("tests/data/graphs/demo_qk_reference.json")));
+    QCOMPARE(int(tracer_->columns().size()), ref["n_columns"].toInt());
+    QCOMPARE(tracer_->errorOffset(), ref["n_features"].toInt());
+    int cells = 0;
+    for (const QJsonValue& v : ref["cells"].toArray()) {
+        const QJsonObject c = v.toObject();
+        const int L = c["layer"].toInt(), h = c["head"].toInt(), q = c["query"].toInt(), k = c["key"].toInt();
+        const QkSides s = tracer_->sides(L, h, q, k);
+        const QkTrace t = tracer_->trace(L, h, q, k, 10);
+        const double size = std::max(1.0, std::abs(c["score"].toDouble()));
+        auto near = [&](double got, double want, double tol) { return std::abs(got - want) <= tol; };
+        QVERIFY2(near(t.score, c["score"].toDouble(), 1e-5 * size), qPrintable(QStringLiteral("cell %1: score %2 against %3").arg(cells).arg(t.score).arg(c["score"].toDouble())));
+        QVERIFY(near(t.constant, c["constant"].toDouble(), 1e-5 * size));
+        QVERIFY(near(t.qConstant, c["q_constant"].toDouble(), 1e-5 * size));
+        QVERIFY(near(t.kConstant, c["k_constant"].toDouble(), 1e-5 * size));
+        QVERIFY(near(t.pairsTotal, c["pairs_total"].toDouble(), 1e-5 * size));
+        QVERIFY(near(t.pattern, c["pattern"].toDouble(), 1e-6));
+        // every column's marginals
+        const QJsonArray qm = c["q_marginals"].toArray(), km = c["k_marginals"].toArray();
+        double qmScale = 0;
+        for (const QJsonValue& x : qm) qmScale = std::max(qmScale, std::abs(x.toDouble()));
+        for (const QJsonValue& x : km) qmScale = std::max(qmScale, std::abs(x.toDouble()));
+        const Eigen::VectorXd myQ = s.scale * (s.cq.cast<double>().transpose() * s.k), myK = s.scale * (s.ck.cast<double>().transpose() * s.q);
+        double worst = 0;
+        for (int i = 0; i < qm.size(); ++i)
+            worst = std::max({worst, std::abs(myQ(i) - qm[i].toDouble()), std::abs(myK(i) - km[i].toDouble())});
+        QVERIFY2(worst <= 1e-5 * std::max(1.0, qmScale), qPrintable(QStringLiteral("cell %1: marginals off by %2").arg(cells).arg(worst)));
+        // the largest c vectors, component by component
+        for (const char* side : {"c_q", "c_k"})
+            for (const QJsonValue& e : c[QLatin1String(side)].toArray()) {
+                const int col = e["column"].toInt();
+                const QJsonArray want = e["c"].toArray();
+                const Matrix& mine = side[2] == 'q' ? s.cq : s.ck;
+                for (int i = 0; i < want.size(); ++i)
+                    QVERIFY2(near(mine(i, col), want[i].toDouble(), 1e-5 * std::max(1.0, std::abs(want[i].toDouble()))),
+                             qPrintable(QStringLiteral("cell %1 %2 column %3 [%4]: %5 against %6").arg(cells).arg(side).arg(col).arg(i)
+                                            .arg(mine(i, col)).arg(want[i].toDouble())));
+            }
+        // the top pairs, by column and value
+        QJsonArray pairs; // the nonzero ones: a layer-0 cell has one source a side (its tokens), so one pair
+        for (const QJsonValue& p : c["top_pairs"].toArray())
+            if (std::abs(p[2].toDouble()) > 1e-12 * size) pairs.append(p); // the reference's zero pairs are rounding (1e-17)
+        QCOMPARE(int(t.pairs.size()), pairs.size());
+        for (int i = 0; i < pairs.size(); ++i) {
+            QVERIFY(near(t.pairs[size_t(i)].attribution, pairs[i][2].toDouble(), 1e-5 * size));
+            if (i + 1 < pairs.size() && std::abs(std::abs(pairs[i][2].toDouble()) - std::abs(pairs[i + 1][2].toDouble())) > 1e-4 * size) {
+                QCOMPARE(t.pairs[size_t(i)].q, pairs[i][0].toInt());
+                QCOMPARE(t.pairs[size_t(i)].k, pairs[i][1].toInt());
+            }
+        }
+        ++cells;
+    }
+    QCOMPARE(cells, 4);
 }
 
 void TestQkTrace::crossLayerTranscoder() {
