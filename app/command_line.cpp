@@ -91,11 +91,11 @@ QString checkContextsOptions(CommandLine& c, const QString& shard, bool corpusOn
 /// --open-graph's companions; "" when they make sense. `given`: the options set, `positional`: the other arguments.
 QString checkOpenGraphOptions(const CommandLine& c, const QStringList& given, const QStringList& positional) {
     static const QStringList allowed{"open-graph", "dump-json", "graph-json", "export", "width", "height", "scale", "force",
-                                     "screenshot", "out"};
+                                     "screenshot", "out", "feature-labels"};
     for (const QString& name : given)
         if (!allowed.contains(name))
             return QStringLiteral("--open-graph FILE needs no model: it takes --dump-json, --graph-json, --export FIG.png|svg|pdf "
-                                  "(with --width, --height, --scale), --screenshot graphs --out FILE.png and --force, not %1%2")
+                                  "(with --width, --height, --scale), --screenshot graphs --out FILE.png, --feature-labels and --force, not %1%2")
                 .arg(name.size() > 1 ? "--" : "-", name);
     if (!positional.isEmpty()) return QStringLiteral("--open-graph FILE takes no other file: %1").arg(positional.join(' '));
     if (!c.exportDir.isEmpty() && !QStringList{"png", "svg", "pdf"}.contains(QFileInfo(c.exportDir).suffix().toLower()))
@@ -370,6 +370,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                                                               "that layer's heads plus a bypass, as circuit-tracer's head loadings "
                                                               "(PR #114); as many edges as --edge-routes N, else 20; adds "
                                                               "\"head_loadings\".", "LAYER");
+    const QCommandLineOption featureLabelsOpt("feature-labels", "Feature labels made elsewhere: Neuronpedia's explanation exports "
+                                                                "(.jsonl, .jsonl.gz, or a folder of explanations/batch-N files) or a "
+                                                                "CSV with a header feature,label or layer,feature,label. --graph-json "
+                                                                "(also with --open-graph) writes them as the feature nodes' clerp; --sae's "
+                                                                "--features and --feature add \"label\". Repeatable.", "PATH");
     const QCommandLineOption openGraph("open-graph", "Open an attribution graph file (Neuronpedia's layout; no model needed): "
                                                      "alone, in the window's Graph tab; headless, --dump-json writes \"graph_file\" "
                                                      "(counts, layers, positions, pins, supernodes, notes), --graph-json the file "
@@ -384,7 +389,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt, maxFeatureNodesOpt, graphTargetsOpt,
                   graphInterveneOpt, edgeRoutesOpt, headLoadingsOpt, qkTraceOpt, qkTraceEdgesOpt, qkTopOpt,
-                  nodeThresholdOpt, edgeThresholdOpt, openGraph});
+                  nodeThresholdOpt, edgeThresholdOpt, featureLabelsOpt, openGraph});
     p.addPositionalArgument("MODEL", "Model (or session) to open in the window.", "[MODEL | SESSION.attnscope]");
 
     QStringList argv = args; // "--feature F --project": --project without a value reads the feature in embedding space
@@ -493,6 +498,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     if (p.isSet(openGraph)) {
         c.openGraph = p.value(openGraph);
         c.graphJson = p.value(graphJsonOpt);
+        c.featureLabels = p.values(featureLabelsOpt);
         c.screenshot = p.value(screenshot);
         c.out = p.value(outFile);
         *error = checkOpenGraphOptions(c, p.optionNames(), pos);
@@ -687,6 +693,11 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.graph = p.isSet(graphOpt);
     c.transcoders = p.value(transcodersOpt);
     c.graphJson = p.value(graphJsonOpt);
+    c.featureLabels = p.values(featureLabelsOpt);
+    if (!c.featureLabels.isEmpty() && c.graphJson.isEmpty() && !c.features && c.feature < 0) {
+        *error = QStringLiteral("--feature-labels labels what --graph-json writes, or --sae's --features and --feature: give one of them too");
+        return false;
+    }
     if (!parseInt(maxLogitsOpt, &c.maxLogits, 1) || !parseInt(edgeRoutesOpt, &c.edgeRoutes, 1) ||
         !parseInt(maxFeatureNodesOpt, &c.maxFeatureNodes, 0) || !parseInt(headLoadingsOpt, &c.headLoadings, 0))
         return false;

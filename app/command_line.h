@@ -148,6 +148,7 @@ struct CommandLine {
     };
     std::vector<QkCell> qkTraces; ///< --qk-trace L.H:Q:K (repeatable): add "qk_traces" (qk_trace.h)
     int qkTraceEdges = 0;    ///< --qk-trace-edges N: trace the N strongest kept cross-position edges through their strongest head
+    QStringList featureLabels; ///< --feature-labels PATH (repeatable): Neuronpedia explanations or a CSV (feature_labels.h)
     int qkTop = 50;          ///< --qk-top N: pairs and marginals listed per trace
     QString openGraph;       ///< --open-graph FILE: a graph file (graph_document.h), no model: alone, the window with it in the
                              ///< Graph tab; --dump-json writes "graph_file", --graph-json the file written back, --export

@@ -6,7 +6,9 @@
 #include "model/analysis/features/feature_intervention.h"
 #include "model/analysis/features/features_json.h"
 #include "model/analysis/common/top_tokens.h"
+#include "model/analysis/graphs/graph_labels.h"
 #include "model/features/dictionary_set.h"
+#include "model/features/feature_labels.h"
 #include "model/analysis/common/input_checks.h"
 #include "model/analysis/gradients/attribution_patching.h"
 #include "model/analysis/graphs/edge_routes.h"
@@ -313,14 +315,41 @@ QJsonObject headLoadingsJson(const GraphDump& g, int layer, int n) {
     return QJsonObject{{"layer", layer}, {"edges", out}};
 }
 
+/// --feature-labels PATH …: every file's labels, the first label of a feature kept.
+FeatureLabels readLabelOptions(const QStringList& paths) {
+    FeatureLabels labels;
+    for (const QString& path : paths) labels.merge(readFeatureLabels(path));
+    return labels;
+}
+
 /// "features", "feature" and "intervention" of --sae (README "Features on the command line").
 void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<int>& ids, const ActivationCache& cache, QJsonObject& dump) {
     const ModelConfig& cfg = model.config();
     const auto [set, index] = selectDictionary(model, cmd);
     const SparseCoder& sae = set.coders[index];
     const FeatureRun run = runDictionary(model, cache, sae);
-    if (cmd.features)
-        dump.insert(QStringLiteral("features"), featuresToJson(sae, run, reconstructionQuality(model, ids, cache, run), cmd.topGiven ? cmd.top : 0));
+    const FeatureLabels labels = readLabelOptions(cmd.featureLabels);
+    const int labelLayer = run.hookIn.layer; // Neuronpedia numbers a dictionary's source by the layer it reads
+    if (cmd.features) {
+        QJsonObject features = featuresToJson(sae, run, reconstructionQuality(model, ids, cache, run), cmd.topGiven ? cmd.top : 0);
+        if (!labels.empty()) { // "label" on each listed feature the files name
+            QJsonArray positions = features.value(QStringLiteral("positions")).toArray();
+            for (QJsonValueRef pos : positions) {
+                QJsonObject o = pos.toObject();
+                QJsonArray top = o.value(QStringLiteral("top")).toArray();
+                for (QJsonValueRef f : top) {
+                    QJsonObject fo = f.toObject();
+                    if (const QString l = labels.label(labelLayer, fo.value(QStringLiteral("feature")).toInt()); !l.isEmpty()) fo.insert(QStringLiteral("label"), l);
+                    f = fo;
+                }
+                o.insert(QStringLiteral("top"), top);
+                pos = o;
+            }
+            features.insert(QStringLiteral("positions"), positions);
+            features.insert(QStringLiteral("labels"), labels.summary());
+        }
+        dump.insert(QStringLiteral("features"), features);
+    }
     if (cmd.feature >= 0) {
         const FeatureReadout r = readFeature(model, sae, cmd.feature, cmd.top);
         const int p = cmd.position < 0 ? cache.nPositions() - 1 : cmd.position;
@@ -333,7 +362,9 @@ void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<i
             dla = featureLogitAttribution(model, cache, sae, run, cmd.feature, p, token);
             dlaPosition = p;
         }
-        dump.insert(QStringLiteral("feature"), featureToJson(r, run, model.tokenizer(), dlaPosition, token, dla));
+        QJsonObject feature = featureToJson(r, run, model.tokenizer(), dlaPosition, token, dla);
+        if (const QString l = labels.label(labelLayer, cmd.feature); !l.isEmpty()) feature.insert(QStringLiteral("label"), l);
+        dump.insert(QStringLiteral("feature"), feature);
     }
     if (cmd.featurePatching) {
         PatchingMetric metric = parsePatchingMetric(model.tokenizer(), cmd.metric);
@@ -426,7 +457,13 @@ int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextS
 int runOpenGraphCommand(const CommandLine& cmd, QTextStream& out) {
     for (const QString& path : {cmd.dumpJson, cmd.graphJson, cmd.exportDir})
         if (QString e = path.isEmpty() ? QString() : refuseOverwrite(path, cmd.force); !e.isEmpty()) throw InputError(e);
-    const auto doc = std::make_shared<const GraphDocument>(readGraphFile(cmd.openGraph));
+    auto read = std::make_shared<GraphDocument>(readGraphFile(cmd.openGraph));
+    if (!cmd.featureLabels.isEmpty()) {
+        const FeatureLabels labels = readLabelOptions(cmd.featureLabels);
+        const int n = applyFeatureLabels(*read, labels);
+        out << "labelled " << n << " feature nodes (" << labels.summary() << ")\n";
+    }
+    const std::shared_ptr<const GraphDocument> doc = read;
     if (cmd.dumpJson.isEmpty() && cmd.graphJson.isEmpty() && cmd.exportDir.isEmpty())
         out << QJsonDocument(QJsonObject{{"graph_file", graphFileSummary(*doc)}}).toJson(QJsonDocument::Compact) << "\n";
     if (!cmd.dumpJson.isEmpty()) {
@@ -580,6 +617,10 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             QString error;
             GraphDocument doc = graphDocumentFromGraph(graph->graph, graph->pruned, model->tokenizer(), graph->pruning, info);
             if (graph->tracer) addQkTracingResults(doc, graph->qkCells, *graph->tracer, graph->graph, model->tokenizer());
+            if (!cmd.featureLabels.isEmpty()) {
+                const FeatureLabels labels = readLabelOptions(cmd.featureLabels);
+                out << "labelled " << applyFeatureLabels(doc, labels) << " feature nodes (" << labels.summary() << ")\n";
+            }
             if (!writeJsonFile(graphDocumentToJson(doc), cmd.graphJson, &error))
                 throw InputError(error);
             out << "wrote " << cmd.graphJson << "\n";

@@ -32,6 +32,7 @@
 #include "views/features/features_panel.h"
 #include "views/graphs/graph_panel.h"
 #include "model/features/dictionary_set.h"
+#include "model/features/feature_labels.h"
 #include "model/core/errors.h"
 #include "views/common/top_tokens_view.h"
 
@@ -285,6 +286,11 @@ void MainWindow::buildMenus() {
     QAction* reload = file->addAction(tr("Re&load Model"), QKeySequence(tr("Ctrl+R")), this, [this] {
         if (session_.model()) sessions_->restore(sessions_->capture(), {}, true);
     });
+    file->addAction(tr("Open Feature &Labels…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open feature labels"), QString(),
+                                                          tr("Feature labels (*.jsonl *.jsonl.gz *.csv);;All files (*)"));
+        if (!path.isEmpty()) openFeatureLabels(path);
+    });
     file->addSeparator();
     file->addAction(tr("Open Sess&ion…"), QKeySequence(tr("Ctrl+Alt+O")), this, &MainWindow::openSessionDialog);
     QAction* saveSession = file->addAction(tr("&Save Session…"), QKeySequence::Save, this, &MainWindow::saveSessionDialog);
@@ -375,6 +381,23 @@ void MainWindow::openGraphFile(const QString& path) {
     }
     showView(QStringLiteral("graphs"));
     graph_->openGraphFile(path);
+}
+
+QString MainWindow::openFeatureLabels(const QString& path) {
+    std::shared_ptr<const FeatureLabels> labels;
+    try {
+        labels = std::make_shared<const FeatureLabels>(readFeatureLabels(path));
+    } catch (const ModelError& e) {
+        showError(tr("Cannot open feature labels"), e.message());
+        return e.message();
+    } catch (const InputError& e) {
+        showError(tr("Cannot open feature labels"), e.message());
+        return e.message();
+    }
+    features_->setFeatureLabels(labels);
+    graph_->setFeatureLabels(labels);
+    statusLabel_->showFinished(tr("Feature labels: %1.").arg(labels->summary()));
+    return {};
 }
 
 void MainWindow::openPath(const QString& nameOrPath) {

@@ -5,12 +5,12 @@
 set -euo pipefail
 # qemu-user: the tests run the binary as older CPUs (no AVX-512, no AVX) would (tests/core/tst_cli_kernels.cpp)
 # libsentencepiece-dev: reading tokenizer.model; sentencepiece: spm_train, which the tests use to make one
-# libminizip-dev: Gemma Scope's params.npz; libyaml-cpp-dev: circuit-tracer's config.yaml
+# libminizip-dev: Gemma Scope's params.npz; libyaml-cpp-dev: circuit-tracer's config.yaml; zlib1g-dev: Neuronpedia's .jsonl.gz labels
 # libqt6sql6-sqlite: Qt SQL's QSQLITE driver, for the feature-contexts database (model/analysis/features/context_store.h)
 # ccache: the build scripts compile through it when it is there (tools/ccache_env.sh); the build works without it
 PKGS=(cmake g++ make pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libeigen3-dev
       libgl-dev fonts-dejavu-core qemu-user libsentencepiece-dev sentencepiece
-      libminizip-dev libyaml-cpp-dev libqt6sql6-sqlite ccache "$@")
+      libminizip-dev libyaml-cpp-dev zlib1g-dev libqt6sql6-sqlite ccache "$@")
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,8 @@
 // The Features tab offscreen on the demo model with a random SAE the test writes: the token table, each token's
 // firing features, the headline FVU and losses, the coloured activation text and the feature card equal what
 // the library computes directly; Steer writes the continuation greedyContinuation writes with the same edit; a
-// folder that is no dictionary says why.
+// folder that is no dictionary says why; feature labels (a layer,feature,label CSV) appear beside the firing features and
+// over the card, at the layer the SAE reads only.
 
 #include "model/analysis/features/context_store.h"
 #include "model/analysis/features/feature_contexts.h"
@@ -9,6 +10,7 @@
 #include "model/analysis/common/top_tokens.h"
 #include "model/analysis/features/reconstruction_quality.h"
 #include "model/features/dictionary_set.h"
+#include "model/features/feature_labels.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/generate.h"
@@ -35,6 +37,7 @@ private slots:
     void steeringWritesTheEditedContinuation();
     void cardShowsCorpusContexts();
     void badFolderSaysWhy();
+    void labelsBesideFeatures();
 
 private:
     QLabel* labelContaining(const QString& text) const {
@@ -158,6 +161,37 @@ void TestGuiFeatures::badFolderSaysWhy() {
     bool found = false;
     for (QLabel* l : panel.findChildren<QLabel*>()) found |= l->text() == QStringLiteral("Cannot open /no/such: /no/such: no such file or folder");
     QVERIFY(found);
+}
+
+
+void TestGuiFeatures::labelsBesideFeatures() {
+    // labels for every feature at the SAE's layer (1) and different ones at layer 0, which must not show
+    QByteArray csv = "layer,feature,label\n";
+    for (int f = 0; f < 64; ++f) csv += "1," + QByteArray::number(f) + ",\"reads, at L1: #" + QByteArray::number(f) + "\"\n0," + QByteArray::number(f) + ",wrong layer\n";
+    const QString path = tmp_.filePath(QStringLiteral("labels.csv"));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::WriteOnly));
+    file.write(csv);
+    file.close();
+    panel_->setFeatureLabels(std::make_shared<const FeatureLabels>(readFeatureLabels(path)));
+    panel_->selectPosition(3);
+    QTableWidget* firing = nullptr;
+    for (QTableWidget* t : panel_->findChildren<QTableWidget*>())
+        if (t->columnCount() == 3) firing = t;
+    QVERIFY(firing);
+    QCOMPARE(firing->horizontalHeaderItem(2)->text(), QStringLiteral("label"));
+    const std::vector<FeatureValue> top = run_.firing(3, 10);
+    QCOMPARE(firing->rowCount(), int(top.size()));
+    for (int i = 0; i < firing->rowCount(); ++i)
+        QCOMPARE(firing->item(i, 2)->text(), QStringLiteral("reads, at L1: #%1").arg(top[size_t(i)].feature));
+    const int f = top.front().feature;
+    panel_->selectFeature(f);
+    QVERIFY(labelContaining(QStringLiteral("<b>Feature %1</b> — <i>reads, at L1: #%1</i> across the prompt").arg(f)));
+    // the feature column and the activations stay readable at the default size: not cut to nothing by the label column
+    QVERIFY(firing->columnWidth(1) >= firing->fontMetrics().horizontalAdvance(firing->item(0, 1)->text()));
+    panel_->setFeatureLabels(nullptr);
+    QCOMPARE(firing->item(0, 2)->text(), QString());
+    QVERIFY(labelContaining(QStringLiteral("<b>Feature %1</b> across the prompt").arg(f)));
 }
 
 QTEST_MAIN(TestGuiFeatures)

@@ -103,6 +103,7 @@ private slots:
     void openGraphFileOfTheDemo();
     void openRealGraphFile();
     void openGraphBadInvocations();
+    void featureLabelsAsClerp();
 
 private:
     QTemporaryDir tmp_;
@@ -531,6 +532,78 @@ void TestCliGraph::openGraphBadInvocations() {
         QVERIFY(r.exitCode != 0);
         QVERIFY2(r.err.contains(message), qPrintable(r.err));
     }
+}
+
+void TestCliGraph::featureLabelsAsClerp() {
+    // a layer,feature,label CSV naming some of the demo graph's features: --graph-json writes each as its nodes' clerp,
+    // straight from the model and through --open-graph; nodes the CSV does not name get none, logits keep their own
+    QTemporaryDir dir;
+    const QString plain = dir.filePath(QStringLiteral("plain.json"));
+    const CliRun made = runCli(attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph-json", plain});
+    QVERIFY2(made.exitCode == 0, qPrintable(made.err));
+    const QJsonArray nodes = readJsonObject(plain).value("nodes").toArray();
+    QByteArray csv = "layer,feature,label\n";
+    QHash<QString, QString> expected; // node_id → label
+    int features = 0;
+    for (const QJsonValue& v : nodes) {
+        if (v["feature_type"].toString() != QLatin1String("cross layer transcoder")) continue;
+        QVERIFY2(v["clerp"].toString().isEmpty(), qPrintable(v["clerp"].toString())); // AttnScope writes no label of its own
+        const QStringList id = v["node_id"].toString().split('_'); // L_F_P
+        if (features++ % 2) continue;
+        const QString label = QStringLiteral("L%1 \"f%2\", named").arg(id[0], id[1]);
+        csv += id[0].toUtf8() + ',' + id[1].toUtf8() + ",\"" + QString(label).replace("\"", "\"\"").toUtf8() + "\"\n";
+        for (const QJsonValue& w : nodes) // the feature at every position
+            if (w["node_id"].toString().startsWith(id[0] + '_' + id[1] + '_') && w["feature_type"] == v["feature_type"]) expected.insert(w["node_id"].toString(), label);
+    }
+    QVERIFY2(expected.size() >= 2, "the demo graph has too few feature nodes to label");
+    const QString labels = dir.filePath(QStringLiteral("labels.csv"));
+    QFile f(labels);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(csv);
+    f.close();
+    const auto check = [&](const QString& file) {
+        int labelled = 0;
+        for (const QJsonValue& v : readJsonObject(file).value("nodes").toArray()) {
+            const QString id = v["node_id"].toString();
+            if (v["feature_type"].toString() == QLatin1String("logit")) {
+                if (!v["clerp"].toString().startsWith(QStringLiteral("Output \""))) return -1;
+                continue;
+            }
+            if (v["clerp"].toString() != expected.value(id)) {
+                qWarning("%s: clerp \"%s\", expected \"%s\"", qPrintable(id), qPrintable(v["clerp"].toString()), qPrintable(expected.value(id)));
+                return -1;
+            }
+            labelled += expected.contains(id);
+        }
+        return labelled;
+    };
+    const QString direct = dir.filePath(QStringLiteral("direct.json"));
+    const CliRun a = runCli(attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--transcoders", "transcoders", "--graph-json", direct,
+                                             "--feature-labels", labels});
+    QVERIFY2(a.exitCode == 0, qPrintable(a.err));
+    const int n = check(direct);
+    QCOMPARE(n, int(expected.size()));
+    QVERIFY2(a.out.contains(QStringLiteral("labelled %1 feature nodes (").arg(n)), qPrintable(a.out));
+    const QString back = dir.filePath(QStringLiteral("back.json"));
+    const CliRun b = runCli(attnscopeExe(), {"--open-graph", plain, "--graph-json", back, "--feature-labels", labels});
+    QVERIFY2(b.exitCode == 0, qPrintable(b.err));
+    QCOMPARE(check(back), n);
+    // a bad label file: exit 1 with its message, nothing written
+    const QString bad = dir.filePath(QStringLiteral("bad.csv"));
+    QFile g(bad);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write("feature,label\nseven,x\n");
+    g.close();
+    const QString none = dir.filePath(QStringLiteral("none.json"));
+    const CliRun c = runCli(attnscopeExe(), {"--open-graph", plain, "--graph-json", none, "--feature-labels", bad});
+    QCOMPARE(c.exitCode, 1);
+    QVERIFY2(c.err.contains(bad + QStringLiteral(": line 2: field \"feature\" must be a whole number ≥ 0, not \"seven\"")), qPrintable(c.err));
+    QVERIFY(!QFileInfo::exists(none));
+    // labels with nothing to label
+    const CliRun d = runCli(attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--feature-labels", labels});
+    QCOMPARE(d.exitCode, 2);
+    QVERIFY2(d.err.contains(QStringLiteral("--feature-labels labels what --graph-json writes, or --sae's --features and --feature: give one of them too")),
+             qPrintable(d.err));
 }
 
 QTEST_GUILESS_MAIN(TestCliGraph)

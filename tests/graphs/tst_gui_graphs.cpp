@@ -14,6 +14,7 @@
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/features/dictionary_set.h"
+#include "model/features/feature_labels.h"
 #include "model/formats/model_loader.h"
 #include "model/transformer/forward.h"
 #include "model/transformer/prompt.h"
@@ -44,6 +45,7 @@ private slots:
     void initTestCase();
     void buildsTheGraph();
     void featureCard();
+    void labelsOnFeatureNodes();
     void hoverShowsTheCard();
     void edgeRoutesOfASelectedEdge();
     void supernodeAblation();
@@ -128,6 +130,31 @@ void TestGuiGraphs::buildsTheGraph() {
             if (na.layer == nb.layer && na.ctxIdx == nb.ctxIdx && na.kind == nb.kind && doc->sizeWeight(int(a)) > doc->sizeWeight(int(b)))
                 QVERIFY(plot->nodeRadius(int(a)) >= plot->nodeRadius(int(b)));
         }
+}
+
+void TestGuiGraphs::labelsOnFeatureNodes() {
+    // a label for the most influential feature at its layer (and one for the same index a layer up, which must not
+    // land): the node's clerp at every position, the card's label line, the figure's hover text; a pin stays
+    const int node = featuresByInfluence().front();
+    const GraphDocumentNode n = panel_->document()->nodes[size_t(node)];
+    panel_->setPinned(node, true);
+    auto labels = std::make_shared<FeatureLabels>();
+    labels->labels = {{{n.layer, int(n.feature)}, QStringLiteral("begins a <clause>")}, {{n.layer + 1, int(n.feature)}, QStringLiteral("wrong layer")}};
+    panel_->setFeatureLabels(labels);
+    int labelled = 0;
+    for (const GraphDocumentNode& m : panel_->document()->nodes) {
+        if (m.kind == GraphNodeKind::Logit) continue; // their own "Output …"
+        const bool same = m.kind == GraphNodeKind::Feature && m.layer == n.layer && m.feature == n.feature;
+        QCOMPARE(m.clerp, same ? QStringLiteral("begins a <clause>") : QString());
+        labelled += same;
+    }
+    QVERIFY(labelled >= 1);
+    panel_->selectNode(node);
+    QVERIFY2(panel_->cardText().contains(QStringLiteral("label: begins a &lt;clause&gt;")), qPrintable(panel_->cardText()));
+    QCOMPARE(panel_->plot()->toolTipAt(panel_->plot()->nodeCenter(node)), panel_->document()->nodeLabel(node) + QStringLiteral(": begins a <clause>"));
+    QVERIFY(panel_->document()->pinnedIds.contains(n.nodeId));
+    panel_->setPinned(node, false);
+    panel_->setFeatureLabels(nullptr);
 }
 
 void TestGuiGraphs::featureCard() {

@@ -31,6 +31,20 @@ QString modelErrorOf(F f) { return errorOf<ModelError>(std::move(f)); }
 template <typename F>
 QString inputErrorOf(F f) { return errorOf<InputError>(std::move(f)); }
 
+/// The message of the ModelError or InputError `f` throws ("" if it throws nothing): readers whose type checks raise
+/// InputError (config_fields.h) and whose file checks raise ModelError.
+template <typename F>
+QString anyErrorOf(F f) {
+    try {
+        f();
+    } catch (const ModelError& e) {
+        return e.message();
+    } catch (const InputError& e) {
+        return e.message();
+    }
+    return QString();
+}
+
 /// The whole file; throws std::runtime_error naming it if it cannot be read.
 inline QByteArray readBytes(const QString& path) {
     QFile f(path);

@@ -74,7 +74,8 @@ FeaturesPanel::FeaturesPanel(QWidget* parent)
     top_->setPrefix(tr("top "));
     summary_ = textLine();
     positions_ = table({tr("pos"), tr("token"), tr("firing"), tr("‖x − x̂‖²")});
-    firing_ = table({tr("feature"), tr("activation")});
+    firing_ = table({tr("feature"), tr("activation"), tr("label")});
+    firing_->horizontalHeader()->setStretchLastSection(true);
     card_ = textLine(tr("Click a feature to read it."));
     card_->setTextFormat(Qt::RichText);
     activationText_ = new QLabel;
@@ -216,9 +217,24 @@ void FeaturesPanel::selectPosition(int position) {
     for (int i = 0; i < int(top.size()); ++i) {
         firing_->setItem(i, 0, cell(QString::number(top[size_t(i)].feature), top[size_t(i)].feature));
         firing_->setItem(i, 1, cell(QString::number(double(top[size_t(i)].activation), 'f', 3)));
+        const QString label = featureLabel(top[size_t(i)].feature);
+        QTableWidgetItem* item = cell(label);
+        item->setToolTip(label);
+        firing_->setItem(i, 2, item);
     }
+    firing_->resizeColumnToContents(0);
+    firing_->resizeColumnToContents(1);
     if (feature_ < 0 && !top.empty()) selectFeature(top.front().feature);
     else if (feature_ >= 0) showFeature();
+}
+
+void FeaturesPanel::setFeatureLabels(std::shared_ptr<const FeatureLabels> labels) {
+    featureLabels_ = std::move(labels);
+    if (run_) selectPosition(position_);
+}
+
+QString FeaturesPanel::featureLabel(int feature) const {
+    return featureLabels_ && run_ ? featureLabels_->label(run_->hookIn.layer, feature) : QString();
 }
 
 void FeaturesPanel::selectFeature(int feature) {
@@ -241,7 +257,12 @@ void FeaturesPanel::showFeature() {
         html += QStringLiteral("<span style=\"background-color: rgba(255,140,0,%1)\" title=\"%2\">%3</span>")
                     .arg(a, 0, 'f', 2).arg(tip, labels_.value(p).toHtmlEscaped());
     }
-    activationText_->setText(tr("<b>Feature %1</b> across the prompt (max %2):<br>%3").arg(feature_).arg(double(maxAct), 0, 'f', 3).arg(html));
+    const QString label = featureLabel(feature_);
+    activationText_->setText(tr("<b>Feature %1</b>%2 across the prompt (max %3):<br>%4")
+                                 .arg(feature_)
+                                 .arg(label.isEmpty() ? QString() : QStringLiteral(" — <i>%1</i>").arg(label.toHtmlEscaped()))
+                                 .arg(double(maxAct), 0, 'f', 3)
+                                 .arg(html));
     const FeatureReadout r = readFeature(*model_, *sae, feature_, 8);
     QString text;
     if (!r.decoderTop.empty())

@@ -11,6 +11,7 @@
 #include "model/analysis/features/feature_readout.h"
 #include "model/analysis/features/reconstruction_quality.h"
 #include "model/features/dictionary_set.h"
+#include "model/features/feature_labels.h"
 #include "views/common/analysis_panel.h"
 #include "views/common/background_tool.h"
 
@@ -45,6 +46,11 @@ public:
     void selectPosition(int position);
     void selectFeature(int feature);
     int selectedFeature() const { return feature_; }
+    /// Labels for the dictionary's features (File → Open Feature Labels), looked up at the layer the dictionary reads:
+    /// shown beside each firing feature and above the chosen one's card. Null: none.
+    void setFeatureLabels(std::shared_ptr<const FeatureLabels> labels);
+    /// The label of `feature` ("" when none is known).
+    QString featureLabel(int feature) const;
     /// Starts the steering job with α (the tests and the Steer button).
     void steer(double alpha);
 
@@ -64,6 +70,7 @@ private:
     std::shared_ptr<const DictionarySet> set_;
     QString setPath_;
     std::shared_ptr<const FeatureRun> run_;
+    std::shared_ptr<const FeatureLabels> featureLabels_;
     ReconstructionQuality quality_;
     int position_ = -1;
     int feature_ = -1;

@@ -6,6 +6,7 @@
 #include "model/analysis/features/feature_readout.h"
 #include "model/analysis/graphs/edge_routes.h"
 #include "model/analysis/graphs/graph_document_from_graph.h"
+#include "model/analysis/graphs/graph_labels.h"
 #include "model/analysis/graphs/feature_intervention.h"
 #include "model/core/errors.h"
 #include "model/transformer/prompt.h"
@@ -368,10 +369,18 @@ void GraphPanel::showDocument(std::shared_ptr<GraphDocument> doc, const QString&
         plot_->clear(set_ ? tr("Run a prompt to build its graph.") : tr("Open a transcoder set to build the prompt's attribution graph."));
         summary_->clear();
     } else {
+        if (featureLabels_) applyFeatureLabels(*doc_, *featureLabels_);
         plot_->setDocument(doc_, title);
     }
     qk_->setGraph(doc_ && !doc_->isOffline() ? built_ : nullptr, doc_);
     refreshSupernodes();
+}
+
+void GraphPanel::setFeatureLabels(std::shared_ptr<const FeatureLabels> labels) {
+    featureLabels_ = std::move(labels);
+    if (!doc_ || !featureLabels_ || applyFeatureLabels(*doc_, *featureLabels_) == 0) return;
+    plot_->nodesAdded(); // drawn again with the labels, pins and selection kept
+    if (selected_ >= 0) showCard(selected_);
 }
 
 void GraphPanel::openGraphFile(const QString& path) {

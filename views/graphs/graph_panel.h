@@ -18,6 +18,7 @@
 #include "model/analysis/graphs/graph_pruning.h"
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/features/dictionary_set.h"
+#include "model/features/feature_labels.h"
 #include "views/common/analysis_panel.h"
 #include "views/common/background_tool.h"
 #include "views/graphs/built_graph.h"
@@ -101,6 +102,9 @@ public:
     /// document as QK-only nodes.
     void pinQkSources(const std::vector<int>& columns);
     QkTraceView* qkTrace() const { return qk_; }
+    /// Labels for feature nodes (File → Open Feature Labels): put on the shown graph's unlabelled feature nodes as their
+    /// clerp (applyFeatureLabels), and on every graph shown after; null drops them for graphs shown after.
+    void setFeatureLabels(std::shared_ptr<const FeatureLabels> labels);
 
 signals:
     /// Ask the window to open the transcoder set at `path`.
@@ -122,6 +126,7 @@ private:
     QStringList labels_;
     std::shared_ptr<const DictionarySet> set_;
     QString setPath_;
+    std::shared_ptr<const FeatureLabels> featureLabels_;
     std::shared_ptr<const BuiltGraph> built_;
     std::shared_ptr<GraphDocument> doc_;
     bool readingFile_ = false; ///< openGraphFile's read is running: a new prompt or set does not replace it with a build

@@ -446,7 +446,10 @@ ValueTable GraphPlot::figureValues() const {
 }
 
 QString GraphPlot::toolTipAt(const QPointF& pos) const {
-    if (const int i = nodeAt(pos); i >= 0) return doc_->nodeLabel(i);
+    if (const int i = nodeAt(pos); i >= 0) {
+        const GraphDocumentNode& n = doc_->nodes[size_t(i)];
+        return n.kind == GraphNodeKind::Feature && !n.clerp.isEmpty() ? doc_->nodeLabel(i) + QStringLiteral(": ") + n.clerp : doc_->nodeLabel(i);
+    }
     const int l = linkAt(pos);
     if (l < 0) return {};
     const GraphDocumentLink& link = doc_->links[size_t(l)];

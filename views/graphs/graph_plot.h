@@ -72,6 +72,8 @@ public:
     /// source, target, weight (exact) of every shown link.
     ValueTable figureValues() const override;
     QSize sizeHint() const override { return {900, 560}; }
+    /// The hovered node's label (a feature's with its clerp: "L1 F17 @3: begins a clause"), the link's, or nothing.
+    QString toolTipAt(const QPointF& pos) const override;
 
 signals:
     /// The mouse is over `node` (−1: over no node).
@@ -85,8 +87,6 @@ signals:
 
 protected:
     void paintContent(QPainter& p, QSizeF size, const QPalette& palette) const override;
-    /// The node's label and, for a link-free spot, nothing.
-    QString toolTipAt(const QPointF& pos) const override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void mouseDoubleClickEvent(QMouseEvent* event) override;
