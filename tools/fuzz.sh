@@ -13,7 +13,7 @@ SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(safetensors_header hf_config sharded_index tokenizer_files prompt gguf llama2c llama2c_tokenizer npy_header
-                                    graph_json saelens npz circuit_tracer_yaml gemma_scope2_config contexts_db)
+                                    graph_json saelens npz circuit_tracer_yaml gemma_scope2_config contexts_db feature_labels)
 bash tools/install_deps.sh clang libclang-rt-14-dev # clang-14's libFuzzer runtime
 source tools/ccache_env.sh
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DATTNSCOPE_FUZZ=ON -DATTNSCOPE_BUILD_TESTS=OFF \
@@ -33,7 +33,7 @@ run() {
   mkdir -p "build-fuzz/corpus/$t" "build-fuzz/artifacts/$t"
   local dict=() max_len=65536 seeds="build-fuzz/seeds/$t"
   case "$t" in
-    prompt | llama2c | llama2c_tokenizer | npy_header | npz | contexts_db) ;;  # no dictionary
+    prompt | llama2c | llama2c_tokenizer | npy_header | npz | contexts_db | feature_labels) ;;  # no dictionary
     gguf) dict=(-dict=tests/fuzz/gguf.dict) ;;
     circuit_tracer_yaml) dict=(-dict=tests/fuzz/yaml.dict) ;;
     *) dict=(-dict=tests/fuzz/json.dict) ;;
