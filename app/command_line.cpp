@@ -596,6 +596,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.screenshot = p.value(screenshot);
     c.out = p.value(outFile);
     c.session = p.value(session);
+    c.featureLabels = p.values(featureLabelsOpt);
     if (p.isSet(screenshot)) {
         if (!screenshotViews().contains(c.screenshot)) {
             *error = QStringLiteral("--screenshot must be one of %1, got '%2'").arg(screenshotViews().join(QStringLiteral(", ")), c.screenshot);
@@ -694,8 +695,8 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     c.transcoders = p.value(transcodersOpt);
     c.graphJson = p.value(graphJsonOpt);
     c.featureLabels = p.values(featureLabelsOpt);
-    if (!c.featureLabels.isEmpty() && c.graphJson.isEmpty() && !c.features && c.feature < 0) {
-        *error = QStringLiteral("--feature-labels labels what --graph-json writes, or --sae's --features and --feature: give one of them too");
+    if (!c.featureLabels.isEmpty() && c.graphJson.isEmpty() && !c.features && c.feature < 0 && c.screenshot.isEmpty()) {
+        *error = QStringLiteral("--feature-labels labels what --graph-json writes, --sae's --features and --feature, or a --screenshot: give one of them too");
         return false;
     }
     if (!parseInt(maxLogitsOpt, &c.maxLogits, 1) || !parseInt(edgeRoutesOpt, &c.edgeRoutes, 1) ||

@@ -289,7 +289,7 @@ void MainWindow::buildMenus() {
     file->addAction(tr("Open Feature &Labels…"), this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open feature labels"), QString(),
                                                           tr("Feature labels (*.jsonl *.jsonl.gz *.csv);;All files (*)"));
-        if (!path.isEmpty()) openFeatureLabels(path);
+        if (!path.isEmpty()) openFeatureLabels({path});
     });
     file->addSeparator();
     file->addAction(tr("Open Sess&ion…"), QKeySequence(tr("Ctrl+Alt+O")), this, &MainWindow::openSessionDialog);
@@ -383,10 +383,12 @@ void MainWindow::openGraphFile(const QString& path) {
     graph_->openGraphFile(path);
 }
 
-QString MainWindow::openFeatureLabels(const QString& path) {
+QString MainWindow::openFeatureLabels(const QStringList& paths) {
     std::shared_ptr<const FeatureLabels> labels;
     try {
-        labels = std::make_shared<const FeatureLabels>(readFeatureLabels(path));
+        auto read = std::make_shared<FeatureLabels>();
+        for (const QString& path : paths) read->merge(readFeatureLabels(path));
+        labels = read;
     } catch (const ModelError& e) {
         showError(tr("Cannot open feature labels"), e.message());
         return e.message();

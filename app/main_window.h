@@ -58,9 +58,9 @@ public:
     /// (attnscope --open-graph FILE); during a session restore, once it has finished. It needs no model; a file that
     /// cannot be read says why in the tab.
     void openGraphFile(const QString& path);
-    /// Reads feature labels (Neuronpedia's explanation exports or a CSV: feature_labels.h) and gives them to the Features
-    /// and Graph tabs. Returns "" or the error (also shown in a dialog when the window is on screen).
-    QString openFeatureLabels(const QString& path);
+    /// Reads feature labels (Neuronpedia's explanation exports or CSVs: feature_labels.h; the first label of a feature
+    /// wins) and gives them to the Features and Graph tabs, replacing any they had. Returns "" or the error (also shown in a dialog when the window is on screen).
+    QString openFeatureLabels(const QStringList& paths);
     /// What the open model was opened by (a name or path as given to openModel).
     QString openedAs() const { return openedAs_; }
     ModelSession& session() { return session_; }

@@ -121,6 +121,12 @@ int runScreenshot(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
             return 1;
         }
     }
+    if (!cmd.featureLabels.isEmpty()) { // --feature-labels: on the Features and Graph tabs
+        if (const QString e = window.openFeatureLabels(cmd.featureLabels); !e.isEmpty()) {
+            err << "attnscope: " << e << "\n";
+            return 1;
+        }
+    }
     window.waitForIdle();
     if (const QSize used = fitWindow(window, wanted); used != wanted)
         err << "attnscope: warning: --width " << wanted.width() << " --height " << wanted.height() << " is smaller than the "

@@ -602,7 +602,7 @@ void TestCliGraph::featureLabelsAsClerp() {
     // labels with nothing to label
     const CliRun d = runCli(attnscopeExe(), {"--model", "demo", "--prompt", kPrompt, "--feature-labels", labels});
     QCOMPARE(d.exitCode, 2);
-    QVERIFY2(d.err.contains(QStringLiteral("--feature-labels labels what --graph-json writes, or --sae's --features and --feature: give one of them too")),
+    QVERIFY2(d.err.contains(QStringLiteral("--feature-labels labels what --graph-json writes, --sae's --features and --feature, or a --screenshot: give one of them too")),
              qPrintable(d.err));
 }
 

@@ -99,7 +99,7 @@ FeaturesPanel::FeaturesPanel(QWidget* parent)
     cardLayout->addWidget(steerTool_.statusLabel());
     cardLayout->addWidget(steered_);
     cardLayout->addStretch(1);
-    layout->addWidget(splitPanes(Qt::Horizontal, {{positions_, 2}, {firing_, 1}, {cardPane, 3}}), 1);
+    layout->addWidget(splitPanes(Qt::Horizontal, {{positions_, 2}, {firing_, 2}, {cardPane, 3}}), 1);
 
     connect(open_, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a dictionary folder (SAELens, circuit-tracer, Llama Scope, Gemma Scope)"));
