@@ -9,6 +9,7 @@
 
 #include <QDir>
 #include <QFileInfo>
+#include <QRegularExpression>
 
 namespace attnscope {
 
@@ -23,6 +24,14 @@ bool isPickleName(const QString& name) {
 }
 
 [[noreturn]] void refusePickle(const QString& path) {
+    // Qwen Scope (Qwen/SAE-Res-*: layer{n}.sae.pt, torch.save of W_enc [d_sae, d_in], W_dec [d_in, d_sae], b_enc, b_dec)
+    static const QRegularExpression qwenScope(QStringLiteral("^layer\\d+\\.sae\\.pt$"));
+    if (qwenScope.match(QFileInfo(path).fileName()).hasMatch())
+        throw ModelError(QDir::toNativeSeparators(path),
+                         QStringLiteral("a Qwen Scope SAE saved as a PyTorch pickle; AttnScope never unpickles files, which can run "
+                                        "code. Load it with SAELens (its qwen_scope loader: SAE.from_pretrained on the qwen-scope "
+                                        "release) and save it with sae.save_model(folder): the folder (cfg.json + "
+                                        "sae_weights.safetensors, architecture topk) opens here"));
     throw ModelError(QDir::toNativeSeparators(path),
                      QStringLiteral("a Python pickle (OpenAI's GPT-2 SAEs are saved this way); AttnScope never unpickles files, which can "
                                     "run code. Use their SAELens conversion instead: the releases gpt2-small-resid-post-v5-32k and "
@@ -65,6 +74,11 @@ DictionarySet openDictionaries(const QString& path, const QString& hookOverride)
     if (isLlamaScopeFolder(path)) return withHook(readLlamaScopeFolder(path));
     for (const QString& f : {QStringLiteral("params.npz"), QStringLiteral("params.safetensors")})
         if (dir.exists(f)) return single(readGemmaScopeFile(dir.filePath(f), hookOverride), path);
+    if (dir.exists(QStringLiteral("cfg.json")) && !dir.exists(QStringLiteral("sae_weights.safetensors")))
+        throw ModelError(QDir::toNativeSeparators(dir.filePath(QStringLiteral("sae_weights.safetensors"))),
+                         QStringLiteral("missing: the folder has an SAELens cfg.json but not its weights%1")
+                             .arg(dir.exists(QStringLiteral("sparsity.safetensors"))
+                                      ? QStringLiteral(" (sparsity.safetensors holds only each feature's firing frequency)") : QString()));
     const QStringList pickles = dir.entryList({QStringLiteral("*.pt"), QStringLiteral("*.pth"), QStringLiteral("*.pkl")}, QDir::Files);
     if (!pickles.isEmpty()) refusePickle(dir.filePath(pickles.first()));
     throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no dictionary here: looked for cfg.json + sae_weights.safetensors (SAELens), "

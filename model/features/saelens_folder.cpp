@@ -14,9 +14,33 @@ namespace attnscope {
 
 namespace {
 
+/// The architectures of SAELens 6.49's registry (sae_lens/saes/__init__.py) AttnScope reads, and the training
+/// architectures whose saved inference SAE is one of them (batchtopk and matryoshka_batchtopk: saved as jumprelu with
+/// their global threshold; a folder still labelled so is read when it holds that threshold tensor).
 const QStringList kArchitectures{QStringLiteral("standard"), QStringLiteral("gated"), QStringLiteral("topk"),
-                                 QStringLiteral("jumprelu"), QStringLiteral("batchtopk"), QStringLiteral("transcoder"),
-                                 QStringLiteral("skip_transcoder"), QStringLiteral("jumprelu_transcoder")};
+                                 QStringLiteral("jumprelu"), QStringLiteral("batchtopk"), QStringLiteral("matryoshka_batchtopk"),
+                                 QStringLiteral("matching_pursuit"), QStringLiteral("transcoder"), QStringLiteral("skip_transcoder"),
+                                 QStringLiteral("jumprelu_transcoder"), QStringLiteral("jumprelu_skip_transcoder")};
+
+/// Architectures SAELens 6.49 registers that AttnScope refuses, each with the reason.
+QString refusalOf(const QString& arch) {
+    if (arch == QLatin1String("temporal"))
+        return QStringLiteral("architecture \"temporal\" is not supported: a TemporalSAE (sae_lens/saes/temporal_sae.py) predicts "
+                              "part of each position's codes from the earlier positions through its own attention layers "
+                              "(attn_layers.*), and its reconstruction adds those predicted codes, which are not features: "
+                              "decoding the features alone does not reconstruct the activation, so interventions, "
+                              "reconstruction losses and attribution graphs, which decode features one position at a time, "
+                              "would be wrong");
+    if (arch == QLatin1String("phase_multiplexed"))
+        return QStringLiteral("architecture \"phase_multiplexed\" is not supported");
+    return {};
+}
+
+bool isJumpReLU(const QString& arch) {
+    return arch == QLatin1String("jumprelu") || arch == QLatin1String("jumprelu_transcoder") ||
+           arch == QLatin1String("jumprelu_skip_transcoder") || arch == QLatin1String("batchtopk") ||
+           arch == QLatin1String("matryoshka_batchtopk");
+}
 
 /// cfg.json's top level and its "metadata" (6.x keeps the hook and the run's settings there): a member is read from
 /// the top level when it is there (null included), else from metadata.
@@ -74,6 +98,7 @@ SparseCoder readSaeLensConfig(const QString& folder) {
         if (const auto kwargs = top.object(QStringLiteral("activation_fn_kwargs")))
             k = int(kwargs->integer(QStringLiteral("k"), 0, 1'000'000'000).value_or(0));
     }
+    if (const QString why = refusalOf(arch); !why.isEmpty()) throw ModelError(cfgLabel, why);
     if (!kArchitectures.contains(arch))
         throw ModelError(cfgLabel, QStringLiteral("architecture \"%1\" is not one AttnScope reads (%2)").arg(arch, kArchitectures.join(QStringLiteral(", "))));
     if (activationFn != QLatin1String("relu") && activationFn != QLatin1String("topk"))
@@ -120,6 +145,11 @@ SparseCoder readSaeLensConfig(const QString& folder) {
     if (reshape != QLatin1String("none") && reshape != QLatin1String("hook_z"))
         throw ModelError(cfgLabel, QStringLiteral("reshape_activations \"%1\" is not supported (none or hook_z)").arg(reshape));
 
+    if (arch == QLatin1String("matching_pursuit")) { // MatchingPursuitSAEConfig's fields, with its defaults
+        sae.residualThreshold = cfg.number(QStringLiteral("residual_threshold")).value_or(1e-2);
+        sae.maxIterations = int(cfg.integer(QStringLiteral("max_iterations"), 0, 1'000'000'000).value_or(-1));
+        sae.stopOnDuplicateSupport = cfg.boolean(QStringLiteral("stop_on_duplicate_support")).value_or(true);
+    }
     // k: an integer for topk; SAELens ≥ 6.11 allows a fractional k for batchtopk (a mean over the batch), which
     // AttnScope does not use (a saved BatchTopK SAE runs on its threshold)
     if (arch == QLatin1String("topk")) {
@@ -144,9 +174,16 @@ SparseCoder readSaeLensFolder(const QString& folder) {
     sae.owners.push_back(t.owner());
     const std::int64_t din = sae.d_in, dsae = sae.d_sae, dout = sae.d_out;
     const QString ctx = QStringLiteral("cfg.json (d_in %1, d_sae %2%3)").arg(din).arg(dsae).arg(transcoder ? QStringLiteral(", d_out %1").arg(dout) : QString());
-    sae.W_enc = t.weight(QStringLiteral("W_enc"), {din, dsae}, din, dsae, false, ctx);
+    const bool tied = arch == QLatin1String("matching_pursuit"); // W_enc is W_decᵀ, no b_enc; b_dec only with apply_b_dec_to_input
+    if (!tied) sae.W_enc = t.weight(QStringLiteral("W_enc"), {din, dsae}, din, dsae, false, ctx);
     sae.W_dec = t.weight(QStringLiteral("W_dec"), {dsae, dout}, dsae, dout, false, ctx);
     sae.b_dec = t.weight(QStringLiteral("b_dec"), {dout}, 1, dout, false, ctx);
+    if (tied) {
+        sae.activation = FeatureActivation::MatchingPursuit;
+        sae.W_enc = sae.W_dec.t();
+        if (!sae.applyBDecToInput) sae.b_dec = Weight{};
+        return sae;
+    }
     if (arch == QLatin1String("gated")) {
         sae.activation = FeatureActivation::Gated;
         sae.b_gate = t.weight(QStringLiteral("b_gate"), {dsae}, 1, dsae, false, ctx);
@@ -155,15 +192,17 @@ SparseCoder readSaeLensFolder(const QString& folder) {
     } else {
         sae.b_enc = t.weight(QStringLiteral("b_enc"), {dsae}, 1, dsae, false, ctx);
     }
-    if (arch == QLatin1String("jumprelu") || arch == QLatin1String("jumprelu_transcoder") || arch == QLatin1String("batchtopk")) {
+    if (isJumpReLU(arch)) {
         sae.activation = FeatureActivation::JumpReLU;
-        if (arch == QLatin1String("batchtopk") && !t.has(QStringLiteral("threshold")))
-            throw ModelError(t.label(), QStringLiteral("a batchtopk SAE needs its threshold tensor (SAELens saves BatchTopK SAEs as jumprelu)"));
+        if (arch.endsWith(QLatin1String("batchtopk")) && !t.has(QStringLiteral("threshold")))
+            throw ModelError(t.label(), QStringLiteral("a %1 SAE needs its threshold tensor: this is a training checkpoint (topk_threshold, "
+                                                       "decoder not folded); SAELens's save_inference_model writes the SAE to "
+                                                       "run, as jumprelu with that threshold").arg(arch));
         sae.threshold = t.weight(QStringLiteral("threshold"), {dsae}, 1, dsae, false, ctx, true);
         if (!sae.threshold.allFinite()) throw ModelError(t.label(), QStringLiteral("tensor threshold holds NaN or infinite values"));
     }
     if (arch == QLatin1String("topk")) sae.activation = FeatureActivation::TopK;
-    if (arch == QLatin1String("skip_transcoder"))
+    if (arch.endsWith(QLatin1String("skip_transcoder")))
         sae.W_skip = t.weight(QStringLiteral("W_skip"), {dout, din}, din, dout, true, ctx);
     return sae;
 }

@@ -123,6 +123,49 @@ void topKOfRow(const float* row, int n, int k, std::vector<FeatureValue>& kept) 
     std::sort_heap(kept.begin(), kept.end(), better);
 }
 
+/// Matching pursuit of each row of `residual` [pos, d_in] (x_in − b_dec·apply_b_dec_to_input) over the rows of W_dec,
+/// as SAELens's _encode_matching_pursuit (decoderesearch/SAELens sae_lens/saes/matching_pursuit_sae.py @ 9d00e77):
+/// per iteration, the feature i = argmax ReLU(r·W_dec[i]) (the first on ties) takes a = ReLU(r·W_dec[i]), f_i += a,
+/// r −= a·W_dec[i]; a row stops once an iteration leaves its support {f ≠ 0} unchanged (stop_on_duplicate_support),
+/// its ‖r‖ < residual_threshold (when > 0), or after max_iterations (d_in when unset). Rows are independent (SAELens
+/// masks the finished rows of a batch). f [pos, d_sae].
+Matrix matchingPursuit(const SparseCoder& sae, Matrix residual) {
+    const Eigen::Index S = residual.rows(), F = sae.d_sae;
+    Matrix acts = Matrix::Zero(S, F);
+    const int iterations = sae.maxIterations < 0 ? sae.d_in : sae.maxIterations;
+    std::vector<Eigen::Index> active(static_cast<size_t>(S));
+    std::iota(active.begin(), active.end(), Eigen::Index(0));
+    RowVector dec(sae.d_out);
+    Matrix rows, scores;
+    for (int it = 0; it < iterations && !active.empty(); ++it) {
+        rows.resize(Eigen::Index(active.size()), residual.cols());
+        for (size_t a = 0; a < active.size(); ++a) rows.row(Eigen::Index(a)) = residual.row(active[a]);
+        weightGemm(rows, sae.W_enc, Weight{}, scores); // r·W_decᵀ: W_enc is the transposed view of W_dec
+        std::vector<Eigen::Index> still;
+        for (size_t a = 0; a < active.size(); ++a) {
+            const Eigen::Index p = active[a];
+            const float* s = scores.row(Eigen::Index(a)).data();
+            Eigen::Index best = 0;
+            float top = std::max(s[0], 0.0f);
+            for (Eigen::Index i = 1; i < F; ++i)
+                if (std::max(s[i], 0.0f) > top) {
+                    top = s[i];
+                    best = i;
+                }
+            sae.W_dec.copyRow(best, dec.data());
+            const float value = std::max(residual.row(p).dot(dec), 0.0f);
+            const bool grew = value > 0.0f && acts(p, best) == 0.0f; // activations only grow: the support changes iff a new one fires
+            acts(p, best) += value;
+            residual.row(p) -= value * dec;
+            bool done = sae.stopOnDuplicateSupport && !grew;
+            if (sae.residualThreshold > 0 && residual.row(p).cast<double>().norm() < sae.residualThreshold) done = true;
+            if (!done) still.push_back(p);
+        }
+        active.swap(still);
+    }
+    return acts;
+}
+
 } // namespace
 
 Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
@@ -132,6 +175,7 @@ Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
     RowNorm norm;
     Matrix xin = normaliseInput(sae, x, norm);
     if (sae.applyBDecToInput) xin.rowwise() -= rowOfWeight(sae.b_dec);
+    if (sae.activation == FeatureActivation::MatchingPursuit) return matchingPursuit(sae, std::move(xin));
     Matrix pre;
     weightGemm(xin, sae.W_enc, sae.activation == FeatureActivation::Gated ? Weight{} : sae.b_enc, pre);
     const Eigen::Index S = pre.rows(), F = pre.cols();
@@ -173,6 +217,7 @@ Matrix encodeFeatures(const SparseCoder& sae, const Matrix& x) {
         }
         break;
     }
+    case FeatureActivation::MatchingPursuit: break; // returned above
     }
     return pre;
 }

@@ -11,6 +11,8 @@
 //         = top k of pre, ReLU'd; rest 0      topk (× ‖W_dec[f]‖ first with rescale_acts_by_decoder_norm,
 //                                             ÷ it again before decoding; circuit-tracer's TopK has no ReLU)
 //         = 1[x_in·W_enc + b_gate > 0] · ReLU((x_in·W_enc)⊙exp(r_mag) + b_mag)      gated (gated_sae.py)
+//         = greedy pursuit of x_in − b_dec over the rows of W_dec                  matching_pursuit (no W_enc, b_enc;
+//                                             x̂ = f·W_dec + b_dec·apply_b_dec_to_input; matching_pursuit_sae.py)
 //   x̂     = denormalise(f·W_dec + b_dec) + x·W_skip             [pos, d_out]
 // Shapes use axis names: pos (S), d_in, d_sae (features), d_out (= d_in for an SAE).
 // Weights are views of the mapped files in their own element type (F32, F16, BF16); nothing is written.
@@ -28,6 +30,7 @@ enum class FeatureActivation {
     JumpReLU,  ///< f = ReLU(pre)·(pre > θ) (without the ReLU when relu is false)
     TopK,      ///< the k largest pre kept (ReLU'd unless relu is false), the rest 0
     Gated,     ///< gate·magnitude, SAELens GatedSAE
+    MatchingPursuit, ///< greedy pursuit over the rows of W_dec (tied: W_enc = W_decᵀ), SAELens matching_pursuit_sae.py
 };
 
 enum class InputNormalization {
@@ -41,7 +44,8 @@ enum class InputNormalization {
 struct SparseCoder {
     QString path;          ///< the file or folder it was read from
     QString format;        ///< "SAELens", "Gemma Scope", "circuit-tracer", "Llama Scope"
-    QString architecture;  ///< SAELens's name: standard, gated, topk, jumprelu, transcoder, skip_transcoder, jumprelu_transcoder
+    QString architecture;  ///< SAELens's name: standard, gated, topk, jumprelu, matching_pursuit, transcoder, skip_transcoder,
+                           ///< jumprelu_transcoder, jumprelu_skip_transcoder
     QString hookIn, hookOut;
     int d_in = 0, d_sae = 0, d_out = 0;
 
@@ -49,6 +53,12 @@ struct SparseCoder {
     int k = 0;                        ///< TopK
     bool relu = true;                 ///< TopK and JumpReLU take ReLU(pre); false for circuit-tracer's (x·(x > θ), raw top k)
     bool rescaleActsByDecoderNorm = false;
+    /// MatchingPursuit's stopping rules (SAELens MatchingPursuitSAEConfig): a row stops when its residual's norm falls
+    /// below residualThreshold (when > 0), when an iteration leaves its support unchanged (stopOnDuplicateSupport), or
+    /// after maxIterations iterations (< 0: d_in, SAELens's default for max_iterations None).
+    double residualThreshold = 1e-2;
+    int maxIterations = -1;
+    bool stopOnDuplicateSupport = true;
     bool applyBDecToInput = false;
     InputNormalization normalization = InputNormalization::None;
     /// A constant the input is multiplied by before encoding and the output divided by after decoding:

@@ -28,37 +28,9 @@ namespace {
 
 constexpr int kIn = 16, kSae = 48, kPos = 7;
 
-MatrixD randomInput(int rows, int cols, unsigned seed) {
-    std::mt19937 g(seed);
-    std::normal_distribution<double> n(0.0, 1.0);
-    MatrixD x(rows, cols);
-    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = double(float(n(g) * 1.5 + 0.3));
-    return x;
-}
-
-/// Our encode/decode of x against the reference: "" when they agree, else what differs; *firing = the firing entries.
-QString mismatch(const SparseCoder& sae, const DictionaryParams& p, const ReferenceSpec& spec, const MatrixD& x, int* firing = nullptr,
-                 double tol = 2e-4) {
-    const Matrix xf = x.cast<float>();
-    const Matrix f = encodeFeatures(sae, xf);
-    const Matrix xhat = decodeFeatures(sae, f, xf);
-    const auto [rf, rx] = referenceEncodeDecode(p, spec, x);
-    int n = 0;
-    for (Eigen::Index r = 0; r < rf.rows(); ++r)
-        for (Eigen::Index c = 0; c < rf.cols(); ++c) {
-            if (rf(r, c) != 0) ++n;
-            if ((rf(r, c) != 0) != (f(r, c) != 0.0f) || std::abs(rf(r, c) - f(r, c)) > tol * (1 + std::abs(rf(r, c))))
-                return QStringLiteral("f[%1, %2] = %3, reference %4").arg(r).arg(c).arg(double(f(r, c))).arg(rf(r, c));
-        }
-    if (firing) *firing = n;
-    const double err = (xhat.cast<double>() - rx).cwiseAbs().maxCoeff();
-    if (err > tol * (1 + rx.cwiseAbs().maxCoeff())) return QStringLiteral("x̂ differs from the reference by %1").arg(err);
-    return {};
-}
-
 #define EXPECT_MATCHES(...)                                                                                                            \
     do {                                                                                                                               \
-        const QString why = mismatch(__VA_ARGS__);                                                                                     \
+        const QString why = referenceMismatch(__VA_ARGS__);                                                                                     \
         QVERIFY2(why.isEmpty(), qPrintable(why));                                                                                      \
     } while (0)
 
@@ -91,7 +63,9 @@ private slots:
     void configFieldTypes();
     void saeLensCoercions();
     void gemmaScope2Config();
-    void realSaeLensConfigs();
+    void matchingPursuitRules();
+    void qwenScopeTopK();
+    void refusedArchitectures();
 };
 
 void TestSparseCoders::saeLensArchitectures_data() {
@@ -117,6 +91,12 @@ void TestSparseCoders::saeLensArchitectures_data() {
     QTest::newRow("transcoder") << "transcoder" << "v6" << "none" << false << "F32" << false;
     QTest::newRow("skip_transcoder") << "skip_transcoder" << "v6" << "none" << false << "F32" << false;
     QTest::newRow("jumprelu_transcoder BF16") << "jumprelu_transcoder" << "v6" << "none" << false << "BF16" << false;
+    QTest::newRow("jumprelu_skip_transcoder") << "jumprelu_skip_transcoder" << "v6" << "none" << false << "F32" << false;
+    QTest::newRow("jumprelu_skip_transcoder BF16") << "jumprelu_skip_transcoder" << "v6" << "none" << false << "BF16" << false;
+    QTest::newRow("matryoshka_batchtopk with its threshold") << "matryoshka_batchtopk" << "v6" << "none" << true << "F32" << false;
+    QTest::newRow("matching_pursuit") << "matching_pursuit" << "v6" << "none" << true << "F32" << false;
+    QTest::newRow("matching_pursuit, no b_dec") << "matching_pursuit" << "v6" << "none" << false << "F32" << false;
+    QTest::newRow("matching_pursuit layer_norm") << "matching_pursuit" << "v6" << "layer_norm" << true << "F32" << false;
 }
 
 void TestSparseCoders::saeLensArchitectures() {
@@ -128,7 +108,9 @@ void TestSparseCoders::saeLensArchitectures() {
     QFETCH(bool, rescale);
     const bool transcoder = architecture.endsWith(QLatin1String("transcoder"));
     const int dout = transcoder ? 12 : kIn;
-    const DictionaryParams p = roundedTo(randomParams(kIn, kSae, dout, 7u + unsigned(qHash(architecture + norm + generation))), dtype);
+    DictionaryParams raw = randomParams(kIn, kSae, dout, 7u + unsigned(qHash(architecture + norm + generation)));
+    if (architecture == QLatin1String("matching_pursuit")) raw.W_dec.rowwise().normalize(); // trained so (decoder_init_norm 1)
+    const DictionaryParams p = roundedTo(raw, dtype);
     QJsonObject cfg{{"d_in", kIn}, {"d_sae", kSae}, {"dtype", "float32"}, {"apply_b_dec_to_input", applyBDec}};
     const QString hook = QStringLiteral("blocks.1.hook_resid_post");
     ReferenceSpec spec;
@@ -152,12 +134,14 @@ void TestSparseCoders::saeLensArchitectures() {
         spec.activation = ReferenceSpec::TopK;
         spec.k = 5;
         spec.rescaleByDecoderNorm = rescale;
-    } else if (architecture.contains(QLatin1String("jumprelu")) || architecture == QLatin1String("batchtopk")) {
+    } else if (architecture.contains(QLatin1String("jumprelu")) || architecture.endsWith(QLatin1String("batchtopk"))) {
         spec.activation = ReferenceSpec::JumpReLU;
+    } else if (architecture == QLatin1String("matching_pursuit")) {
+        spec.activation = ReferenceSpec::MatchingPursuit;
     } else if (architecture == QLatin1String("gated")) {
         spec.activation = ReferenceSpec::Gated;
     }
-    spec.skip = architecture == QLatin1String("skip_transcoder");
+    spec.skip = architecture.endsWith(QLatin1String("skip_transcoder"));
     if (norm == QLatin1String("true")) { // pre-6.0 bool: expected_average_only_in, whose factor must be given
         cfg["normalize_activations"] = true;
         cfg["norm_scaling_factor"] = 0.75;
@@ -188,6 +172,13 @@ void TestSparseCoders::saeLensArchitectures() {
     EXPECT_MATCHES(sae, p, spec, randomInput(kPos, kIn, 3), &firing);
     QVERIFY2(firing > kPos && firing < kPos * kSae, qPrintable(QString::number(firing))); // some fire, not all
     if (architecture == QLatin1String("topk")) QCOMPARE(firing, kPos * 5);
+    if (architecture == QLatin1String("jumprelu_skip_transcoder")) { // JumpReLUTranscoder's encode and SkipTranscoder's forward (MRO)
+        ReferenceSpec noSkip = spec, relu = spec;
+        noSkip.skip = false;
+        relu.activation = ReferenceSpec::ReLU;
+        QVERIFY(!referenceMismatch(sae, p, noSkip, randomInput(kPos, kIn, 3)).isEmpty());
+        QVERIFY(!referenceMismatch(sae, p, relu, randomInput(kPos, kIn, 3)).isEmpty());
+    }
     // opening cfg.json or the weights file opens the folder
     QCOMPARE(openDictionaries(QDir(dir).filePath(QStringLiteral("cfg.json"))).coders[0].d_sae, kSae);
 }
@@ -255,23 +246,6 @@ void TestSparseCoders::gemmaScope2Safetensors() {
     spec.transcoder = true;
     EXPECT_MATCHES(sae, p, spec, randomInput(kPos, kIn, 17));
 }
-
-namespace {
-
-/// circuit-tracer's per-layer file: W_enc [d_t, d_model] (transposed relative to SAELens), W_skip [d_model, d_model] applied as x·W_skipᵀ.
-QByteArray circuitTracerLayer(const DictionaryParams& p, bool threshold, bool skip) {
-    const qint64 dm = p.W_enc.rows(), dt = p.W_enc.cols();
-    std::vector<std::pair<QString, std::pair<std::vector<qint64>, std::vector<double>>>> t{
-        {QStringLiteral("W_enc"), {{dt, dm}, transposedValuesOf(p.W_enc)}},
-        {QStringLiteral("W_dec"), {{dt, dm}, valuesOf(p.W_dec)}},
-        {QStringLiteral("b_enc"), {{dt}, valuesOf(p.b_enc)}},
-        {QStringLiteral("b_dec"), {{dm}, valuesOf(p.b_dec)}}};
-    if (threshold) t.push_back({QStringLiteral("activation_function.threshold"), {{dt}, valuesOf(p.threshold)}});
-    if (skip) t.push_back({QStringLiteral("W_skip"), {{dm, dm}, transposedValuesOf(p.W_skip)}});
-    return safetensorsOf(t);
-}
-
-} // namespace
 
 void TestSparseCoders::circuitTracerSet() {
 #ifndef ATTNSCOPE_HAVE_YAML_CPP
@@ -704,36 +678,128 @@ void TestSparseCoders::gemmaScope2Config() {
              QDir::toNativeSeparators(cfgPath) + QStringLiteral(": architecture \"topk\" is not supported (jump_relu)"));
 }
 
-// The SAELens cfg.json files other projects published (../shared/testdata/real-world/saelens, PROVENANCE.md there): every
-// one written by SAELens opens; the fork's custom architecture is refused by name; the two with weights open whole.
-void TestSparseCoders::realSaeLensConfigs() {
-    const QString root = testdata(QStringLiteral("real-world/saelens"));
-    if (!QDir(root).exists())
-        QSKIP(qPrintable(QStringLiteral("%1 is missing: see docs/development.md, \"Tests\"").arg(root)));
-    const QStringList folders = QDir(root).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
-    QCOMPARE(int(folders.size()), 7);
-    int opened = 0, whole = 0;
-    for (const QString& f : folders) {
-        const QString folder = QDir(root).filePath(f);
-        if (f.startsWith(QLatin1String("xXCoolinXx"))) {
-            QVERIFY(expectModelError([&] { readSaeLensConfig(folder); }).contains(QStringLiteral("architecture \"context_sae\" is not one AttnScope reads")));
-            continue;
-        }
-        try {
-            const SparseCoder cfg = readSaeLensConfig(folder);
-            QVERIFY2(cfg.d_in > 0 && cfg.d_sae > 0 && cfg.hookIn.startsWith(QLatin1String("blocks.")), qPrintable(f));
-            ++opened;
-            if (isSaeLensFolder(folder)) {
-                const SparseCoder sae = readSaeLensFolder(folder);
-                QCOMPARE(sae.W_enc.cols, Eigen::Index(sae.d_sae));
-                ++whole;
-            }
-        } catch (const std::exception& e) {
-            QFAIL(qPrintable(f + QStringLiteral(": ") + QString::fromUtf8(e.what())));
+// Matching pursuit (SAELens matching_pursuit_sae.py): each stopping rule read from cfg.json and applied as SAELens applies
+// it, against the float64 pursuit; and the plausible mistakes fail: no residual update (every step scored against the
+// input), b_dec added although apply_b_dec_to_input is false, the support rule ignored.
+void TestSparseCoders::matchingPursuitRules() {
+    DictionaryParams raw = randomParams(kIn, kSae, kIn, 77);
+    raw.W_dec.rowwise().normalize();
+    const DictionaryParams p = roundedTo(raw, QStringLiteral("F32"));
+    const MatrixD x = randomInput(kPos, kIn, 78);
+    QTemporaryDir tmp;
+    struct Case { const char* name; QJsonObject extra; double threshold; int maxIter; bool stopDup; };
+    const std::vector<Case> cases{
+        {"defaults", {}, 1e-2, -1, true},
+        {"one iteration", {{"max_iterations", 1}}, 1e-2, 1, true},
+        {"residual threshold only", {{"stop_on_duplicate_support", false}, {"residual_threshold", 2.5}}, 2.5, -1, false},
+        {"max_iterations only", {{"stop_on_duplicate_support", false}, {"residual_threshold", 0}, {"max_iterations", 40}}, 0, 40, false},
+        {"null fields are the defaults", {{"max_iterations", QJsonValue()}, {"residual_threshold", QJsonValue()}}, 1e-2, -1, true}};
+    for (const Case& c : cases) {
+        QJsonObject cfg{{"architecture", "matching_pursuit"}, {"d_in", kIn}, {"d_sae", kSae}, {"apply_b_dec_to_input", false},
+                        {"normalize_activations", "none"}, {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_post"}, {"sae_lens_version", "6.49.0"}}}};
+        for (auto it = c.extra.begin(); it != c.extra.end(); ++it) cfg[it.key()] = it.value();
+        const QString dir = tmp.filePath(QLatin1String(c.name));
+        writeSaeLensFolder(dir, p, QStringLiteral("matching_pursuit"), cfg);
+        const SparseCoder sae = readSaeLensFolder(dir);
+        QCOMPARE(sae.activation, FeatureActivation::MatchingPursuit);
+        QCOMPARE(sae.maxIterations, c.maxIter);
+        QCOMPARE(sae.stopOnDuplicateSupport, c.stopDup);
+        QVERIFY(sae.b_dec.empty()); // tied SAE without apply_b_dec_to_input: b_dec is neither subtracted nor added
+        ReferenceSpec spec;
+        spec.activation = ReferenceSpec::MatchingPursuit;
+        spec.residualThreshold = c.threshold;
+        spec.maxIterations = c.maxIter;
+        spec.stopOnDuplicateSupport = c.stopDup;
+        int firing = 0;
+        QVERIFY2(referenceMismatch(sae, p, spec, x, &firing).isEmpty(), qPrintable(QLatin1String(c.name) + QStringLiteral(": ") + referenceMismatch(sae, p, spec, x)));
+        if (c.maxIter == 1) QCOMPARE(firing, kPos);
+        else QVERIFY2(firing > kPos, qPrintable(QStringLiteral("%1: %2 firing").arg(QLatin1String(c.name)).arg(firing)));
+        // the residual is updated: scoring every step against the input itself reselects the first feature at once
+        ReferenceSpec noUpdate = spec;
+        noUpdate.residualUpdate = false;
+        if (c.maxIter != 1) QVERIFY(!referenceMismatch(sae, p, noUpdate, x).isEmpty());
+        if (c.maxIter == 40) { // the support rule matters: with it, rows stop at their first repeated feature
+            ReferenceSpec withDup = spec;
+            withDup.stopOnDuplicateSupport = true;
+            QVERIFY(!referenceMismatch(sae, p, withDup, x).isEmpty());
         }
     }
-    QCOMPARE(opened, 6);
-    QCOMPARE(whole, 2);
+    // without apply_b_dec_to_input no b_dec is added on decoding (SAELens's MatchingPursuitSAE.decode): no features, x̂ = 0
+    const SparseCoder sae = readSaeLensFolder(tmp.filePath(QStringLiteral("defaults")));
+    QCOMPARE(p.b_dec.cwiseAbs().maxCoeff() > 0.01, true);
+    QCOMPARE(decodeFeatures(sae, Matrix::Zero(kPos, kSae), x.cast<float>()).cwiseAbs().maxCoeff(), 0.0f);
+    // W_enc is W_dec transposed: what the feature reads is what it writes
+    for (int f : {0, 17, kSae - 1}) QVERIFY(encoderDirection(sae, f) == decoderDirection(sae, f));
+    // a field of the wrong type is named
+    QJsonObject bad{{"architecture", "matching_pursuit"}, {"d_in", kIn}, {"d_sae", kSae}, {"stop_on_duplicate_support", "yes"},
+                    {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_post"}}}};
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("bad")), p, QStringLiteral("matching_pursuit"), bad);
+    QCOMPARE(expectModelError([&] { readSaeLensFolder(tmp.filePath(QStringLiteral("bad"))); }),
+             QDir::toNativeSeparators(tmp.filePath(QStringLiteral("bad/cfg.json"))) +
+                 QStringLiteral(": field \"stop_on_duplicate_support\" must be a boolean (true or false), not the string \"yes\""));
+}
+
+// Qwen Scope's TopK SAEs (Qwen/SAE-Res-*, SAELens ≥ 6.43, decoderesearch/SAELens#677): SAELens's qwen_scope loader
+// transposes the published W_enc [d_sae, d_in] and W_dec [d_in, d_sae] and makes a topk SAE whose k is the repository's
+// L0; saved with save_model, the folder is a topk one with the loader's metadata (hf_hook_name, dataset_path null). The
+// published layer{n}.sae.pt itself is a pickle, refused by name.
+void TestSparseCoders::qwenScopeTopK() {
+    const DictionaryParams p = roundedTo(randomParams(kIn, kSae, kIn, 91), QStringLiteral("BF16"));
+    QTemporaryDir tmp;
+    const QJsonObject cfg{{"architecture", "topk"}, {"d_in", kIn}, {"d_sae", kSae}, {"k", 6}, {"dtype", "bfloat16"}, {"device", "cpu"},
+                          {"apply_b_dec_to_input", false}, {"normalize_activations", "none"}, {"reshape_activations", "none"},
+                          {"rescale_acts_by_decoder_norm", false},
+                          {"metadata", QJsonObject{{"model_name", "Qwen/Qwen3-1.7B-Base"}, {"hook_name", "blocks.3.hook_resid_post"},
+                                                   {"hf_hook_name", "model.layers.3"}, {"dataset_path", QJsonValue()},
+                                                   {"hook_head_index", QJsonValue()}, {"sae_lens_version", "6.43.0"}}}};
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("layer3")), p, QStringLiteral("topk"), cfg, QStringLiteral("BF16"));
+    const DictionarySet set = openDictionaries(tmp.filePath(QStringLiteral("layer3")));
+    const SparseCoder& sae = set.coders[0];
+    QCOMPARE(sae.hookIn, QStringLiteral("blocks.3.hook_resid_post"));
+    QCOMPARE(sae.k, 6);
+    ReferenceSpec spec;
+    spec.activation = ReferenceSpec::TopK;
+    spec.k = 6;
+    int firing = 0;
+    EXPECT_MATCHES(sae, p, spec, randomInput(kPos, kIn, 92), &firing);
+    QCOMPARE(firing, kPos * 6);
+    // subtracting b_dec (SAELens's default when apply_b_dec_to_input is absent) would change the features
+    ReferenceSpec centred = spec;
+    centred.applyBDecToInput = true;
+    QVERIFY(!referenceMismatch(sae, p, centred, randomInput(kPos, kIn, 92)).isEmpty());
+    const QString pickle = tmp.filePath(QStringLiteral("layer3.sae.pt"));
+    writeFile(pickle, QByteArray("\x80\x02}q\x00.", 6));
+    QVERIFY(expectModelError([&] { openDictionaries(pickle); })
+                .startsWith(QDir::toNativeSeparators(pickle) + QStringLiteral(": a Qwen Scope SAE saved as a PyTorch pickle; AttnScope never unpickles")));
+}
+
+// SAELens architectures that are refused, each by name with the reason; a BatchTopK or Matryoshka training checkpoint
+// (cfg architecture batchtopk / matryoshka_batchtopk, topk_threshold instead of the threshold save_inference_model writes).
+void TestSparseCoders::refusedArchitectures() {
+    const DictionaryParams p = randomParams(kIn, kSae, kIn, 93);
+    QTemporaryDir tmp;
+    QJsonObject cfg{{"d_in", kIn}, {"d_sae", kSae}, {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_post"}}}};
+    cfg["architecture"] = QStringLiteral("temporal");
+    cfg["n_heads"] = 4;
+    cfg["normalize_activations"] = QStringLiteral("constant_scalar_rescale");
+    writeSaeLensFolder(tmp.filePath(QStringLiteral("temporal")), p, QStringLiteral("standard"), cfg);
+    const QString temporal = expectModelError([&] { openDictionaries(tmp.filePath(QStringLiteral("temporal"))); });
+    QVERIFY2(temporal.startsWith(QDir::toNativeSeparators(tmp.filePath(QStringLiteral("temporal/cfg.json"))) +
+                                 QStringLiteral(": architecture \"temporal\" is not supported: a TemporalSAE")),
+             qPrintable(temporal));
+    QVERIFY(temporal.contains(QStringLiteral("earlier positions")));
+    for (const char* arch : {"batchtopk", "matryoshka_batchtopk"}) {
+        QJsonObject training{{"architecture", arch}, {"d_in", kIn}, {"d_sae", kSae}, {"k", 8.5}, {"topk_threshold_lr", 0.01},
+                             {"rescale_acts_by_decoder_norm", true}, {"matryoshka_widths", QJsonArray{16, 48}},
+                             {"metadata", QJsonObject{{"hook_name", "blocks.0.hook_resid_post"}}}};
+        const QString dir = tmp.filePath(QLatin1String(arch));
+        writeSaeLensFolder(dir, p, QStringLiteral("standard"), training); // W_enc, b_enc, W_dec, b_dec, no threshold
+        QCOMPARE(expectModelError([&] { openDictionaries(dir); }),
+                 QDir::toNativeSeparators(QDir(dir).filePath(QStringLiteral("sae_weights.safetensors"))) +
+                     QStringLiteral(": a %1 SAE needs its threshold tensor: this is a training checkpoint (topk_threshold, decoder "
+                                    "not folded); SAELens's save_inference_model writes the SAE to run, as jumprelu with that threshold")
+                         .arg(QLatin1String(arch)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestSparseCoders)

@@ -1,5 +1,6 @@
 #include "support/dictionary_fixtures.h"
 
+#include "model/features/sparse_coder.h"
 #include "support/safetensors_writer.h"
 
 #include <QDir>
@@ -100,6 +101,33 @@ DictionaryParams randomParams(int d_in, int d_sae, int d_out, unsigned seed, boo
     return p;
 }
 
+MatrixD randomInput(int rows, int cols, unsigned seed) {
+    std::mt19937 g(seed);
+    std::normal_distribution<double> n(0.0, 1.0);
+    MatrixD x(rows, cols);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = double(float(n(g) * 1.5 + 0.3));
+    return x;
+}
+
+QString referenceMismatch(const SparseCoder& sae, const DictionaryParams& p, const ReferenceSpec& spec, const MatrixD& x, int* firing,
+                          double tol) {
+    const Matrix xf = x.cast<float>();
+    const Matrix f = encodeFeatures(sae, xf);
+    const Matrix xhat = decodeFeatures(sae, f, xf);
+    const auto [rf, rx] = referenceEncodeDecode(p, spec, x);
+    int n = 0;
+    for (Eigen::Index r = 0; r < rf.rows(); ++r)
+        for (Eigen::Index c = 0; c < rf.cols(); ++c) {
+            if (rf(r, c) != 0) ++n;
+            if ((rf(r, c) != 0) != (f(r, c) != 0.0f) || std::abs(rf(r, c) - f(r, c)) > tol * (1 + std::abs(rf(r, c))))
+                return QStringLiteral("f[%1, %2] = %3, reference %4").arg(r).arg(c).arg(double(f(r, c))).arg(rf(r, c));
+        }
+    if (firing) *firing = n;
+    const double err = (xhat.cast<double>() - rx).cwiseAbs().maxCoeff();
+    if (err > tol * (1 + rx.cwiseAbs().maxCoeff())) return QStringLiteral("x̂ differs from the reference by %1").arg(err);
+    return {};
+}
+
 DictionaryParams roundedTo(const DictionaryParams& p, const QString& dtype) {
     DictionaryParams r = p;
     r.W_enc = roundAll(p.W_enc, dtype);
@@ -115,7 +143,8 @@ DictionaryParams roundedTo(const DictionaryParams& p, const QString& dtype) {
 }
 
 std::pair<MatrixD, MatrixD> referenceEncodeDecode(const DictionaryParams& p, const ReferenceSpec& s, const MatrixD& x) {
-    const Eigen::Index S = x.rows(), D = x.cols(), F = p.W_enc.cols();
+    const Eigen::Index S = x.rows(), D = x.cols();
+    Eigen::Index F = p.W_enc.cols();
     MatrixD xin = x;
     std::vector<double> mu(size_t(S), 0.0), sd(size_t(S), 1.0), coeff(size_t(S), 1.0);
     for (Eigen::Index r = 0; r < S; ++r) {
@@ -132,9 +161,28 @@ std::pair<MatrixD, MatrixD> referenceEncodeDecode(const DictionaryParams& p, con
     xin *= s.inputScale;
     if (s.applyBDecToInput) xin.rowwise() -= p.b_dec;
     MatrixD f = MatrixD::Zero(S, F);
+    if (s.activation == ReferenceSpec::MatchingPursuit) {
+        F = p.W_dec.rows();
+        f = MatrixD::Zero(S, F);
+        const int iterations = s.maxIterations < 0 ? int(D) : s.maxIterations;
+        for (Eigen::Index r = 0; r < S; ++r) {
+            RowD residual = xin.row(r);
+            for (int it = 0; it < iterations; ++it) {
+                const RowD scores = (s.residualUpdate ? residual : RowD(xin.row(r))) * p.W_dec.transpose();
+                Eigen::Index best = 0;
+                for (Eigen::Index j = 1; j < F; ++j)
+                    if (std::max(scores(j), 0.0) > std::max(scores(best), 0.0)) best = j;
+                const double a = std::max(scores(best), 0.0);
+                const bool grew = a > 0 && f(r, best) == 0;
+                f(r, best) += a;
+                residual -= a * p.W_dec.row(best);
+                if ((s.stopOnDuplicateSupport && !grew) || (s.residualThreshold > 0 && residual.norm() < s.residualThreshold)) break;
+            }
+        }
+    }
     RowD norms(F);
     for (Eigen::Index j = 0; j < F; ++j) norms(j) = p.W_dec.row(j).norm();
-    for (Eigen::Index r = 0; r < S; ++r) {
+    for (Eigen::Index r = 0; r < S && s.activation != ReferenceSpec::MatchingPursuit; ++r) {
         const RowD xw = xin.row(r) * p.W_enc;
         if (s.activation == ReferenceSpec::Gated) {
             for (Eigen::Index j = 0; j < F; ++j) {
@@ -167,7 +215,7 @@ std::pair<MatrixD, MatrixD> referenceEncodeDecode(const DictionaryParams& p, con
     if (s.activation == ReferenceSpec::TopK && s.rescaleByDecoderNorm)
         for (Eigen::Index j = 0; j < F; ++j) acts.col(j) /= norms(j);
     MatrixD out = acts * p.W_dec;
-    out.rowwise() += p.b_dec;
+    if (s.activation != ReferenceSpec::MatchingPursuit || s.applyBDecToInput) out.rowwise() += p.b_dec; // tied MP: only with it
     out /= s.inputScale;
     if (!s.transcoder)
         for (Eigen::Index r = 0; r < S; ++r) {
@@ -200,6 +248,12 @@ void writeSaeLensFolder(const QString& dir, const DictionaryParams& p, const QSt
         {QStringLiteral("W_enc"), {{din, dsae}, valuesOf(p.W_enc)}},
         {QStringLiteral("W_dec"), {{dsae, dout}, valuesOf(p.W_dec)}},
         {QStringLiteral("b_dec"), {{dout}, valuesOf(p.b_dec)}}};
+    if (architecture == QLatin1String("matching_pursuit")) { // tied: W_dec and b_dec only (SAELens's state_dict)
+        t.erase(t.begin());
+        writeFile(QDir(dir).filePath(QStringLiteral("sae_weights.safetensors")), safetensorsOf(t, dtype));
+        writeFile(QDir(dir).filePath(QStringLiteral("cfg.json")), QJsonDocument(cfg).toJson());
+        return;
+    }
     if (architecture == QLatin1String("gated")) {
         t.push_back({QStringLiteral("b_gate"), {{dsae}, valuesOf(p.b_gate)}});
         t.push_back({QStringLiteral("b_mag"), {{dsae}, valuesOf(p.b_mag)}});
@@ -207,13 +261,26 @@ void writeSaeLensFolder(const QString& dir, const DictionaryParams& p, const QSt
     } else {
         t.push_back({QStringLiteral("b_enc"), {{dsae}, valuesOf(p.b_enc)}});
     }
-    if (architecture.contains(QLatin1String("jumprelu")) || architecture == QLatin1String("batchtopk"))
+    if (architecture.contains(QLatin1String("jumprelu")) || architecture.endsWith(QLatin1String("batchtopk")))
         t.push_back({QStringLiteral("threshold"), {{dsae}, valuesOf(p.threshold)}});
-    if (architecture == QLatin1String("skip_transcoder"))
+    if (architecture.endsWith(QLatin1String("skip_transcoder")))
         t.push_back({QStringLiteral("W_skip"), {{dout, din}, transposedValuesOf(p.W_skip)}});
     writeFile(QDir(dir).filePath(QStringLiteral("sae_weights.safetensors")), safetensorsOf(t, dtype));
     writeFile(QDir(dir).filePath(QStringLiteral("cfg.json")), QJsonDocument(cfg).toJson());
 }
+
+QByteArray circuitTracerLayer(const DictionaryParams& p, bool threshold, bool skip) {
+    const qint64 dm = p.W_enc.rows(), dt = p.W_enc.cols();
+    std::vector<std::pair<QString, std::pair<std::vector<qint64>, std::vector<double>>>> t{
+        {QStringLiteral("W_enc"), {{dt, dm}, transposedValuesOf(p.W_enc)}},
+        {QStringLiteral("W_dec"), {{dt, dm}, valuesOf(p.W_dec)}},
+        {QStringLiteral("b_enc"), {{dt}, valuesOf(p.b_enc)}},
+        {QStringLiteral("b_dec"), {{dm}, valuesOf(p.b_dec)}}};
+    if (threshold) t.push_back({QStringLiteral("activation_function.threshold"), {{dt}, valuesOf(p.threshold)}});
+    if (skip) t.push_back({QStringLiteral("W_skip"), {{dm, dm}, transposedValuesOf(p.W_skip)}});
+    return safetensorsOf(t);
+}
+
 
 QByteArray npyOf(const std::vector<qint64>& shape, const std::vector<double>& values, bool float64) {
     QString dims;

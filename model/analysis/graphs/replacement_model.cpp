@@ -42,9 +42,10 @@ std::vector<HookPoint> requireTranscoderSet(const DictionarySet& set, const Mode
         if (hout.layer != l || hout.site != HookSite::MlpOut)
             throw InputError(QStringLiteral("%1: transcoder %2 writes %3, but an attribution graph needs blocks.%2.hook_mlp_out")
                                  .arg(label).arg(l).arg(c.hookOut));
-        if (c.normalization != InputNormalization::None || c.activation == FeatureActivation::Gated)
-            throw InputError(QStringLiteral("%1: transcoder %2's encoder is not linear in its input (an input normalisation "
-                                            "or a gated encoder): attribution graphs need x·W_enc + b_enc").arg(label).arg(l));
+        if (c.normalization != InputNormalization::None || c.activation == FeatureActivation::Gated ||
+            c.activation == FeatureActivation::MatchingPursuit)
+            throw InputError(QStringLiteral("%1: transcoder %2's encoder is not linear in its input (an input normalisation, "
+                                            "a gated encoder or matching pursuit): attribution graphs need x·W_enc + b_enc").arg(label).arg(l));
         in.push_back(hin);
     }
     return in;
