@@ -308,7 +308,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption query("query", "Query position for --attend.", "I");
     const QCommandLineOption key("key", "Key position for --attend.", "J");
     const QCommandLineOption sae("sae", "Features: an SAE or transcoder (SAELens folder, Gemma Scope params.npz, Llama Scope folder) or a "
-                                        "circuit-tracer transcoder set (folder with config.yaml).", "PATH");
+                                        "circuit-tracer transcoder set (folder with config.yaml, or a circuit-tracer .yaml).", "PATH");
     const QCommandLineOption saeHook("hook", "The --sae dictionary's hook (TransformerLens name, e.g. blocks.3.hook_resid_post) when its "
                                              "file does not name one; for a transcoder set, the layer whose transcoder to use.", "NAME");
     const QCommandLineOption featuresOpt("features", "With --sae: add \"features\" (firing features per position, largest first, "
@@ -333,7 +333,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption graphOpt("graph", "With --transcoders: the attribution graph of the prompt's next-token prediction "
                                                "(circuit-tracer's: frozen attention and norms, transcoder features, error and token "
                                                "nodes, the top logits); adds \"graph\" (nodes, kept edges, scores).");
-    const QCommandLineOption transcodersOpt("transcoders", "A per-layer transcoder set for --graph (circuit-tracer config.yaml folder, "
+    const QCommandLineOption transcodersOpt("transcoders", "A per-layer transcoder set for --graph (circuit-tracer config.yaml folder or .yaml, "
                                                            "or a bundled name: transcoders).", "PATH");
     const QCommandLineOption graphJsonOpt("graph-json", "With --transcoders: write the attribution graph in Neuronpedia's graph "
                                                         "layout (open it in Neuronpedia's graph viewer).", "FILE");

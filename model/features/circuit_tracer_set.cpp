@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QRegularExpression>
+#include <algorithm>
 #include <map>
 
 #ifdef ATTNSCOPE_HAVE_YAML_CPP
@@ -22,9 +23,14 @@ bool isCircuitTracerFolder(const QString& folder) {
 }
 
 #ifndef ATTNSCOPE_HAVE_YAML_CPP
-DictionarySet readCircuitTracerSet(const QString& folder) {
-    throw ModelError(QDir::toNativeSeparators(QDir(folder).filePath(QStringLiteral("config.yaml"))),
+CircuitTracerConfig readCircuitTracerConfig(const QString& yamlPath) {
+    throw ModelError(QDir::toNativeSeparators(yamlPath),
                      QStringLiteral("this build reads no config.yaml (built without yaml-cpp; install libyaml-cpp-dev and rebuild)"));
+}
+
+DictionarySet readCircuitTracerSet(const QString& path) {
+    readCircuitTracerConfig(QFileInfo(path).isFile() ? path : QDir(path).filePath(QStringLiteral("config.yaml")));
+    return {};
 }
 #else
 
@@ -86,23 +92,24 @@ struct YamlFields {
     }
 };
 
-/// The file a config.yaml entry names, inside `dir`: a relative or absolute path, or an hf:// URI looked up by its
-/// path within the repository and then by its file name.
-QString resolveEntry(const QDir& dir, const QString& entry, const QString& cfgLabel) {
-    QString p = entry;
-    if (p.startsWith(QLatin1String("hf://"))) {
-        p = p.mid(5);
+/// Where a config entry's file is looked for, inside `dir`: a relative or absolute path as written; an hf:// URI
+/// (hf://OWNER/REPO/PATH?revision=…) by PATH inside `dir`, then by its file name. The first existing candidate is the
+/// file; none: empty, with the candidates in `lookedFor`.
+QString resolveEntry(const QDir& dir, const QString& entry, QStringList* lookedFor) {
+    QStringList candidates;
+    if (entry.startsWith(QLatin1String("hf://"))) {
+        QString p = entry.mid(5);
         if (const int q = p.indexOf(QLatin1Char('?')); q >= 0) p.truncate(q);
-        const QStringList parts = p.split(QLatin1Char('/'));
-        const QString inRepo = parts.mid(2).join(QLatin1Char('/'));
+        const QString inRepo = p.split(QLatin1Char('/')).mid(2).join(QLatin1Char('/'));
         for (const QString& c : {inRepo, QFileInfo(inRepo).fileName()})
-            if (!c.isEmpty() && QFileInfo::exists(dir.filePath(c))) return dir.filePath(c);
-        throw ModelError(cfgLabel, QStringLiteral("transcoder %1 is not in the folder (looked for %2): download the repository's "
-                                                  "files next to config.yaml").arg(entry, inRepo));
+            if (!c.isEmpty() && !candidates.contains(dir.filePath(c))) candidates << dir.filePath(c);
+    } else if (!entry.isEmpty()) {
+        candidates << (QFileInfo(entry).isAbsolute() ? entry : dir.filePath(entry));
     }
-    const QString full = QFileInfo(p).isAbsolute() ? p : dir.filePath(p);
-    if (!QFileInfo::exists(full)) throw ModelError(cfgLabel, QStringLiteral("transcoder file %1 does not exist").arg(entry));
-    return full;
+    if (lookedFor) *lookedFor = candidates;
+    for (const QString& c : candidates)
+        if (QFileInfo::exists(c)) return c;
+    return {};
 }
 
 /// "blocks.{layer}.hook_resid_pre" or "hook_resid_mid" → the hook of layer l.
@@ -112,16 +119,7 @@ QString layerHook(const QString& pattern, int l) {
     return h.startsWith(QLatin1String("blocks.")) ? h : QStringLiteral("blocks.%1.%2").arg(l).arg(h);
 }
 
-struct SetConfig {
-    QString kind;
-    QString input, output;
-    QString activation;
-    QString scan; ///< what the set was made for ("gemma-2-2b"), if config.yaml says
-    int k = 0;
-    std::vector<QString> files; ///< per layer, resolved
-};
-
-SparseCoder readLayerFile(const QString& path, int layer, const SetConfig& c) {
+SparseCoder readLayerFile(const QString& path, int layer, const CircuitTracerConfig& c) {
     const QString label = QDir::toNativeSeparators(path);
     if (isGemmaScopeFile(path)) {
         SparseCoder sae = readGemmaScopeFile(path, layerHook(c.input, layer));
@@ -168,7 +166,7 @@ SparseCoder readLayerFile(const QString& path, int layer, const SetConfig& c) {
     return sae;
 }
 
-DictionarySet readCrossLayer(const QDir& dir, const SetConfig& c, const QString& cfgLabel) {
+DictionarySet readCrossLayer(const QDir& dir, const CircuitTracerConfig& c, const QString& cfgLabel) {
     DictionarySet set;
     set.kind = QStringLiteral("cross_layer_transcoder");
     int n = 0;
@@ -217,11 +215,12 @@ DictionarySet readCrossLayer(const QDir& dir, const SetConfig& c, const QString&
 
 } // namespace
 
-DictionarySet readCircuitTracerSet(const QString& folder) {
-    const QDir dir(folder);
-    const QString cfgLabel = QDir::toNativeSeparators(dir.filePath(QStringLiteral("config.yaml")));
-    const QByteArray text = readSmallFile(dir.filePath(QStringLiteral("config.yaml")), cfgLabel, 1 << 20);
-    SetConfig c;
+CircuitTracerConfig readCircuitTracerConfig(const QString& yamlPath) {
+    const QString cfgLabel = QDir::toNativeSeparators(yamlPath);
+    const QDir dir = QFileInfo(yamlPath).absoluteDir();
+    const QByteArray text = readSmallFile(yamlPath, cfgLabel, 1 << 20);
+    CircuitTracerConfig c;
+    c.path = yamlPath;
     YAML::Node root;
     try {
         root = YAML::Load(text.toStdString());
@@ -235,48 +234,72 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
     c.output = cfg.string("feature_output_hook").value_or(QString());
     c.activation = cfg.string("activation").value_or(QString());
     c.scan = cfg.string("scan").value_or(QString());
-    cfg.string("model_name");
+    c.modelName = cfg.string("model_name").value_or(QString());
     c.k = int(cfg.integer("k", 0, 1'000'000'000).value_or(0));
     if (c.input.isEmpty() || c.output.isEmpty())
         throw ModelError(cfgLabel, QStringLiteral("feature_input_hook and feature_output_hook are required"));
+    if (!c.kind.isEmpty() && c.kind != QLatin1String("transcoder_set") && c.kind != QLatin1String("cross_layer_transcoder"))
+        throw ModelError(cfgLabel, QStringLiteral("model_kind \"%1\" is not transcoder_set or cross_layer_transcoder").arg(c.kind));
+    const YAML::Node list = root["transcoders"];
+    if (yamlType(list) != QLatin1String("null") && !list.IsSequence())
+        cfg.wrongType(list, QStringLiteral("transcoders"), QStringLiteral("a list of paths or of {layer, filepath}"));
+    if (!list || !list.IsSequence()) return c;
+    std::map<int, size_t> seen;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node e = list[i];
+        CircuitTracerEntry t;
+        t.layer = int(i);
+        if (e.IsMap()) { // the first format (circuit-tracer 0.1, circuit_tracer/configs/*.yaml): {id, layer, filepath}
+            const YamlFields f{e, cfgLabel, QStringLiteral("transcoders[%1].").arg(i)};
+            t.id = f.string("id").value_or(QString());
+            const std::optional<qint64> l = f.integer("layer", 0, 4096);
+            t.entry = f.string("filepath").value_or(QString());
+            if (!l || t.entry.isEmpty())
+                throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 is neither a path nor {layer, filepath}").arg(i));
+            t.layer = int(*l);
+        } else if (yamlType(e) == QLatin1String("string")) {
+            t.entry = QString::fromStdString(e.Scalar());
+        } else {
+            const YamlFields f{list, cfgLabel, QStringLiteral("transcoders")};
+            f.wrongType(e, QStringLiteral("[%1]").arg(i), QStringLiteral("a path (a string) or {layer, filepath}"));
+        }
+        if (t.layer > 4096) throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 has layer %2").arg(i).arg(t.layer));
+        if (seen.count(t.layer)) throw ModelError(cfgLabel, QStringLiteral("two transcoders for layer %1").arg(t.layer));
+        seen[t.layer] = i;
+        t.file = resolveEntry(dir, t.entry, &t.lookedFor);
+        c.transcoders.push_back(std::move(t));
+    }
+    std::sort(c.transcoders.begin(), c.transcoders.end(), [](const CircuitTracerEntry& a, const CircuitTracerEntry& b) { return a.layer < b.layer; });
+    return c;
+}
+
+DictionarySet readCircuitTracerSet(const QString& path) {
+    const bool file = QFileInfo(path).isFile();
+    const QString yamlPath = file ? path : QDir(path).filePath(QStringLiteral("config.yaml"));
+    const QDir dir = QFileInfo(yamlPath).absoluteDir();
+    const QString cfgLabel = QDir::toNativeSeparators(yamlPath);
+    const QString cfgName = QFileInfo(yamlPath).fileName();
+    const CircuitTracerConfig c = readCircuitTracerConfig(yamlPath);
     if (c.kind == QLatin1String("cross_layer_transcoder")) {
         DictionarySet set = readCrossLayer(dir, c, cfgLabel);
-        set.path = folder;
+        set.path = path;
         set.format = QStringLiteral("circuit-tracer");
         set.scan = c.scan;
         return set;
     }
-    if (!c.kind.isEmpty() && c.kind != QLatin1String("transcoder_set"))
-        throw ModelError(cfgLabel, QStringLiteral("model_kind \"%1\" is not transcoder_set or cross_layer_transcoder").arg(c.kind));
     std::map<int, QString> byLayer;
-    const YAML::Node list = root["transcoders"];
-    if (yamlType(list) != QLatin1String("null") && !list.IsSequence())
-        cfg.wrongType(list, QStringLiteral("transcoders"), QStringLiteral("a list of paths or of {layer, filepath}"));
-    if (list && list.IsSequence()) {
-        for (std::size_t i = 0; i < list.size(); ++i) {
-            const YAML::Node e = list[i];
-            int layer = int(i);
-            QString file;
-            const QString entry = QStringLiteral("transcoders[%1].").arg(i);
-            if (e.IsMap()) { // older configs: {id, layer, filepath}
-                const YamlFields f{e, cfgLabel, entry};
-                f.string("id");
-                const std::optional<qint64> l = f.integer("layer", 0, 4096);
-                file = f.string("filepath").value_or(QString());
-                if (!l || file.isEmpty())
-                    throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 is neither a path nor {layer, filepath}").arg(i));
-                layer = int(*l);
-            } else if (yamlType(e) == QLatin1String("string")) {
-                file = QString::fromStdString(e.Scalar());
-            } else {
-                const YamlFields f{list, cfgLabel, QStringLiteral("transcoders")};
-                f.wrongType(e, QStringLiteral("[%1]").arg(i), QStringLiteral("a path (a string) or {layer, filepath}"));
-            }
-            if (layer < 0 || layer > 4096) throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 has layer %2").arg(i).arg(layer));
-            if (byLayer.count(layer)) throw ModelError(cfgLabel, QStringLiteral("two transcoders for layer %1").arg(layer));
-            byLayer[layer] = resolveEntry(dir, file, cfgLabel);
+    for (const CircuitTracerEntry& t : c.transcoders) {
+        if (t.file.isEmpty()) {
+            QStringList looked;
+            for (const QString& c : t.lookedFor) looked << QDir::toNativeSeparators(dir.relativeFilePath(c));
+            throw ModelError(cfgLabel, t.entry.startsWith(QLatin1String("hf://"))
+                                           ? QStringLiteral("transcoder %1 (layer %2) is not in the folder (looked for %3): download the "
+                                                            "repository's files next to %4").arg(t.entry).arg(t.layer).arg(looked.join(QStringLiteral(" or ")), cfgName)
+                                           : QStringLiteral("transcoder file %1 (layer %2) does not exist").arg(t.entry).arg(t.layer));
         }
-    } else {
+        byLayer[t.layer] = t.file;
+    }
+    if (c.transcoders.empty()) {
         for (int l = 0; QFileInfo::exists(dir.filePath(QStringLiteral("layer_%1.safetensors").arg(l))); ++l)
             byLayer[l] = dir.filePath(QStringLiteral("layer_%1.safetensors").arg(l));
         const QStringList all = dir.entryList({QStringLiteral("layer_*.safetensors")}, QDir::Files);
@@ -290,15 +313,15 @@ DictionarySet readCircuitTracerSet(const QString& folder) {
         if (!byLayer.count(l))
             throw ModelError(cfgLabel, QStringLiteral("no transcoder for layer %1 (each layer 0 … %2 needs one)").arg(l).arg(maxLayer));
     DictionarySet set;
-    set.path = folder;
+    set.path = path;
     set.format = QStringLiteral("circuit-tracer");
     set.kind = QStringLiteral("transcoder_set");
     set.scan = c.scan;
-    for (const auto& [l, file] : byLayer) {
-        SparseCoder sae = readLayerFile(file, l, c);
+    for (const auto& [l, f] : byLayer) {
+        SparseCoder sae = readLayerFile(f, l, c);
         if (l > 0 && (sae.d_sae != set.coders[0].d_sae || sae.d_in != set.coders[0].d_in))
-            throw ModelError(QDir::toNativeSeparators(file), QStringLiteral("d_transcoder %1 and d_model %2 differ from layer 0's %3 and %4")
-                                                                 .arg(sae.d_sae).arg(sae.d_in).arg(set.coders[0].d_sae).arg(set.coders[0].d_in));
+            throw ModelError(QDir::toNativeSeparators(f), QStringLiteral("d_transcoder %1 and d_model %2 differ from layer 0's %3 and %4")
+                                                              .arg(sae.d_sae).arg(sae.d_in).arg(set.coders[0].d_sae).arg(set.coders[0].d_in));
         set.coders.push_back(std::move(sae));
     }
     return set;

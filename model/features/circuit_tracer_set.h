@@ -12,18 +12,52 @@
 // added as x·W_skipᵀ. A Gemma Scope params.npz listed there is read as gemma_scope_params.h reads it.
 // Cross-layer (cross_layer_transcoder.py load_clt): W_enc_i.safetensors {W_enc_i [d_t, d_model], b_enc_i,
 // b_dec_i, threshold_i} and W_dec_i.safetensors {W_dec_i [d_t, n_layers − i, d_model]}, mapped, sliced lazily.
-// hf:// URIs are looked up inside the folder (their path within the repository, then the file name).
+// hf:// URIs are looked up inside the folder (their path within the repository, then the file name). The first
+// format (circuit-tracer 0.1, circuit_tracer/configs/*.yaml) is a .yaml of any name: `transcoders:` as {id, layer,
+// filepath}, model_name, no model_kind; it opens by its path, its files resolved beside it.
 
 #include "model/features/dictionary_set.h"
+
+#include <QStringList>
+#include <vector>
 
 namespace attnscope {
 
 /// True when `folder` holds a config.yaml.
 bool isCircuitTracerFolder(const QString& folder);
 
-/// Reads the set. Throws ModelError naming config.yaml or the layer file: no YAML support in this build,
-/// an unknown model_kind or activation, a missing layer (every layer 0 … max must be present), layers whose
-/// d_transcoder or d_model differ, k outside [1, d_transcoder], shapes that disagree.
-DictionarySet readCircuitTracerSet(const QString& folder);
+/// One entry of a config's `transcoders:` list.
+struct CircuitTracerEntry {
+    int layer = 0;
+    QString id;          ///< the first format's id (empty for a plain path)
+    QString entry;       ///< as written: a path, or hf://OWNER/REPO/PATH[?revision=…]
+    QString file;        ///< the file it names, resolved beside the config; empty when none of lookedFor exists
+    QStringList lookedFor; ///< the candidates, in order: the path; for hf://, PATH inside the folder, then its file name
+};
+
+/// A config.yaml (or any circuit-tracer .yaml) parsed, its entries resolved but no weights read.
+struct CircuitTracerConfig {
+    QString path;
+    QString kind;               ///< model_kind, empty in the first format
+    QString modelName;          ///< model_name
+    QString input, output;      ///< feature_input_hook, feature_output_hook
+    QString activation, scan;
+    int k = 0;
+    std::vector<CircuitTracerEntry> transcoders; ///< sorted by layer; empty when the config lists none
+};
+
+/// Parses a circuit-tracer config, both formats: the current one (model_kind, transcoders as a list of paths or
+/// hf:// URIs, one per layer) and the first (circuit-tracer 0.1's circuit_tracer/configs/*.yaml: model_name and
+/// transcoders as {id, layer, filepath}). Throws ModelError naming the file and the field: no YAML support in this
+/// build, invalid YAML, a field of the wrong type, an unknown model_kind, missing hooks, an entry without layer or
+/// filepath, two entries for one layer. A missing file is not an error here (CircuitTracerEntry::file is empty).
+CircuitTracerConfig readCircuitTracerConfig(const QString& yamlPath);
+
+/// Reads the set at `path`: a folder with config.yaml, or a circuit-tracer .yaml file itself (entries resolved beside
+/// it). Throws ModelError naming the config or the layer file: a transcoder file that is not there (naming the entry,
+/// its layer and where it was looked for), a missing layer (every layer 0 … max must be present), layers whose
+/// d_transcoder or d_model differ, an unknown activation, k outside [1, d_transcoder], shapes that disagree; and
+/// readCircuitTracerConfig's errors.
+DictionarySet readCircuitTracerSet(const QString& path);
 
 } // namespace attnscope

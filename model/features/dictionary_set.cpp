@@ -59,10 +59,12 @@ DictionarySet openDictionaries(const QString& path, const QString& hookOverride)
         if (name == QLatin1String("cfg.json") || name == QLatin1String("sae_weights.safetensors") || name == QLatin1String("config.yaml") ||
             name == QLatin1String("hyperparams.json"))
             return openDictionaries(info.absolutePath(), hookOverride);
+        if (name.endsWith(QLatin1String(".yaml"), Qt::CaseInsensitive) || name.endsWith(QLatin1String(".yml"), Qt::CaseInsensitive))
+            return readCircuitTracerSet(path); // a circuit-tracer config of any name (the first format's configs/*.yaml)
         if (name == QLatin1String("final.safetensors") && info.dir().dirName() == QLatin1String("checkpoints"))
             return openDictionaries(QFileInfo(info.absolutePath()).absolutePath(), hookOverride);
         throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("not a dictionary file AttnScope knows (an SAELens folder's cfg.json, "
-                                                                        "Gemma Scope's params.npz, circuit-tracer's config.yaml, Llama Scope's hyperparams.json)"));
+                                                                        "Gemma Scope's params.npz, a circuit-tracer config .yaml, Llama Scope's hyperparams.json)"));
     }
     const QDir dir(path);
     auto withHook = [&](SparseCoder sae) {
@@ -74,6 +76,9 @@ DictionarySet openDictionaries(const QString& path, const QString& hookOverride)
     if (isLlamaScopeFolder(path)) return withHook(readLlamaScopeFolder(path));
     for (const QString& f : {QStringLiteral("params.npz"), QStringLiteral("params.safetensors")})
         if (dir.exists(f)) return single(readGemmaScopeFile(dir.filePath(f), hookOverride), path);
+    // a folder holding one circuit-tracer config of another name (the first format's configs/*.yaml beside its weights)
+    if (const QStringList yamls = dir.entryList({QStringLiteral("*.yaml"), QStringLiteral("*.yml")}, QDir::Files); yamls.size() == 1)
+        return readCircuitTracerSet(dir.filePath(yamls.first()));
     if (dir.exists(QStringLiteral("cfg.json")) && !dir.exists(QStringLiteral("sae_weights.safetensors")))
         throw ModelError(QDir::toNativeSeparators(dir.filePath(QStringLiteral("sae_weights.safetensors"))),
                          QStringLiteral("missing: the folder has an SAELens cfg.json but not its weights%1")
@@ -82,7 +87,7 @@ DictionarySet openDictionaries(const QString& path, const QString& hookOverride)
     const QStringList pickles = dir.entryList({QStringLiteral("*.pt"), QStringLiteral("*.pth"), QStringLiteral("*.pkl")}, QDir::Files);
     if (!pickles.isEmpty()) refusePickle(dir.filePath(pickles.first()));
     throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no dictionary here: looked for cfg.json + sae_weights.safetensors (SAELens), "
-                                                                    "config.yaml (circuit-tracer), hyperparams.json + checkpoints/final.safetensors "
+                                                                    "config.yaml or one other .yaml (circuit-tracer), hyperparams.json + checkpoints/final.safetensors "
                                                                     "(Llama Scope), params.npz or params.safetensors (Gemma Scope)"));
 }
 

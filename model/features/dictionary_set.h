@@ -26,7 +26,7 @@ struct DictionarySet {
 /// Opens the dictionaries at `path` (read-only, memory-mapped):
 ///  - a folder with cfg.json + sae_weights.safetensors (SAELens; saelens_folder.h),
 ///  - params.npz / params.safetensors, or a folder holding one (Gemma Scope; gemma_scope_params.h),
-///  - a folder with config.yaml (circuit-tracer; circuit_tracer_set.h),
+///  - a folder with config.yaml, or a circuit-tracer .yaml of any name, or a folder holding one (circuit_tracer_set.h),
 ///  - a folder with hyperparams.json + checkpoints/final.safetensors (Llama Scope; llama_scope_folder.h);
 ///  a file inside such a folder opens the folder. `hookOverride` replaces the hook of a single SAE.
 /// Python pickles (.pt, .pth, .pkl: OpenAI's GPT-2 SAEs) are refused, never unpickled. Throws ModelError
