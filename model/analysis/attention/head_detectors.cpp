@@ -11,10 +11,7 @@
 
 namespace attnscope {
 
-namespace {
-
-/// Target keys T(i) of query i (row i of the detection pattern D), ascending, without repeats.
-std::vector<int> targets(HeadDetector detector, const std::vector<int>& tokens, int i) {
+std::vector<int> headDetectorTargets(HeadDetector detector, std::span<const int> tokens, int i) {
     std::vector<int> t;
     switch (detector) {
     case HeadDetector::PreviousToken:
@@ -34,8 +31,6 @@ std::vector<int> targets(HeadDetector detector, const std::vector<int>& tokens, 
     }
     return t;
 }
-
-} // namespace
 
 QString headDetectorName(HeadDetector detector) {
     switch (detector) {
@@ -75,7 +70,7 @@ std::vector<HeadScores> scoreHeads(const ActivationCache& cache, const std::vect
         out[d].detector = detectors[d];
         out[d].scores = Matrix::Zero(nLayers, nHeads);
         for (int i = 0; i < S; ++i) {
-            t[d].push_back(targets(detectors[d], cache.tokens, i));
+            t[d].push_back(headDetectorTargets(detectors[d], cache.tokens, i));
             if (!t[d].back().empty()) ++out[d].nQueries;
         }
     }

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace attnscope {
@@ -38,6 +39,11 @@ struct HeadScores {
 QString headDetectorName(HeadDetector detector);
 /// The formula as text for tooltips and docs, e.g. "mean over query positions i ≥ 1 of pattern[i][i−1]".
 QString headDetectorFormula(HeadDetector detector);
+
+/// T(i), the keys query i of `tokens` should attend to under `detector` (row i of its detection pattern D, see
+/// HeadDetector), ascending and without repeats; empty when the row is empty. The head metrics
+/// (head_metrics.h) read the previous-token and induction rows from here.
+std::vector<int> headDetectorTargets(HeadDetector detector, std::span<const int> tokens, int i);
 
 /// Scores every head of the cache: mean over query positions i with a non-empty target set T(i) of
 /// Σ_{j∈T(i)} pattern[i][j] (T from the detector's D above, built from cache.tokens).
