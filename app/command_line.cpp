@@ -19,7 +19,7 @@ bool argvIsHeadless(int argc, char** argv) {
         for (const char* flag : {"--export", "--dump-json", "--dump-steps", "--dla", "--position", "--project", "--screenshot",
                                  "-export", "-dump-json", "-dump-steps", "-screenshot", "--help", "-h", "--version", "--tokenize",
                                  "--stitch", "--finetune-diff", "--sae", "--feature-contexts", "--merge", "--contexts-db", "--graph",
-                                 "--graph-json", "--transcoders"}) // --open-graph FILE alone opens the window
+                                 "--graph-json", "--transcoders", "--headvis"}) // --open-graph FILE alone opens the window
             if (std::strcmp(a, flag) == 0 || (std::strncmp(a, flag, std::strlen(flag)) == 0 && a[std::strlen(flag)] == '='))
                 return true;
     }
@@ -85,6 +85,18 @@ QString checkContextsOptions(CommandLine& c, const QString& shard, bool corpusOn
             return QStringLiteral("--shard must be I/N with 0 <= I < N, got '%1'").arg(shard);
     }
     if (c.feature >= 0 && c.dumpJson.isEmpty()) return QStringLiteral("--feature F with --feature-contexts writes to --dump-json FILE: give it too");
+    return {};
+}
+
+/// --headvis's companions; "" when they make sense. `given`: the options set, `positional`: the other arguments.
+QString checkHeadVisOptions(const CommandLine& c, const QStringList& given, const QStringList& positional) {
+    static const QStringList allowed{"headvis", "feature-contexts", "model", "m", "window", "sequences", "force", "tokenizer"};
+    for (const QString& name : given)
+        if (!allowed.contains(name))
+            return QStringLiteral("--headvis DIR runs over a corpus: it takes --model, --feature-contexts CORPUS, --window, "
+                                  "--sequences, --tokenizer and --force, not %1%2").arg(name.size() > 1 ? "--" : "-", name);
+    if (!positional.isEmpty()) return QStringLiteral("--headvis takes the model as --model, not %1").arg(positional.join(' '));
+    if (c.featureContexts.isEmpty()) return QStringLiteral("--headvis DIR needs --feature-contexts CORPUS (a .txt / .jsonl file or a folder)");
     return {};
 }
 
@@ -205,6 +217,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         "  corpus contexts  attnscope --model demo --sae PATH --feature-contexts corpus/ [--shard 0/4] [--contexts-db c.sqlite] --dump-json c.json\n"
         "    + merge        attnscope --merge c0.sqlite c1.sqlite --contexts-db c.sqlite\n"
         "    + one feature  attnscope --model demo --contexts-db c.sqlite --feature 17 --dump-json card.json\n"
+        "  HeadVis          attnscope --model demo --headvis headvis/ --feature-contexts corpus.txt [--window 128] [--sequences 2000]\n"
         "  llama2.c         attnscope --model stories260K.bin --tokenizer tok512.bin --prompt \"Once upon\" --dump-json out.json --generate 20\n"
         "  token ids        attnscope --model model.gguf --token-ids 1,403,407 --dump-json out.json\n"
         "  tokenize only    attnscope --model ggml-vocab-llama-spm.gguf --prompt \"Hello world\" --tokenize\n"
@@ -324,7 +337,12 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
     const QCommandLineOption featureContexts("feature-contexts", "With --sae: run the model over CORPUS (a .txt / .jsonl file or a folder "
                                                                  "of them) and keep each feature's top contexts and activation histogram "
                                                                  "in the --contexts-db database (default: beside the SAE); resumes an "
-                                                                 "interrupted run. --top N contexts per feature (default 20).", "CORPUS");
+                                                                 "interrupted run. --top N contexts per feature (default 20). "
+                                                                 "With --headvis DIR: the corpus HeadVis runs over.", "CORPUS");
+    const QCommandLineOption headvisOpt("headvis", "With --feature-contexts CORPUS: write Neuronpedia's HeadVis tree into DIR "
+                                                   "(config.json, scatter_data.json with six metrics per head, heads/L{l}H{h}.json "
+                                                   "with attention samples) for every head over the corpus's windows.", "DIR");
+    const QCommandLineOption sequencesOpt("sequences", "With --headvis: run at most N windows of the corpus (default 2000; 0: all).", "N");
     const QCommandLineOption shardOpt("shard", "With --feature-contexts: run only windows w with w % N == I (merge the shards with --merge).", "I/N");
     const QCommandLineOption contextsDb("contexts-db", "The feature-contexts database (SQLite) to write, to merge into, or to read "
                                                        "--feature F's top contexts from.", "FILE");
@@ -386,7 +404,7 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
                   screenshot, outFile, session, text, stitch, inverse, stitchNorm, stitchEmbedding, rcond, finetune, patch,
                   corruptPrompt, corruptIds, metric, direction, byPosition, ablate, referencePrompt, pathPatch, senders,
                   receivers, flow, threshold, norm, noRenormalise, attend, query, key, composition, sae, saeHook, featuresOpt, featureOpt,
-                  steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt,
+                  steerOpt, featurePatchingOpt, attributionPatch, atpStar, featureContexts, shardOpt, contextsDb, mergeOpt, windowOpt, headvisOpt, sequencesOpt,
                   gradients, stopGradient, saliency, igSteps, baseline, eap, graphOpt, transcodersOpt, graphJsonOpt, maxLogitsOpt, maxFeatureNodesOpt, graphTargetsOpt,
                   graphInterveneOpt, edgeRoutesOpt, headLoadingsOpt, qkTraceOpt, qkTraceEdgesOpt, qkTopOpt,
                   nodeThresholdOpt, edgeThresholdOpt, featureLabelsOpt, openGraph});
@@ -502,6 +520,19 @@ bool parseCommandLine(const QStringList& args, CommandLine* out, QString* error,
         c.screenshot = p.value(screenshot);
         c.out = p.value(outFile);
         *error = checkOpenGraphOptions(c, p.optionNames(), pos);
+        if (!error->isEmpty()) return false;
+        *out = c;
+        return true;
+    }
+    if (p.isSet(headvisOpt) || p.isSet(sequencesOpt)) {
+        if (!p.isSet(headvisOpt)) {
+            *error = QStringLiteral("--sequences goes with --headvis DIR");
+            return false;
+        }
+        c.headvis = p.value(headvisOpt);
+        c.featureContexts = p.value(featureContexts);
+        if (!parseInt(windowOpt, &c.windowTokens, 1) || !parseInt(sequencesOpt, &c.sequences, 0)) return false;
+        *error = checkHeadVisOptions(c, p.optionNames(), pos);
         if (!error->isEmpty()) return false;
         *out = c;
         return true;

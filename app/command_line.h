@@ -38,6 +38,8 @@
 //             [--dump-json F [--feature F]]
 //   attnscope --merge DB1 DB2 … --contexts-db OUT [--dump-json F]
 //   attnscope --model M --contexts-db FILE --feature F --dump-json F      (a feature's top contexts)
+// HeadVis (docs/cli.md "HeadVis"): the six head metrics and attention samples of every head over a corpus
+//   attnscope --model M --headvis DIR --feature-contexts CORPUS [--window N] [--sequences N] [--force]
 // Attribution graphs (README "Attribution graphs on the command line"):
 //   attnscope --model M --prompt T --transcoders PATH (--graph --dump-json F | --graph-json G) [--max-logits N]
 //             [--node-threshold 0.8] [--edge-threshold 0.98] [--edge-routes N] [--head-loadings LAYER]
@@ -131,6 +133,8 @@ struct CommandLine {
     QStringList mergeInputs; ///< --merge DB1 DB2 …: merge into contextsDb
     int shard = 0, shards = 1; ///< --shard I/N
     int windowTokens = 128;  ///< --window N
+    QString headvis;         ///< --headvis DIR: HeadVis's tree of every head over --feature-contexts CORPUS (headvis_export.h)
+    int sequences = 2000;    ///< --sequences N: windows of the corpus --headvis runs at most (0: all)
     // attribution graphs (model/analysis/graphs)
     bool graph = false;      ///< --graph: add "graph" (graph_json.h attributionGraphToJson)
     QString transcoders;     ///< --transcoders PATH | bundled name: a per-layer transcoder set
@@ -160,7 +164,8 @@ struct CommandLine {
     /// True when the invocation asks for headless work (no window is opened).
     bool isHeadless() const {
         return !exportDir.isEmpty() || !dumpJson.isEmpty() || !dumpSteps.isEmpty() || !screenshot.isEmpty() || tokenize ||
-               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty();
+               !featureContexts.isEmpty() || !mergeInputs.isEmpty() || !contextsDb.isEmpty() || !graphJson.isEmpty() ||
+               !headvis.isEmpty();
     }
 };
 

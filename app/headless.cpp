@@ -22,6 +22,7 @@
 #include "model/analysis/residual/direct_logit_attribution.h"
 #include "model/analysis/common/target_token.h"
 #include "model/analysis/common/token_json.h"
+#include "model/analysis/attention/headvis_export.h"
 #include "model/analysis/attention/steps_json.h"
 #include "model/analysis/embedding_space/embedding_space_json.h"
 #include "model/analysis/comparison/finetune_json.h"
@@ -37,6 +38,7 @@
 #include "views/graphs/graph_plot.h"
 
 #include <QDir>
+#include <memory>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
@@ -405,6 +407,18 @@ void addFeatures(const Model& model, const CommandLine& cmd, const std::vector<i
     }
 }
 
+/// A Progress that prints "attnscope: LABEL 40 %" to `err` at each tenth of the work (long corpus passes).
+Progress percentProgress(QTextStream& err, const QString& label) {
+    Progress progress;
+    auto lastPercent = std::make_shared<qint64>(-1);
+    progress.report = [&err, label, lastPercent](qint64 done, qint64 total, const QString&) {
+        const qint64 percent = total > 0 ? done * 100 / total : 0;
+        if (percent / 10 != *lastPercent / 10) err << "attnscope: " << label << " " << percent << " %\n" << Qt::flush;
+        *lastPercent = percent;
+    };
+    return progress;
+}
+
 /// --feature-contexts, --merge and --contexts-db --feature (README "Max-activating contexts over a corpus"); `model`
 /// is null for --merge.
 int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextStream& out, QTextStream& err) {
@@ -426,14 +440,7 @@ int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextS
         o.top = cmd.top;
         o.shard = cmd.shard;
         o.shards = cmd.shards;
-        Progress progress;
-        qint64 lastPercent = -1;
-        progress.report = [&](qint64 done, qint64 total, const QString&) {
-            const qint64 percent = total > 0 ? done * 100 / total : 0;
-            if (percent / 10 != lastPercent / 10) err << "attnscope: corpus " << percent << " %\n" << Qt::flush;
-            lastPercent = percent;
-        };
-        r = runFeatureContexts(*model, set.coders[index], o, progress);
+        r = runFeatureContexts(*model, set.coders[index], o, percentProgress(err, QStringLiteral("corpus")));
         db = r.db;
         out << "wrote " << db << " (" << r.windowsDone << " windows, " << r.tokens << " tokens)\n";
         if (r.badUtf8Bytes > 0) err << "attnscope: " << r.badUtf8Bytes << " corpus byte(s) are not UTF-8 (read as U+FFFD)\n";
@@ -449,6 +456,22 @@ int runFeatureContextsCommand(const Model* model, const CommandLine& cmd, QTextS
     QString error;
     if (!writeJsonFile(QJsonObject{{"feature_contexts", summary}}, cmd.dumpJson, &error)) throw InputError(error);
     out << "wrote " << cmd.dumpJson << "\n";
+    return 0;
+}
+
+/// --headvis DIR --feature-contexts CORPUS (docs/cli.md "HeadVis"): Neuronpedia's HeadVis tree of every head.
+int runHeadVisCommand(const Model& model, const CommandLine& cmd, QTextStream& out, QTextStream& err) {
+    const QString config = QDir(cmd.headvis).filePath(QStringLiteral("config.json"));
+    if (QString e = refuseOverwrite(config, cmd.force); !e.isEmpty()) throw InputError(e);
+    HeadVisOptions o;
+    o.pass.corpus = cmd.featureContexts;
+    o.pass.windowTokens = cmd.windowTokens;
+    o.pass.maxSequences = cmd.sequences;
+    o.modelName = cmd.modelPath.isEmpty() ? QStringLiteral("demo") : cmd.modelPath;
+    const HeadVisResult r = writeHeadVis(model, o, cmd.headvis, percentProgress(err, QStringLiteral("headvis")));
+    out << "wrote " << cmd.headvis << " (" << r.sequences << " sequences of up to " << r.windowTokens << " tokens, "
+        << r.metrics.nLayers() * r.metrics.nHeads() << " heads, " << r.files.size() << " files, "
+        << QString::number(r.seconds, 'f', 1) << " s)\n";
     return 0;
 }
 
@@ -511,6 +534,7 @@ int runHeadless(const CommandLine& cmd, QTextStream& out, QTextStream& err) {
         requireOpenable(resolved.path);
         const auto model = loadModel(resolved.path, {}, options);
         const ModelConfig& cfg = model->config();
+        if (!cmd.headvis.isEmpty()) return runHeadVisCommand(*model, cmd, out, err);
         if (!cmd.featureContexts.isEmpty() || !cmd.contextsDb.isEmpty()) return runFeatureContextsCommand(model.get(), cmd, out, err);
         if (!cmd.finetuneDiff.isEmpty()) {
             if (QString e = refuseOverwrite(cmd.dumpJson, cmd.force); !e.isEmpty()) throw InputError(e);
