@@ -28,7 +28,11 @@ double pearsonCorrelation(std::span<const double> x, std::span<const double> y) 
     return sxy / std::sqrt(sxx * syy);
 }
 
-EstimateScatter::EstimateScatter(QWidget* parent) : QCustomPlot(parent) {
+EstimateScatter::EstimateScatter(QWidget* parent)
+    : PointScatter(QStringLiteral("patching_estimate_scatter"),
+                   tr("Choose attribution patching or AtP* with “compare”, then Run sweep: each cell's estimate "
+                      "against its activation-patching value."),
+                   parent) {
     setMinimumHeight(240);
     plotLayout()->insertRow(0);
     title_ = new QCPTextElement(this, QString(), QFont(font().family(), 10, QFont::Bold));
@@ -42,29 +46,19 @@ EstimateScatter::EstimateScatter(QWidget* parent) : QCustomPlot(parent) {
     points_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QColor(31, 119, 180), QColor(31, 119, 180), 6));
     xAxis->setLabel(tr("actual: activation patching"));
     yAxis->setLabel(tr("estimate"));
-    figure_ = new ChartFigure(this, QStringLiteral("patching_estimate_scatter"),
-                              tr("Choose attribution patching or AtP* with “compare”, then Run sweep: each cell's estimate "
-                                 "against its activation-patching value."));
     figure_->setValues([this] {
         ValueTable t;
         t.colLabels = {tr("cell"), tr("actual"), tr("estimate")};
         for (int i = 0; i < pointCount(); ++i)
-            t.cells.push_back({cellName(cellInfo_[size_t(i)]), exactNumber(actual_[size_t(i)]), exactNumber(estimate_[size_t(i)])});
+            t.cells.push_back({cellName(cellInfo_[size_t(i)]), exactNumber(x_[size_t(i)]), exactNumber(y_[size_t(i)])});
         return t;
-    });
-    figure_->setTooltip([this](const QPoint& p) {
-        const int i = pointAt(p);
-        return i < 0 ? QString() : describePoint(i);
-    });
-    connect(this, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
-        if (e->button() == Qt::LeftButton) clickAt(e->position());
     });
 }
 
 void EstimateScatter::clear() {
     cells_.clear();
-    actual_.clear();
-    estimate_.clear();
+    x_.clear();
+    y_.clear();
     cellInfo_.clear();
     correlation_ = std::numeric_limits<double>::quiet_NaN();
     points_->data()->clear();
@@ -87,14 +81,14 @@ void EstimateScatter::setSweeps(const PatchingSweep& actual, const PatchingSweep
         if (!a.done || !e.done || !std::isfinite(x) || !std::isfinite(y)) continue;
         cells_.push_back(int(i));
         cellInfo_.push_back(a);
-        actual_.push_back(x);
-        estimate_.push_back(y);
+        x_.push_back(x);
+        y_.push_back(y);
         lo = std::min({lo, x, y});
         hi = std::max({hi, x, y});
     }
     if (cells_.empty()) return;
-    correlation_ = pearsonCorrelation(actual_, estimate_);
-    points_->setData(QVector<double>(actual_.begin(), actual_.end()), QVector<double>(estimate_.begin(), estimate_.end()), true);
+    correlation_ = pearsonCorrelation(x_, y_);
+    points_->setData(QVector<double>(x_.begin(), x_.end()), QVector<double>(y_.begin(), y_.end()), true);
     const double pad = std::max(1e-9, 0.05 * (hi - lo));
     diagonal_->setData({lo - pad, hi + pad}, {lo - pad, hi + pad}, true);
     const QString method = estimate.method == PatchingMethod::AtpStar ? tr("AtP*") : tr("attribution patching");
@@ -110,23 +104,6 @@ void EstimateScatter::setSweeps(const PatchingSweep& actual, const PatchingSweep
 
 QString EstimateScatter::titleText() const { return title_->text(); }
 
-QPointF EstimateScatter::pointPixel(int point) const {
-    return {xAxis->coordToPixel(actual_[size_t(point)]), yAxis->coordToPixel(estimate_[size_t(point)])};
-}
-
-int EstimateScatter::pointAt(const QPointF& pixel) const {
-    int best = -1;
-    double bestD = 8 * 8;
-    for (int i = 0; i < pointCount(); ++i) {
-        const QPointF d = pointPixel(i) - pixel;
-        if (const double dd = d.x() * d.x() + d.y() * d.y(); dd <= bestD) {
-            bestD = dd;
-            best = i;
-        }
-    }
-    return best;
-}
-
 QString EstimateScatter::cellName(const PatchingCell& c) const {
     QString name = c.head >= 0 ? tr("L%1 H%2").arg(c.layer).arg(c.head) : tr("L%1").arg(c.layer);
     if (c.position < 0) return name + tr(", every position");
@@ -136,12 +113,8 @@ QString EstimateScatter::cellName(const PatchingCell& c) const {
 QString EstimateScatter::describePoint(int point) const {
     return tr("%1: actual %2, estimate %3")
         .arg(cellName(cellInfo_[size_t(point)]))
-        .arg(actual_[size_t(point)], 0, 'g', 4)
-        .arg(estimate_[size_t(point)], 0, 'g', 4);
-}
-
-void EstimateScatter::clickAt(const QPointF& pixel) {
-    if (const int i = pointAt(pixel); i >= 0) emit pointClicked(i, describePoint(i));
+        .arg(x_[size_t(point)], 0, 'g', 4)
+        .arg(y_[size_t(point)], 0, 'g', 4);
 }
 
 } // namespace attnscope

@@ -5,20 +5,17 @@
 // both values; a click selects it (pointClicked). Export and Copy through the shared figure menu (ChartFigure).
 
 #include "model/analysis/circuits/activation_patching.h"
-
-#include <qcustomplot.h>
+#include "views/figures/point_scatter.h"
 
 #include <span>
 
 namespace attnscope {
 
-class ChartFigure;
-
 /// The Pearson correlation of x and y (same length) over the pairs where both are finite; NaN with fewer than
 /// two such pairs or when either side is constant.
 double pearsonCorrelation(std::span<const double> x, std::span<const double> y);
 
-class EstimateScatter : public QCustomPlot {
+class EstimateScatter : public PointScatter {
     Q_OBJECT
 public:
     explicit EstimateScatter(QWidget* parent = nullptr);
@@ -34,34 +31,27 @@ public:
     double correlation() const { return correlation_; }
     /// The title as drawn: "AtP* estimate vs activation patching: Pearson r = 0.912 (8 cells)".
     QString titleText() const;
-    int pointCount() const { return int(cells_.size()); }
     /// The point's cell index in the sweeps.
     int pointCell(int point) const { return cells_[size_t(point)]; }
-    double pointActual(int point) const { return actual_[size_t(point)]; }
-    double pointEstimate(int point) const { return estimate_[size_t(point)]; }
-    /// The pixel a point is drawn at.
-    QPointF pointPixel(int point) const;
-    /// The point within 8 pixels of `pixel` nearest to it, or −1.
-    int pointAt(const QPointF& pixel) const;
+    double pointActual(int point) const { return x_[size_t(point)]; }
+    double pointEstimate(int point) const { return y_[size_t(point)]; }
     /// "L1 H2, position 3 ␣Mary: actual 0.81, estimate 0.74".
-    QString describePoint(int point) const;
-    /// What a mouse click at `pixel` does: selects the point there (emits pointClicked) if there is one.
-    void clickAt(const QPointF& pixel);
-    ChartFigure* figure() const { return figure_; }
+    QString describePoint(int point) const override;
 
 signals:
     /// A point was clicked: its index and describePoint's text.
     void pointClicked(int point, const QString& text);
 
+protected:
+    void pointClickedAt(int point) override { emit pointClicked(point, describePoint(point)); } // a click selects it
+
 private:
     QString cellName(const PatchingCell& cell) const;
 
-    ChartFigure* figure_;
     QCPTextElement* title_;
     QCPGraph* diagonal_;
     QCPGraph* points_;
-    std::vector<int> cells_;
-    std::vector<double> actual_, estimate_;
+    std::vector<int> cells_; ///< x_: the actual values, y_: the estimates
     std::vector<PatchingCell> cellInfo_;
     QStringList positions_;
     double correlation_ = std::numeric_limits<double>::quiet_NaN();
