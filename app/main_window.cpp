@@ -28,6 +28,7 @@
 #include "views/attention/attention_heatmap.h"
 #include "views/figures/figure_export.h"
 #include "views/attention/head_grid.h"
+#include "views/attention/head_metrics_view.h"
 #include "views/residual/residual_panel.h"
 #include "views/features/features_panel.h"
 #include "views/graphs/graph_panel.h"
@@ -246,10 +247,18 @@ void MainWindow::buildUi() {
     heatmap_ = new AttentionHeatmap;
     headGrid_ = new HeadGrid;
     connect(headGrid_, &HeadGrid::headClicked, this, [this](int l, int h) { selectHead(l, h); });
+    headMetrics_ = new HeadMetricsView;
+    connect(headMetrics_, &HeadMetricsView::headClicked, this, [this](int l, int h) { selectHead(l, h); });
+    auto* rightSplit = new QSplitter(Qt::Vertical); // the head grid over the head metrics and their scatter
+    rightSplit->setObjectName(QStringLiteral("headGridMetricsSplitter"));
+    rightSplit->addWidget(headGrid_);
+    rightSplit->addWidget(headMetrics_);
+    rightSplit->setStretchFactor(0, 1);
+    rightSplit->setStretchFactor(1, 1);
     auto* attnSplit = new QSplitter(Qt::Horizontal);
     attnSplit->setObjectName(QStringLiteral("attentionSplitter"));
     attnSplit->addWidget(heatmap_);
-    attnSplit->addWidget(headGrid_);
+    attnSplit->addWidget(rightSplit);
     attnSplit->setStretchFactor(0, 3);
     attnSplit->setStretchFactor(1, 2);
     tabs_ = new QTabWidget;
@@ -477,6 +486,7 @@ void MainWindow::onModelLoaded() {
     shownLayer_.reset();
     heatmap_->setData({});
     headGrid_->clear();
+    headMetrics_->setContext(model, nullptr);
     topTokens_->setRowCount(0);
     {   // the model's own default (Llama 2 and GPT-2 put BOS first, Qwen2 does not), unless a session chose
         const QSignalBlocker quiet(prependBos_);
@@ -512,6 +522,7 @@ void MainWindow::onForwardFinished() {
     shownLayer_.reset();
     for (QAction* a : needsCache_) a->setEnabled(true);
     updateHeadGrid();
+    headMetrics_->setContext(session_.model(), session_.cache());
     updateHeatmap();
     updateTopTokens();
     updatePanels();
@@ -564,6 +575,7 @@ void MainWindow::updateHeatmap() {
     const int l = layer(), h = head();
     if (l >= cache->nLayers() || h >= cache->nHeads()) return;
     headGrid_->setSelectedHead(l, h);
+    headMetrics_->setSelectedHead(l, h);
     if (cache->isLayerReady(l)) showHead(cache->layer(l)); // full cache, or recomputed and still held
     else requestLayer(l);
 }
@@ -864,6 +876,7 @@ void MainWindow::waitForIdle() {
     session_.waitForSecondModel();
     waitForLayers();
     for (AnalysisPanel* p : panels_) p->waitForIdle();
+    headMetrics_->waitForIdle();
     QCoreApplication::processEvents();
 }
 

@@ -31,6 +31,7 @@ namespace attnscope {
 class AnalysisPanel;
 class AttentionHeatmap;
 class HeadGrid;
+class HeadMetricsView;
 class HelpBrowser;
 class ModelFileWatcher;
 class ModelPickerDialog;
@@ -84,6 +85,8 @@ public:
     QTabWidget* tabs() const { return tabs_; }
     AttentionHeatmap* heatmap() const { return heatmap_; }
     HeadGrid* headGrid() const { return headGrid_; }
+    /// The Attention tab's head metrics and scatter (views/attention/head_metrics_view.h).
+    HeadMetricsView* headMetrics() const { return headMetrics_; }
     TopTokensView* topTokens() const { return topTokens_; }
     /// Writes the current heatmap (format from the suffix: .png/.svg/.pdf). Returns an error or "".
     QString exportCurrentHeatmap(const QString& path, QSize size, double scale);
@@ -165,6 +168,7 @@ private:
     QTabWidget* tabs_ = nullptr;
     AttentionHeatmap* heatmap_ = nullptr;
     HeadGrid* headGrid_ = nullptr;
+    HeadMetricsView* headMetrics_ = nullptr;
     TopTokensView* topTokens_ = nullptr;
     QList<QAction*> needsCache_;
     QList<AnalysisPanel*> panels_;
