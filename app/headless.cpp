@@ -198,6 +198,7 @@ QString dictionaryPath(const QString& name) {
 std::pair<DictionarySet, size_t> selectDictionary(const Model& model, const CommandLine& cmd) {
     const ModelConfig& cfg = model.config();
     DictionarySet set = openDictionaries(dictionaryPath(cmd.sae), QString());
+    requireOneHookPerDictionary(set);
     size_t index = 0;
     if (set.coders.size() > 1) { // a transcoder set: --hook names the layer
         requireFitsModel(set, cfg);

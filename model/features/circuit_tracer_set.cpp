@@ -3,7 +3,9 @@
 #include "model/core/errors.h"
 #include "model/features/config_fields.h"
 #include "model/features/dictionary_tensors.h"
+#include "model/features/gemma_scope2_multilayer.h"
 #include "model/features/gemma_scope_params.h"
+#include "model/formats/hf_repo_folder.h"
 #include "model/formats/json_file.h"
 
 #include <QDir>
@@ -92,17 +94,37 @@ struct YamlFields {
     }
 };
 
+/// The file an hf://ORG/NAME/PATH URI names in the Hugging Face cache that holds `dir` (…/hub/models--A--B/snapshots/REV/…,
+/// as circuit-tracer's own download leaves a set whose config.yaml lists another repository's files: mwhanna's
+/// gemma-scope-2-* sets list google/gemma-scope-2-*'s), in any snapshot of models--ORG--NAME; "" when not there.
+QString inHfCache(const QDir& dir, const QString& repoId, const QString& inRepo) {
+    QDir d(dir.absolutePath());
+    while (hfRepoIdOfFolderName(d.dirName()).isEmpty())
+        if (!d.cdUp()) return {};
+    if (!d.cdUp()) return {};
+    const QDir snapshots(d.filePath(hfRepoFolderName(repoId) + QStringLiteral("/snapshots")));
+    for (const QString& rev : snapshots.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name))
+        if (QFileInfo::exists(snapshots.filePath(rev + QLatin1Char('/') + inRepo))) return snapshots.filePath(rev + QLatin1Char('/') + inRepo);
+    return {};
+}
+
 /// Where a config entry's file is looked for, inside `dir`: a relative or absolute path as written; an hf:// URI
-/// (hf://OWNER/REPO/PATH?revision=…) by PATH inside `dir`, then by its file name. The first existing candidate is the
-/// file; none: empty, with the candidates in `lookedFor`.
-QString resolveEntry(const QDir& dir, const QString& entry, QStringList* lookedFor) {
+/// (hf://OWNER/REPO/PATH?revision=…) by PATH inside `dir`, then in the Hugging Face cache holding the folder (inHfCache),
+/// then by its file name beside the config when `byName` (no other entry has that name: Gemma Scope's are all
+/// params.npz or params.safetensors, and one of them must not stand for every layer). The first existing candidate is
+/// the file; none: empty, with the candidates in `lookedFor`.
+QString resolveEntry(const QDir& dir, const QString& entry, bool byName, QStringList* lookedFor) {
     QStringList candidates;
     if (entry.startsWith(QLatin1String("hf://"))) {
         QString p = entry.mid(5);
         if (const int q = p.indexOf(QLatin1Char('?')); q >= 0) p.truncate(q);
-        const QString inRepo = p.split(QLatin1Char('/')).mid(2).join(QLatin1Char('/'));
-        for (const QString& c : {inRepo, QFileInfo(inRepo).fileName()})
-            if (!c.isEmpty() && !candidates.contains(dir.filePath(c))) candidates << dir.filePath(c);
+        const QStringList parts = p.split(QLatin1Char('/'));
+        const QString inRepo = parts.mid(2).join(QLatin1Char('/'));
+        if (!inRepo.isEmpty()) candidates << dir.filePath(inRepo);
+        if (const QString cached = inRepo.isEmpty() ? QString() : inHfCache(dir, parts.mid(0, 2).join(QLatin1Char('/')), inRepo); !cached.isEmpty())
+            candidates << cached;
+        if (const QString name = QFileInfo(inRepo).fileName(); byName && !name.isEmpty() && !candidates.contains(dir.filePath(name)))
+            candidates << dir.filePath(name);
     } else if (!entry.isEmpty()) {
         candidates << (QFileInfo(entry).isAbsolute() ? entry : dir.filePath(entry));
     }
@@ -244,6 +266,16 @@ CircuitTracerConfig readCircuitTracerConfig(const QString& yamlPath) {
     if (yamlType(list) != QLatin1String("null") && !list.IsSequence())
         cfg.wrongType(list, QStringLiteral("transcoders"), QStringLiteral("a list of paths or of {layer, filepath}"));
     if (!list || !list.IsSequence()) return c;
+    std::map<QString, int> names; // how many entries share each file name
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node e = list[i];
+        const YAML::Node f = e.IsMap() ? e["filepath"] : e;
+        if (f && f.IsScalar()) {
+            QString n = QString::fromStdString(f.Scalar());
+            if (const int q = n.indexOf(QLatin1Char('?')); q >= 0) n.truncate(q);
+            ++names[QFileInfo(n).fileName()];
+        }
+    }
     std::map<int, size_t> seen;
     for (std::size_t i = 0; i < list.size(); ++i) {
         const YAML::Node e = list[i];
@@ -266,7 +298,9 @@ CircuitTracerConfig readCircuitTracerConfig(const QString& yamlPath) {
         if (t.layer > 4096) throw ModelError(cfgLabel, QStringLiteral("transcoders entry %1 has layer %2").arg(i).arg(t.layer));
         if (seen.count(t.layer)) throw ModelError(cfgLabel, QStringLiteral("two transcoders for layer %1").arg(t.layer));
         seen[t.layer] = i;
-        t.file = resolveEntry(dir, t.entry, &t.lookedFor);
+        QString name = t.entry;
+        if (const int q = name.indexOf(QLatin1Char('?')); q >= 0) name.truncate(q);
+        t.file = resolveEntry(dir, t.entry, names[QFileInfo(name).fileName()] == 1, &t.lookedFor);
         c.transcoders.push_back(std::move(t));
     }
     std::sort(c.transcoders.begin(), c.transcoders.end(), [](const CircuitTracerEntry& a, const CircuitTracerEntry& b) { return a.layer < b.layer; });
@@ -280,7 +314,7 @@ DictionarySet readCircuitTracerSet(const QString& path) {
     const QString cfgLabel = QDir::toNativeSeparators(yamlPath);
     const QString cfgName = QFileInfo(yamlPath).fileName();
     const CircuitTracerConfig c = readCircuitTracerConfig(yamlPath);
-    if (c.kind == QLatin1String("cross_layer_transcoder")) {
+    if (c.kind == QLatin1String("cross_layer_transcoder") && c.transcoders.empty()) {
         DictionarySet set = readCrossLayer(dir, c, cfgLabel);
         set.path = path;
         set.format = QStringLiteral("circuit-tracer");
@@ -312,6 +346,19 @@ DictionarySet readCircuitTracerSet(const QString& path) {
     for (int l = 0; l <= maxLayer; ++l)
         if (!byLayer.count(l))
             throw ModelError(cfgLabel, QStringLiteral("no transcoder for layer %1 (each layer 0 … %2 needs one)").arg(l).arg(maxLayer));
+    if (c.kind == QLatin1String("cross_layer_transcoder")) { // a Gemma Scope 2 CLT listed file by file (load_gemma_scope_2_clt)
+        std::vector<QString> files;
+        std::vector<std::pair<QString, QString>> hooks;
+        for (const auto& [l, file] : byLayer) {
+            files.push_back(file);
+            hooks.push_back({layerHook(c.input, l), layerHook(c.output, l)});
+        }
+        DictionarySet set = readGemmaScope2MultiLayer(files, hooks, false);
+        set.path = path;
+        set.format = QStringLiteral("circuit-tracer");
+        set.scan = c.scan;
+        return set;
+    }
     DictionarySet set;
     set.path = path;
     set.format = QStringLiteral("circuit-tracer");

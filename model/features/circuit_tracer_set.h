@@ -12,8 +12,15 @@
 // added as x·W_skipᵀ. A Gemma Scope params.npz listed there is read as gemma_scope_params.h reads it.
 // Cross-layer (cross_layer_transcoder.py load_clt): W_enc_i.safetensors {W_enc_i [d_t, d_model], b_enc_i,
 // b_dec_i, threshold_i} and W_dec_i.safetensors {W_dec_i [d_t, n_layers − i, d_model]}, mapped, sliced lazily.
-// hf:// URIs are looked up inside the folder (their path within the repository, then the file name). The first
-// format (circuit-tracer 0.1, circuit_tracer/configs/*.yaml) is a .yaml of any name: `transcoders:` as {id, layer,
+// Gemma Scope 2 sets (mwhanna/gemma-scope-2-*: load_gemma_scope_2_transcoder / load_gemma_scope_2_clt, chosen in
+// hf_utils.load_transcoders when the repository is a gemma-scope-2 one and config.yaml lists `transcoders`): a
+// transcoder_set listing hf://google/gemma-scope-2-*/transcoder_all/layer_L_…/params.safetensors (read as
+// gemma_scope_params.h reads them), or a cross_layer_transcoder listing …/clt/width_…/params_layer_{i}.safetensors
+// (gemma_scope2_multilayer.h), with feature_input_hook mlp.hook_in and feature_output_hook hook_mlp_out.
+// hf:// URIs are looked up inside the folder (their path within the repository), then in the Hugging Face cache that
+// holds the folder (models--ORG--NAME/snapshots/*/PATH: where huggingface_hub put google's files when circuit-tracer
+// downloaded mwhanna's set), then by file name beside config.yaml when no other entry has that name.
+// The first format (circuit-tracer 0.1, circuit_tracer/configs/*.yaml) is a .yaml of any name: `transcoders:` as {id, layer,
 // filepath}, model_name, no model_kind; it opens by its path, its files resolved beside it.
 
 #include "model/features/dictionary_set.h"
@@ -32,7 +39,8 @@ struct CircuitTracerEntry {
     QString id;          ///< the first format's id (empty for a plain path)
     QString entry;       ///< as written: a path, or hf://OWNER/REPO/PATH[?revision=…]
     QString file;        ///< the file it names, resolved beside the config; empty when none of lookedFor exists
-    QStringList lookedFor; ///< the candidates, in order: the path; for hf://, PATH inside the folder, then its file name
+    QStringList lookedFor; ///< the candidates, in order: the path; for hf://, PATH inside the folder, the file in the Hugging
+                           ///< Face cache holding the folder (when there), then its file name when no other entry shares it
 };
 
 /// A config.yaml (or any circuit-tracer .yaml) parsed, its entries resolved but no weights read.

@@ -2,6 +2,7 @@
 
 #include "model/core/errors.h"
 #include "model/features/circuit_tracer_set.h"
+#include "model/features/gemma_scope2_layout.h"
 #include "model/features/gemma_scope_params.h"
 #include "model/features/hook_point.h"
 #include "model/features/llama_scope_folder.h"
@@ -38,7 +39,11 @@ bool isPickleName(const QString& name) {
                                     "gpt2-small-resid-post-v5-128k (cfg.json + sae_weights.safetensors folders)"));
 }
 
-DictionarySet single(SparseCoder sae, const QString& path) {
+DictionarySet single(SparseCoder sae, const QString& path) { return singleDictionary(std::move(sae), path); }
+
+} // namespace
+
+DictionarySet singleDictionary(SparseCoder sae, const QString& path) {
     DictionarySet set;
     set.path = path;
     set.format = sae.format;
@@ -47,14 +52,16 @@ DictionarySet single(SparseCoder sae, const QString& path) {
     return set;
 }
 
-} // namespace
-
 DictionarySet openDictionaries(const QString& path, const QString& hookOverride) {
     const QFileInfo info(path);
-    if (!info.exists()) throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no such file or folder"));
+    if (!info.exists()) {
+        if (isGemmaScope2Path(path)) return openGemmaScope2(path); // <site>/width_W_l0_S[_affine]: every layer of that variant
+        throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no such file or folder"));
+    }
     if (info.isFile()) {
         const QString name = info.fileName();
         if (isGemmaScopeFile(path)) return single(readGemmaScopeFile(path, hookOverride), path);
+        if (name.startsWith(QLatin1String("params_layer_")) && isGemmaScope2Path(info.absolutePath())) return openGemmaScope2(info.absolutePath());
         if (isPickleName(name)) refusePickle(path);
         if (name == QLatin1String("cfg.json") || name == QLatin1String("sae_weights.safetensors") || name == QLatin1String("config.yaml") ||
             name == QLatin1String("hyperparams.json"))
@@ -84,11 +91,19 @@ DictionarySet openDictionaries(const QString& path, const QString& hookOverride)
                          QStringLiteral("missing: the folder has an SAELens cfg.json but not its weights%1")
                              .arg(dir.exists(QStringLiteral("sparsity.safetensors"))
                                       ? QStringLiteral(" (sparsity.safetensors holds only each feature's firing frequency)") : QString()));
+    if (isGemmaScope2Path(path)) return openGemmaScope2(path);
     const QStringList pickles = dir.entryList({QStringLiteral("*.pt"), QStringLiteral("*.pth"), QStringLiteral("*.pkl")}, QDir::Files);
     if (!pickles.isEmpty()) refusePickle(dir.filePath(pickles.first()));
     throw ModelError(QDir::toNativeSeparators(path), QStringLiteral("no dictionary here: looked for cfg.json + sae_weights.safetensors (SAELens), "
                                                                     "config.yaml or one other .yaml (circuit-tracer), hyperparams.json + checkpoints/final.safetensors "
                                                                     "(Llama Scope), params.npz or params.safetensors (Gemma Scope)"));
+}
+
+void requireOneHookPerDictionary(const DictionarySet& set) {
+    if (set.kind == QLatin1String("crosscoder"))
+        throw InputError(QStringLiteral("%1: a crosscoder (its features at each of its %2 layers reconstruct all of them): one dictionary "
+                                        "on one hook is all the Features view shows, so it is not opened here")
+                             .arg(QDir::toNativeSeparators(set.path)).arg(set.coders.size()));
 }
 
 void requireFitsModel(const DictionarySet& set, const ModelConfig& cfg) {

@@ -3,6 +3,7 @@
 #include "model/core/errors.h"
 #include "model/features/config_fields.h"
 #include "model/features/dictionary_tensors.h"
+#include "model/features/gemma_scope2_layout.h"
 #include "model/formats/json_file.h"
 
 #include <QDir>
@@ -91,6 +92,18 @@ SparseCoder readGemmaScopeFile(const QString& path, const QString& hookOverride)
     sae.d_in = int(din);
     sae.d_sae = int(dsae);
     auto [hookIn, hookOut] = gemmaScopeHooksFromPath(path);
+    const std::optional<GemmaScope2Folder> folder = npz ? std::nullopt : gemmaScope2FolderOf(path);
+    if (folder && folder->name.layers.size() == 1) { // <site>[_all]/layer_L_width_W_l0_S[_affine]: the site names the hooks
+        std::tie(hookIn, hookOut) = gemmaScope2SiteHooks(folder->site, folder->name.layers[0]);
+        const QString dirName = QFileInfo(path).dir().dirName();
+        if (!folder->name.widthAllows(dsae))
+            throw ModelError(label, QStringLiteral("the folder name %1 says width %2 (%3 to %4 features) but %5 has %6")
+                                        .arg(dirName, folder->name.width).arg(folder->name.widthLow).arg(folder->name.widthHigh - 1)
+                                        .arg(wEnc).arg(dsae));
+        if (folder->name.affine != t.has(QStringLiteral("affine_skip_connection")))
+            throw ModelError(label, folder->name.affine ? QStringLiteral("the folder name %1 says _affine but there is no affine_skip_connection").arg(dirName)
+                                                        : QStringLiteral("there is an affine_skip_connection but the folder name %1 does not end in _affine").arg(dirName));
+    }
     std::optional<GemmaScope2Config> config;
     if (const QString cfgPath = QFileInfo(path).dir().filePath(QStringLiteral("config.json")); !npz && QFileInfo::exists(cfgPath)) {
         config = readGemmaScope2Config(cfgPath);

@@ -9,9 +9,12 @@
 //   …-att…/layer_L/…                         blocks.L.attn.hook_z
 //   …transcoders…/layer_L/…                  reads blocks.L.ln2.hook_normalized, writes blocks.L.hook_mlp_out
 // Gemma Scope 2 ships params.safetensors with lower-case keys (w_enc, w_dec, b_enc, b_dec, threshold) and,
-// for transcoders, affine_skip_connection [d_in, d_out] added as x·A (Google's Gemma Scope 2 tutorial);
-// its folders are named resid_post/, mlp_out/, attn_out/, transcoder/ with layer_L_… subfolders, each with a
-// config.json next to params.safetensors (the keys SAELens's Gemma Scope 2 loader reads):
+// for transcoders, affine_skip_connection [d_in, d_out] added as x·A: Google's Gemma Scope 2 tutorial
+// (recon + x @ affine_skip_connection) and circuit-tracer (load_gemma_scope_2_transcoder: W_skip = Aᵀ, added as
+// x @ W_skipᵀ) agree; SAELens's loader applies x·Aᵀ. tests/features/tst_gemma_scope2 decides it on a transcoder whose
+// target is known (docs/features.md, "Gemma Scope 2"). Its folders (gemma_scope2_layout.h) are
+// <site>[_all]/layer_L_width_W_l0_S[_affine]/, the site naming the hooks, each with a config.json next to
+// params.safetensors (the keys SAELens's Gemma Scope 2 loader reads):
 //   {"hf_hook_point_in": "model.layers.12.output", "hf_hook_point_out": …, "width": 16384, "l0": 20,
 //    "model_name": "google/gemma-3-1b-pt", "architecture": "jump_relu", "affine_connection": false, "type": "sae"}
 
@@ -46,7 +49,9 @@ QString gemmaScope2Hook(const QString& hfName);
 GemmaScope2Config readGemmaScope2Config(const QString& path);
 
 /// Reads params.npz or params.safetensors (with the config.json next to it, when there, for the hooks and
-/// checked against the tensors: width = d_sae, affine_connection = has affine_skip_connection). `hookOverride` (a TransformerLens name) replaces the hook
+/// checked against the tensors: width = d_sae, affine_connection = has affine_skip_connection; in a Gemma Scope 2 folder
+/// the site names the hooks and the folder's width and _affine must match the tensors: ModelError naming the folder
+/// name otherwise). `hookOverride` (a TransformerLens name) replaces the hook
 /// derived from the path; without either, throws ModelError saying to pass --hook. Other errors name the
 /// file and the array (shapes that disagree, NaN thresholds, the .npy and zip checks of npz_archive.h).
 SparseCoder readGemmaScopeFile(const QString& path, const QString& hookOverride = {});

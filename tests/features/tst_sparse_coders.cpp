@@ -226,7 +226,7 @@ void TestSparseCoders::gemmaScope2Safetensors() {
     const int dout = kIn;
     const DictionaryParams p = roundedTo(randomParams(kIn, kSae, dout, 13), QStringLiteral("BF16"));
     QTemporaryDir tmp;
-    const QString dir = tmp.filePath(QStringLiteral("transcoder/layer_2_width_16k_l0_medium"));
+    const QString dir = tmp.filePath(QStringLiteral("transcoder/layer_2_width_0k_l0_medium_affine")); // 48 features: width "0k"
     QDir().mkpath(dir);
     writeFile(QDir(dir).filePath(QStringLiteral("params.safetensors")),
               safetensorsOf({{QStringLiteral("w_enc"), {{kIn, kSae}, valuesOf(p.W_enc)}},

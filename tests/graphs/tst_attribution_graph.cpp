@@ -15,7 +15,10 @@
 #include "model/formats/model_loader.h"
 #include "model/transformer/generate.h"
 #include "support/error_capture.h"
+#include "support/gemma_scope2_files.h"
 #include "support/head_by_hand.h"
+#include "support/hf_llama_folder.h"
+#include "support/made_tokenizer.h"
 #include "support/random_transcoders.h"
 #include "support/reference_json.h"
 #include "support/test_paths.h"
@@ -102,6 +105,8 @@ private slots:
     void refusesInterventionsOutsideTheModel();
     void edgesMatchKnockOut();
     void gemma2PostNormsAndSoftcap();
+    void gemmaScope2OnGemma3_data();
+    void gemmaScope2OnGemma3();
     void crossLayerTranscoderMatchesTheReference();
 
 private:
@@ -488,6 +493,47 @@ void TestAttributionGraph::gemma2PostNormsAndSoftcap() {
             }
     QVERIFY(routes > 0);
     QVERIFY((interveneOnFeatures(rm, {}).logits - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-5);
+}
+
+void TestAttributionGraph::gemmaScope2OnGemma3_data() {
+    QTest::addColumn<bool>("clt");
+    QTest::newRow("transcoder_all/width_1k_l0_small_affine") << false;
+    QTest::newRow("clt/width_6k_l0_medium_affine") << true;
+}
+
+void TestAttributionGraph::gemmaScope2OnGemma3() {
+    // a random Gemma 3 (q/k norms, five sliding layers and a global one with their own RoPE) with random Gemma Scope 2
+    // dictionaries written in the repositories' layout: per-layer transcoders with an affine skip, opened as a set from their
+    // site folder, and a cross-layer transcoder with an affine skip (params_layer_{i}.safetensors); 48 features of each
+    // layer's 1024 can fire. The replacement model reproduces the clean logits and every checked edge equals its knock-out.
+    QFETCH(bool, clt);
+    QTemporaryDir tmp;
+    writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 4800u), tmp.filePath(QStringLiteral("gemma3")), Storage::F32, madeTokenizer512(), "tokenizer.bin");
+    const std::shared_ptr<const Model> gemma = loadModel(tmp.filePath(QStringLiteral("gemma3")));
+    const ModelConfig& cfg = gemma->config();
+    QVERIFY(cfg.qkNorm && cfg.postNorms);
+    QString path;
+    if (clt) {
+        std::vector<MultiLayerParams> p = randomMultiLayer(cfg.n_layers, cfg.d_model, 1024, 17, true, true);
+        for (MultiLayerParams& l : p) {
+            l.own.W_enc *= 2.0;
+            for (int f = 48; f < 1024; ++f) l.own.threshold(f) = 1e6;
+        }
+        path = tmp.filePath(QStringLiteral("gs2/clt/width_6k_l0_medium_affine"));
+        writeGemmaScope2MultiLayer(path, p);
+    } else {
+        path = tmp.filePath(QStringLiteral("gs2/transcoder_all"));
+        writeRandomGemmaScope2Transcoders(path, cfg.n_layers, cfg.d_model, 31, 48, true);
+    }
+    const DictionarySet set = openDictionaries(path);
+    QCOMPARE(set.kind, clt ? QStringLiteral("cross_layer_transcoder") : QStringLiteral("transcoder_set"));
+    const std::vector<int> tokens{cfg.bos_token_id, 17, 5, 42, 9, 33, 17};
+    const ReplacementModel rm = buildReplacementModel(*gemma, set, tokens);
+    const double e = (replacementLogits(rm, rm.activations, rm.errors) - rm.clean.logits).cwiseAbs().maxCoeff();
+    QVERIFY2(e <= 1e-4, qPrintable(QString::number(e)));
+    const AttributionGraph g = attributeGraph(rm);
+    QVERIFY(g.nFeatures() > 40);
+    checkEdgesByKnockOut(rm, g, 60);
 }
 
 void TestAttributionGraph::crossLayerTranscoderMatchesTheReference() {

@@ -117,7 +117,7 @@ std::vector<double> gemma3InverseFrequencies(const LlamaSpec& s, bool sliding) {
 
 } // namespace
 
-Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector<int>& tokens) {
+Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector<int>& tokens, std::map<QString, Eigen::MatrixXd>* modules) {
     const LlamaSpec& s = c.spec;
     const int S = int(tokens.size()), D = s.d_model, L = s.d_head, H = s.n_heads, KV = s.n_kv_heads;
     const int group = H / KV;
@@ -172,6 +172,8 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
                     for (int e = 0; e < L; ++e) z(i, head * L + e) += score[size_t(j)] / sum * v(j, kvHead * L + e);
             }
         }
+        const QString name = QStringLiteral("model.layers.%1.").arg(layer);
+        if (modules) (*modules)[name + QStringLiteral("self_attn.o_proj.input")] = z;
         const Mat attnOut = linear(z, w.o_proj, D, w.o_bias);
         x += gemma ? norm(attnOut, w.post_attention_layernorm) : attnOut;
         // MLP: down(silu(gate(x)) ⊙ up(x)) (Gemma 2: gelu_pytorch_tanh, pre_feedforward_layernorm, then a post-norm)
@@ -181,7 +183,13 @@ Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector
         for (Eigen::Index p = 0; p < g.rows(); ++p)
             for (Eigen::Index i = 0; i < g.cols(); ++i) g(p, i) = (gemma ? geluTanh(g(p, i)) : silu(g(p, i))) * u(p, i);
         const Mat mlpOut = linear(g, w.down_proj, D);
-        x += gemma ? norm(mlpOut, w.post_feedforward_layernorm) : mlpOut;
+        const Mat written = gemma ? norm(mlpOut, w.post_feedforward_layernorm) : mlpOut;
+        x += written;
+        if (modules && gemma) {
+            (*modules)[name + QStringLiteral("pre_feedforward_layernorm.output")] = h2;
+            (*modules)[name + QStringLiteral("post_feedforward_layernorm.output")] = written;
+        }
+        if (modules) (*modules)[name + QStringLiteral("output")] = x;
     }
     Mat logits = linear(norm(x, c.norm), s.tied ? c.embed_tokens : c.lm_head, s.d_vocab);
     softcap(logits, s.final_softcap);

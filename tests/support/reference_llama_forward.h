@@ -10,14 +10,20 @@
 #include "tests/support/llama_checkpoint.h"
 
 #include <Eigen/Core>
+#include <QString>
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 namespace attnscope::test {
 
-/// Logits [position, d_vocab] of `tokens` (ids in [0, d_vocab)), every position, in float64.
-Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector<int>& tokens);
+/// Logits [position, d_vocab] of `tokens` (ids in [0, d_vocab)), every position, in float64. With `modules`, the outputs
+/// (or input) of the transformers modules Gemma Scope 2 hooks, under their names [position, width]:
+/// "model.layers.L.output", "model.layers.L.self_attn.o_proj.input", "model.layers.L.pre_feedforward_layernorm.output"
+/// and "model.layers.L.post_feedforward_layernorm.output" (the last two for Gemma models).
+Eigen::MatrixXd referenceLlamaLogits(const LlamaCheckpoint& c, const std::vector<int>& tokens,
+                                     std::map<QString, Eigen::MatrixXd>* modules = nullptr);
 
 /// The inverse frequencies θ_i (i < d_head/2) of the spec, with llama3 scaling (float64).
 std::vector<double> referenceInverseFrequencies(const LlamaSpec& spec);

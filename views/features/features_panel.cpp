@@ -127,8 +127,17 @@ void FeaturesPanel::setKnownDictionaries(const QStringList& paths) {
 }
 
 void FeaturesPanel::setDictionaries(std::shared_ptr<const DictionarySet> set, const QString& path, const QString& error) {
+    QString why = error;
+    if (set) {
+        try {
+            requireOneHookPerDictionary(*set);
+        } catch (const InputError& e) {
+            why = e.message();
+            set.reset();
+        }
+    }
     if (!set) {
-        summary_->setText(tr("Cannot open %1: %2").arg(path, error));
+        summary_->setText(tr("Cannot open %1: %2").arg(path, why));
         return;
     }
     set_ = std::move(set);

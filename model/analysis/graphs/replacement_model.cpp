@@ -19,6 +19,9 @@ QString setLabel(const DictionarySet& set) { return QDir::toNativeSeparators(set
 /// Checks that `set` is a per-layer transcoder set the replacement model can use; returns each layer's input hook.
 std::vector<HookPoint> requireTranscoderSet(const DictionarySet& set, const ModelConfig& cfg) {
     const QString label = setLabel(set);
+    if (set.kind == QLatin1String("crosscoder"))
+        throw InputError(QStringLiteral("%1: a crosscoder reconstructs the residual stream, not the MLPs' outputs: an attribution graph "
+                                        "needs transcoders").arg(label));
     if (!set.crossLayerDecoders.empty()) {
         bool whole = int(set.crossLayerDecoders.size()) == cfg.n_layers;
         for (size_t i = 0; whole && i < set.crossLayerDecoders.size(); ++i) whole = int(set.crossLayerDecoders[i].size()) == cfg.n_layers - int(i);
