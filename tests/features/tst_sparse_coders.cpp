@@ -12,6 +12,7 @@
 #include "model/features/sparse_coder.h"
 #include "support/dictionary_fixtures.h"
 #include "support/safetensors_writer.h"
+#include "support/error_capture.h"
 #include "support/test_paths.h"
 
 #include <QDir>
@@ -35,14 +36,8 @@ constexpr int kIn = 16, kSae = 48, kPos = 7;
     } while (0)
 
 QString expectModelError(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const ModelError& e) {
-        return e.message();
-    } catch (const InputError& e) {
-        return e.message();
-    }
-    return QStringLiteral("(no error)");
+    const QString message = attnscope::test::anyErrorOf(f);
+    return message.isEmpty() ? QStringLiteral("(no error)") : message;
 }
 
 } // namespace
