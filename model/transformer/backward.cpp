@@ -124,10 +124,10 @@ double frozenSlope(ActivationKind kind, float x, float act) { return x != 0.0f ?
 
 /// ∂/∂(the block output before its post-norm) from ∂/∂(the normed output) for post-norm models (Gemma 2: attn_out =
 /// ln1_post(x), mlp_out = ln2_post(x), x = pre); the gradient itself for the others.
-Matrix postNormBackward(const ModelConfig& cfg, const Matrix& pre, const Weight& w, const Matrix& dOut, const BackwardOptions& options) {
+Matrix postNormBackward(const ModelConfig& cfg, const Matrix& pre, const Weight& w, const Matrix& dOut, bool frozenScale) {
     if (!cfg.postNorms) return dOut;
     Matrix d = Matrix::Zero(pre.rows(), pre.cols());
-    normBackward(cfg, pre, w, dOut, options.stops.normScale, d);
+    normBackward(cfg, pre, w, dOut, frozenScale, d);
     return d;
 }
 
@@ -135,7 +135,7 @@ Matrix postNormBackward(const ModelConfig& cfg, const Matrix& pre, const Weight&
 Matrix mlpBackward(const ModelConfig& cfg, const LayerWeights& w, const LayerCache& c, LayerGradients& g, const BackwardOptions& options) {
     const bool frozen = options.stops.mlpNonlinearity;
     const Eigen::Index S = c.ln2.rows(), M = c.mlp_pre.cols();
-    timesTransposed(postNormBackward(cfg, c.mlp_out_pre_norm, w.ln2_post_w, g.mlp_out, options), w.W_out, g.mlp_post);
+    timesTransposed(postNormBackward(cfg, c.mlp_out_pre_norm, w.ln2_post_w, g.mlp_out, options.stops.normScale), w.W_out, g.mlp_post);
     g.mlp_pre.resize(S, M);
     Matrix dLn2;
     if (cfg.gatedMlp && !w.W_gate.empty()) {
@@ -240,7 +240,8 @@ Matrix attentionBackward(const ModelConfig& cfg, int layer, const LayerWeights& 
                          const BackwardOptions& options) {
     const int H = cfg.n_heads, L = cfg.d_head;
     const Eigen::Index S = c.z.rows();
-    timesTransposed(postNormBackward(cfg, c.attn_out_pre_norm, w.ln1_post_w, g.attn_out, options), w.W_O, g.z);
+    timesTransposed(postNormBackward(cfg, c.attn_out_pre_norm, w.ln1_post_w, g.attn_out,
+                                     options.stops.normScale || options.frozenPostAttentionNorm), w.W_O, g.z);
     g.q.resize(S, Eigen::Index(H) * L);
     g.k.resize(S, Eigen::Index(H) * L);
     g.v.resize(S, Eigen::Index(H) * L);

@@ -23,6 +23,10 @@ struct LogitGradient {
 struct BackwardOptions {
     StopGradients stops;
     bool patternGradients = true; ///< keep ∂/∂pattern per head (n_layers·n_heads·S² floats)
+    /// Post-norm models (Gemma 2, 3): the post-attention norm's divisor σ (ln1_post) held fixed at the cache's
+    /// values, so that attn_out is linear in each head's z_h·W_O^h (edge attribution's senders, edge_attribution.h);
+    /// the other norms keep their full gradient unless stops.normScale holds them too.
+    bool frozenPostAttentionNorm = false;
 };
 
 /// Bytes of the GradientCache of a backward over nPositions tokens (float32): per layer 5·S·D + 4·S·H·L +

@@ -54,7 +54,8 @@ struct Run {
             divisors(i) = std::sqrt(centred.squaredNorm() / double(x.cols()) + c.norm_eps);
         }
         if (o.record) o.record->divisors[name] = divisors;
-        if (o.freezeNorm) divisors = o.frozen->divisors.at(name);
+        if (o.freezeNorm || (o.freezePostAttentionNorm && name.endsWith(QLatin1String(".ln1_post"))))
+            divisors = o.frozen->divisors.at(name);
         const Eigen::RowVectorXd g = row64(w), beta = row64(b);
         for (Eigen::Index i = 0; i < x.rows(); ++i) {
             const double mean = c.norm == NormKind::LayerNorm ? x.row(i).mean() : 0.0;
@@ -203,7 +204,7 @@ struct Run {
 
 Matrix64 hookedLogits64(const Model& model, const std::vector<int>& tokens, const Hooked64Options& o) {
     const ModelConfig& c = model.config();
-    if ((o.freezeNorm || o.freezePattern || o.freezeMlp) && !o.frozen)
+    if ((o.freezeNorm || o.freezePostAttentionNorm || o.freezePattern || o.freezeMlp) && !o.frozen)
         throw std::runtime_error("hooked_forward64: freezing needs the base run's values");
     const Run run{model, c, o};
     const GlobalWeights& g = model.globals();

@@ -29,6 +29,7 @@ struct Frozen64 {
 
 struct Hooked64Options {
     bool freezeNorm = false, freezePattern = false, freezeMlp = false; ///< read from `frozen` instead of computing
+    bool freezePostAttentionNorm = false; ///< only the post-attention norms' divisors ("blocks.l.ln1_post") from `frozen`
     const Frozen64* frozen = nullptr;
     Frozen64* record = nullptr; ///< filled with this run's values when set
     /// Added at one hook point: "hook_embed", "blocks.l.hook_resid_pre", "…hook_resid_mid", "…hook_resid_post",

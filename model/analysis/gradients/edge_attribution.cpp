@@ -59,8 +59,22 @@ std::vector<size_t> receiverStarts(const EdgeGraph& graph, const NodeIndex& ix) 
 /// A [S, d_model] block of a [node, S·d_model] matrix's row.
 Eigen::Map<Matrix> nodeRows(Matrix& m, int node, Index S, Index D) { return Eigen::Map<Matrix>(m.row(node).data(), S, D); }
 
+/// Post-norm models: the factor w/σ [pos, d_model] that takes a part of layer l's attention output before its
+/// post-norm to its share of the normed attn_out in this run (forward.h postNormFactors), σ from the run's stored z
+/// (z·W_O + b_O); empty for the other models.
+Matrix attentionShareFactors(const Model& model, const ActivationCache& run, int l) {
+    const ModelConfig& cfg = model.config();
+    if (!cfg.postNorms) return {};
+    const LayerWeights& w = model.layer(l);
+    Matrix pre;
+    weightGemm(run.stored(l).z, w.W_O, w.b_O, pre);
+    return postNormFactors(cfg, pre, w.ln1_post_w);
+}
+
 /// What every sender writes in one run, [sender, pos·d_model]: the token embedding, each head's z_h·W_O^h and each
-/// MLP's output. Head results are computed from the stored z (caches keep z in every layout).
+/// MLP's output. Head results are computed from the stored z (caches keep z in every layout). On post-norm models a
+/// head writes its share z_h·W_O^h ⊙ w/σ of the normed attention output, σ the post-attention norm's divisor of this
+/// run, so that a layer's heads sum to its attn_out in each run.
 Matrix senderOutputs(const Model& model, const ActivationCache& run, const NodeIndex& ix) {
     const ModelConfig& cfg = model.config();
     const Index S = run.nPositions(), D = cfg.d_model, L = cfg.d_head;
@@ -69,8 +83,11 @@ Matrix senderOutputs(const Model& model, const ActivationCache& run, const NodeI
     for (int l = 0; l < cfg.n_layers; ++l) {
         const LayerCache& c = run.stored(l);
         const LayerWeights& w = model.layer(l);
-        for (int h = 0; h < cfg.n_heads; ++h)
+        const Matrix share = attentionShareFactors(model, run, l);
+        for (int h = 0; h < cfg.n_heads; ++h) {
             weightGemm(c.z.data() + h * L, S, L, c.z.cols(), w.W_O_head(h, int(L)), out.row(ix.head(l, h)).data(), D, false);
+            if (share.size()) nodeRows(out, ix.head(l, h), S, D).array() *= share.array();
+        }
         nodeRows(out, ix.mlp(l), S, D) = c.mlp_out;
     }
     return out;
@@ -131,11 +148,7 @@ void addLayerScores(const EdgeGraph& graph, const std::vector<size_t>& starts, c
 
 qint64 matrixBytes(qint64 rows, qint64 cols) { return rows * cols * qint64(sizeof(float)); }
 
-void requireEdgeRuns(const Model& model, const PatchingRuns& runs, const char* what) {
-    if (model.config().postNorms) // a sender's share of a post-normed block output depends on every other sender's
-        throw InputError(tr("%1 is not available for models with post-norms (Gemma 2) yet: a head's output reaches the "
-                            "residual stream through a norm of all heads' sum, so its edges are not separable. Attribution "
-                            "patching and the backward pass do support them.").arg(QString::fromUtf8(what)));
+void requireEdgeRuns(const PatchingRuns& runs, const char* what) {
     if (!runs.clean || !runs.corrupt)
         throw InputError(tr("%1 needs a clean and a corrupted prompt.").arg(QString::fromUtf8(what)));
     if (runs.clean->nPositions() != runs.corrupt->nPositions())
@@ -194,7 +207,7 @@ EdgeGraph edgeGraph(const ModelConfig& cfg) {
 EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs, const EdgeAttributionOptions& options,
                                    const Progress& progress) {
     const ModelConfig& cfg = model.config();
-    requireEdgeRuns(model, runs, "Edge attribution");
+    requireEdgeRuns(runs, "Edge attribution");
     if (options.method == EdgeAttributionMethod::EapIg && options.steps < 1)
         throw InputError(tr("EAP-IG needs at least 1 step, got %1.").arg(options.steps));
     checkPatchingMetric(cfg, options.metric);
@@ -215,6 +228,7 @@ EdgeAttribution runEdgeAttribution(const Model& model, const PatchingRuns& runs,
 
     BackwardOptions backward;
     backward.patternGradients = false;
+    backward.frozenPostAttentionNorm = cfg.postNorms; // the heads' shares are linear in them (senderOutputs)
     const qint64 need = 2 * matrixBytes(ix.senders(), qint64(S) * D) + matrixBytes(3 * cfg.n_heads + 1, qint64(S) * D) +
                         estimateGradientBytes(cfg, S, backward);
     requireWithinBudget(need, [&](const CacheBudget& budget) {
@@ -274,7 +288,7 @@ std::vector<int> selectCircuitEdges(const EdgeGraph& graph, int top, double thre
 CircuitFaithfulness evaluateCircuit(const Model& model, const PatchingRuns& runs, const PatchingMetric& metricIn,
                                     const EdgeGraph& graph, std::span<const int> circuit, const Progress& progress) {
     const ModelConfig& cfg = model.config();
-    requireEdgeRuns(model, runs, "A circuit's faithfulness");
+    requireEdgeRuns(runs, "A circuit's faithfulness");
     checkPatchingMetric(cfg, metricIn);
     const NodeIndex ix = nodeIndex(cfg);
     if (graph.senders.size() != size_t(ix.senders()) || graph.receivers.size() != size_t(ix.logits() + 1))
@@ -337,12 +351,17 @@ CircuitFaithfulness evaluateCircuit(const Model& model, const PatchingRuns& runs
         hooks->q = [&](int, Matrix& m) { m = qkv[0]; };
         hooks->k = [&](int, Matrix& m) { m = qkv[1]; };
         hooks->v = [&](int, Matrix& m) { m = qkv[2]; };
+        // post-norm models: this run's post-attention divisor held at the clean run's, as the scores' gradients hold it
+        const Matrix share = attentionShareFactors(model, clean, l);
         hooks->z = [&](int, Matrix& z) { // the heads' outputs in this run
-            for (int h = 0; h < H; ++h)
+            for (int h = 0; h < H; ++h) {
                 weightGemm(z.data() + h * L, S, L, z.cols(), w.W_O_head(h, L), current.row(ix.head(l, h)).data(), D, false);
+                if (share.size()) nodeRows(current, ix.head(l, h), S, D).array() *= share.array();
+            }
         };
         Matrix attnOut;
         hooks->attn_out = [&](int, Matrix& a) { // the MLP reads resid_mid + its patched senders' differences
+            if (share.size()) a = c.attn_out_pre_norm.cwiseProduct(share);
             attnOut = a;
             const int n = ix.mlp(l);
             const Matrix patched = outsideMask(ix.mlpInput(l), 1, n) * difference(n);

@@ -24,10 +24,20 @@
 // g_v for a head's q input is the norm's backward of d_q_h·W_Q^hᵀ (d_q_h: the backward pass's hook_q gradient of
 // head h); for the MLP input it is ∂/∂resid_mid − ∂/∂resid_post; for the logits the last resid_post's gradient.
 //
+// Post-norm models (Gemma 2, Gemma 3): a layer's attn_out is ln1_post(Σ_h z_h·W_O^h), whose divisor σ depends on every
+// head, so a head's output is not its own. The post-attention norm's divisor is frozen, as attribution graphs freeze
+// it (replacement_model.h): a head writes its share z_h·W_O^h ⊙ w/σ, σ of the run it comes from (so a layer's heads
+// sum to its attn_out in each run and a receiver's edges to its whole input difference), and g_v is taken with σ held
+// at the run's values (BackwardOptions::frozenPostAttentionNorm; EAP-IG: each step's run). The score is then the
+// derivative of the metric along Δ_u at v's input in the model whose post-attention divisors are constants, not in
+// the live model, where moving v's input would also rescale its layer's other heads through σ. The other norms
+// (ln_1, ln_2, q/k norms, the post-feedforward norm of the MLP's single output, ln_final) are not frozen. docs/gradients.md.
+//
 // Faithfulness (evaluate.py, evaluate_graph with intervention "patching"): the clean prompt is run with each
 // receiver's input rebuilt edge by edge: v reads a_u of this run for the circuit's edges u → v, and a_u of the
 // corrupted run for every other edge. The share of the metric the circuit recovers is
-// (metric(circuit) − metric(corrupt)) / (metric(clean) − metric(corrupt)): 1 for every edge, 0 for none.
+// (metric(circuit) − metric(corrupt)) / (metric(clean) − metric(corrupt)): 1 for every edge, 0 for none. On post-norm
+// models the circuit's run holds the post-attention divisors at the clean run's values (the model the scores linearise).
 
 #include "model/analysis/circuits/activation_patching.h"
 
