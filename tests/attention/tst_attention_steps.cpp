@@ -430,7 +430,8 @@ void TestAttentionSteps::gemma2SoftcapSteps() {
 /// A random Gemma 3 (6 layers, the last global): q_norm and k_norm use the gain 1 + w (recomputed here from the
 /// checkpoint's w), q_rot is q_norm rotated by the layer's own RoPE (base 10 000 on sliding layer 0, 1 000 000 divided by
 /// the linear factor 8 on global layer 5; recomputed here in double), the text names that base, and only layer 0 is
-/// windowed.
+/// windowed; k_norm and k_rot the same way, the masked scores' window and the pattern recomputed from them, each step
+/// against the forward's cache.
 void TestAttentionSteps::gemma3PerLayerSteps() {
     QTemporaryDir dir;
     const LlamaCheckpoint ck = randomLlama(smallGemma3Spec(), 23);
@@ -461,6 +462,51 @@ void TestAttentionSteps::gemma3PerLayerSteps() {
         }
         QVERIFY2(worstNorm < 1e-5, qPrintable(QString("layer %1 q_norm: %2").arg(layer).arg(worstNorm)));
         QVERIFY2(worstRot < 1e-5, qPrintable(QString("layer %1 q_rot: %2").arg(layer).arg(worstRot)));
+        // the keys the same way (one K/V head: head 1 reads K/V head 0), against the forward's cache too
+        const LayerCache& lc = c.layers[size_t(layer)];
+        const Matrix& kx = step(steps, "k").values;
+        const Matrix& ky = step(steps, "k_norm").values;
+        const Matrix& kr = step(steps, "k_rot").values;
+        double worstK = 0;
+        for (Eigen::Index i = 0; i < kx.rows(); ++i) {
+            const double rms = std::sqrt(kx.row(i).cast<double>().squaredNorm() / L + 1e-6);
+            for (int e = 0; e < L; ++e) worstK = std::max(worstK, std::abs(double(kx(i, e)) / rms * (1.0 + t.k_norm[size_t(e)]) - ky(i, e)));
+            for (int e = 0; e < half; ++e) {
+                const double a = double(i) * std::pow(base, -2.0 * e / L) / factor;
+                worstK = std::max({worstK, std::abs(double(ky(i, e)) * std::cos(a) - double(ky(i, e + half)) * std::sin(a) - kr(i, e)),
+                                   std::abs(double(ky(i, e + half)) * std::cos(a) + double(ky(i, e)) * std::sin(a) - kr(i, e + half))});
+            }
+        }
+        QVERIFY2(worstK < 1e-5, qPrintable(QString("layer %1 k_norm/k_rot: %2").arg(layer).arg(worstK)));
+        QVERIFY(maxAbsDiff(ky, lc.k.middleCols(head * L, L)) < 1e-6);
+        QVERIFY(maxAbsDiff(r, lc.q_rot.middleCols(head * L, L)) < 1e-6);
+        QVERIFY(maxAbsDiff(kr, lc.k_rot.middleCols(head * L, L)) < 1e-6);
+        // scaled = scores / √query_pre_attn_scalar; masked keeps (i − 3, i] on the sliding layer and [0, i] on the global
+        // one; pattern = softmax of each masked row, recomputed here in double, and the cache's pattern
+        const Matrix& scores = step(steps, "scores").values;
+        const Matrix& scaled = step(steps, "scaled").values;
+        const Matrix& masked = step(steps, "masked").values;
+        const Matrix& pattern = step(steps, "pattern").values;
+        QVERIFY(maxAbsDiff(pattern, lc.pattern[size_t(head)]) < 1e-6);
+        double worstScale = 0, worstPattern = 0;
+        int kept = 0;
+        for (Eigen::Index i = 0; i < masked.rows(); ++i) {
+            const Eigen::Index lo = layer == 0 ? std::max<Eigen::Index>(0, i - 2) : 0;
+            double m = -INFINITY, sum = 0;
+            for (Eigen::Index j = 0; j <= i; ++j) {
+                worstScale = std::max(worstScale, std::abs(double(scores(i, j)) / 4.0 - scaled(i, j)));
+                QCOMPARE(std::isfinite(masked(i, j)), j >= lo);
+                if (j >= lo) m = std::max(m, double(masked(i, j))), ++kept;
+            }
+            for (Eigen::Index j = lo; j <= i; ++j) sum += std::exp(double(masked(i, j)) - m);
+            for (Eigen::Index j = 0; j <= i; ++j)
+                worstPattern = std::max(worstPattern, std::abs((j >= lo ? std::exp(double(masked(i, j)) - m) / sum : 0.0) - pattern(i, j)));
+        }
+        QCOMPARE(kept, layer == 0 ? 1 + 2 + 3 * 6 : 8 * 9 / 2);
+        QVERIFY2(worstScale < 1e-5 && worstPattern < 1e-6, qPrintable(QString("layer %1: %2 %3").arg(layer).arg(worstScale).arg(worstPattern)));
+        QVERIFY(maxAbsDiff(step(steps, "z").values, lc.z.middleCols(head * L, L)) == 0);
+        QVERIFY(step(steps, "attn_out_additive").maxAbsDiff < 1e-5); // the heads' shares through the post-norm sum to attn_out
+        QVERIFY(maxAbsDiff(step(steps, "resid_mid").values, lc.resid_mid) == 0);
         QVERIFY2(step(steps, "q_rot").meaning.contains(QString("θ_i = %1^(−2i/16)").arg(base)), qPrintable(step(steps, "q_rot").meaning));
         QCOMPARE(step(steps, "q_rot").meaning.contains("divided by 8 (linear scaling)"), layer == 5);
         QCOMPARE(step(steps, "q_rot").meaning.contains("sliding-window layer"), layer == 0);

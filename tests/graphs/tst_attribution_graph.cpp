@@ -24,6 +24,7 @@
 #include "support/test_paths.h"
 
 #include <QJsonArray>
+#include <QTemporaryDir>
 #include <numeric>
 #include <random>
 #include <QtTest>
@@ -78,6 +79,21 @@ void checkEdgesByKnockOut(const ReplacementModel& rm, const AttributionGraph& g,
     QVERIFY(checked > 20); // the check saw real edges
 }
 
+/// The routes of up to `count` edges into features from at least `distance` positions back with |A| > `threshold`:
+/// residual + skip + heads = the edge; and an empty intervention is the clean run.
+void checkRoutesSumToEdges(const ReplacementModel& rm, const AttributionGraph& g, int distance, double threshold, int count) {
+    int routes = 0;
+    for (int t = 0; t < g.nFeatures(); ++t)
+        for (int s = 0; s < g.nFeatures() && routes < count; ++s)
+            if (g.nodes[size_t(s)].position + distance <= g.nodes[size_t(t)].position && std::abs(g.adjacency(t, s)) > threshold) {
+                const EdgeRoutes r = edgeRoutes(rm, g, t, s);
+                QVERIFY2(std::abs(r.sum() - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge)), qPrintable(QStringLiteral("%1 ← %2").arg(t).arg(s)));
+                ++routes;
+            }
+    QVERIFY(routes > 0);
+    QVERIFY((interveneOnFeatures(rm, {}).logits - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-5);
+}
+
 const QString kGraphData = attnscope::test::sourceFile(QStringLiteral("tests/data/graphs/"));
 const QString kTranscoders = attnscope::test::sourceFile(QStringLiteral("resources/demo-features/transcoders"));
 
@@ -105,6 +121,7 @@ private slots:
     void refusesInterventionsOutsideTheModel();
     void edgesMatchKnockOut();
     void gemma2PostNormsAndSoftcap();
+    void gemma3PerLayerWindowsAndRope();
     void gemmaScope2OnGemma3_data();
     void gemmaScope2OnGemma3();
     void crossLayerTranscoderMatchesTheReference();
@@ -483,16 +500,28 @@ void TestAttributionGraph::gemma2PostNormsAndSoftcap() {
     QVERIFY(g.nFeatures() > 40);
     checkEdgesByKnockOut(rm, g, 60);
     // the strongest cross-position edges into features: residual + skip + heads = the edge
-    int routes = 0;
-    for (int t = 0; t < g.nFeatures(); ++t)
-        for (int s = 0; s < g.nFeatures() && routes < 12; ++s)
-            if (g.nodes[size_t(s)].position < g.nodes[size_t(t)].position && std::abs(g.adjacency(t, s)) > 0.05) {
-                const EdgeRoutes r = edgeRoutes(rm, g, t, s);
-                QVERIFY2(std::abs(r.sum() - r.edge) <= 1e-4 * std::max(1.0, std::abs(r.edge)), qPrintable(QStringLiteral("%1 ← %2").arg(t).arg(s)));
-                ++routes;
-            }
-    QVERIFY(routes > 0);
-    QVERIFY((interveneOnFeatures(rm, {}).logits - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-5);
+    checkRoutesSumToEdges(rm, g, 1, 0.05, 12);
+}
+
+void TestAttributionGraph::gemma3PerLayerWindowsAndRope() {
+    // a random Gemma 3 (six layers: five sliding with window 3 and RoPE base 1e4, a global one with base 1e6 scaled by 8;
+    // (1 + w) q/k norms, whose divisors the frozen pattern makes moot; post-norms, no soft-caps) with random transcoders,
+    // one a skip transcoder, on 10 tokens: the replacement model's logits are the clean ones, every checked edge equals
+    // its knock-out, and the routes of edges from three positions back (outside the window) sum to their edges
+    QTemporaryDir dir;
+    writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 41), dir.path(), Storage::F32, madeTokenizer512(), "tokenizer.bin");
+    const std::shared_ptr<const Model> gemma = loadModel(dir.path());
+    const ModelConfig& cfg = gemma->config();
+    QVERIFY(cfg.postNorms && cfg.qkNorm && cfg.final_logit_softcap == 0);
+    const DictionarySet set = randomTranscoders(cfg, 40, 11, 2);
+    const std::vector<int> tokens{cfg.bos_token_id, 17, 5, 42, 9, 33, 17, 5, 200, 42};
+    const ReplacementModel rm = buildReplacementModel(*gemma, set, tokens);
+    const Matrix logits = replacementLogits(rm, rm.activations, rm.errors);
+    QVERIFY2((logits - rm.clean.logits).cwiseAbs().maxCoeff() <= 1e-4, qPrintable(QString::number((logits - rm.clean.logits).cwiseAbs().maxCoeff())));
+    const AttributionGraph g = attributeGraph(rm);
+    QVERIFY(g.nFeatures() > 40);
+    checkEdgesByKnockOut(rm, g, 60);
+    checkRoutesSumToEdges(rm, g, 3, 1e-3, 16); // three positions back: outside the window of 3
 }
 
 void TestAttributionGraph::gemmaScope2OnGemma3_data() {
