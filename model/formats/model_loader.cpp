@@ -193,7 +193,8 @@ std::shared_ptr<const Model> loadModel(const QString& path, const Progress& prog
     // a bad tokenizer file or a vocabulary larger than vocab_size throws ModelError.
     std::unique_ptr<Tokenizer> tokenizer = std::make_unique<LazyTokenizer>([folder = loc.folder, d_vocab = config.d_vocab] {
         std::unique_ptr<Tokenizer> t = loadTokenizerFromFolder(folder);
-        if (t->vocabSize() > d_vocab)
+        // larger only by special added tokens past the embedding (Gemma 3 1B's <image_soft_token>): as transformers
+        if (t->vocabSize() > d_vocab && !onlyControlTokensFrom(*t, d_vocab))
             throw ModelError(kConfigFile, QStringLiteral("the tokenizer has %1 tokens but vocab_size is %2")
                                               .arg(t->vocabSize()).arg(d_vocab));
         return t;

@@ -5,6 +5,7 @@
 #include "model/tokenizers/hf_tokenizer_json.h"
 #include "model/tokenizers/llama2c_tokenizer_file.h"
 #include "model/tokenizers/sentencepiece_model_file.h"
+#include "model/tokenizers/spm_tokenizer.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -49,6 +50,14 @@ std::unique_ptr<Tokenizer> loadTokenizerFile(const QString& path, std::optional<
     if (suffix == QStringLiteral("json")) return loadHfTokenizerJson(path);
     if (suffix == QStringLiteral("model")) return loadSentencePieceModel(path);
     return loadLlama2cTokenizer(path, vocabSize);
+}
+
+bool onlyControlTokensFrom(const Tokenizer& tokenizer, int modelVocab) {
+    const auto* spm = dynamic_cast<const SpmTokenizer*>(&tokenizer);
+    if (!spm || modelVocab < 0) return false;
+    for (int id = modelVocab; id < spm->vocabSize(); ++id)
+        if (spm->tokenType(id) != TokenType::Control) return false;
+    return true;
 }
 
 } // namespace attnscope

@@ -12,7 +12,9 @@
 #include "model/tokenizers/spm_tokenizer.h"
 #include "model/tokenizers/tokenizer_loader.h"
 #include "model/transformer/prompt.h"
+#include "model/transformer/forward.h"
 #include "tests/support/error_capture.h"
+#include "tests/support/hf_llama_folder.h"
 #include "tests/support/reference_json.h"
 #include "tests/support/safetensors_writer.h"
 #include "tests/support/test_paths.h"
@@ -69,6 +71,36 @@ qsizetype recordOffset(const QByteArray& bytes, int id) {
     qsizetype offset = 4;
     for (int i = 0; i < id; ++i) offset += 8 + qFromLittleEndian<qint32>(bytes.constData() + offset + 4);
     return offset;
+}
+
+/// A Gemma-style tokenizer.json as transformers' GemmaConverter writes it: BPE with byte fallback and merges over
+/// <pad> <eos> <bos> <unk> <start_of_turn> <end_of_turn> (ids 0-5), the 256 byte tokens and a few pieces, then
+/// "<unused…>" pieces up to `size` entries; normalizer Replace(" ", "▁"), pre_tokenizer Split(" ", MergedWithPrevious),
+/// the turn tokens and <bos> special added tokens, BOS by TemplateProcessing.
+QJsonObject gemmaTokenizerRoot(int size = 0) {
+    QJsonObject vocab;
+    const QStringList named{"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"};
+    for (int i = 0; i < named.size(); ++i) vocab.insert(named[i], i);
+    for (int b = 0; b < 256; ++b) vocab.insert(QStringLiteral("<0x%1>").arg(b, 2, 16, QLatin1Char('0')).toUpper().replace("<0X", "<0x"), 6 + b);
+    const QStringList pieces{"▁", "H", "e", "l", "o", "w", "r", "d", "u", "s", "ll", "He", "Hell", "Hello", "▁w", "or",
+                             "▁wor", "ld", "▁world", "us", "use", "user"};
+    for (int i = 0; i < pieces.size(); ++i) vocab.insert(pieces[i], 262 + i);
+    for (int i = 262 + int(pieces.size()); i < size; ++i) vocab.insert(QStringLiteral("<unused%1>").arg(i), i);
+    const QJsonArray merges{"l l", "H e", "He ll", "Hell o", "▁ w", "o r", "▁w or", "l d", "▁wor ld", "u s", "us e", "use r"};
+    return QJsonObject{
+        {"model", QJsonObject{{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", true},
+                              {"fuse_unk", true}, {"unk_token", "<unk>"}}},
+        {"normalizer", QJsonObject{{"type", "Replace"}, {"pattern", QJsonObject{{"String", " "}}}, {"content", "▁"}}},
+        {"pre_tokenizer", QJsonObject{{"type", "Split"}, {"pattern", QJsonObject{{"String", " "}}},
+                                      {"behavior", "MergedWithPrevious"}, {"invert", false}}},
+        {"added_tokens", QJsonArray{QJsonObject{{"id", 2}, {"content", "<bos>"}, {"special", true}},
+                                    QJsonObject{{"id", 4}, {"content", "<start_of_turn>"}, {"special", true}},
+                                    QJsonObject{{"id", 5}, {"content", "<end_of_turn>"}, {"special", true}}}},
+        {"post_processor", QJsonObject{{"type", "TemplateProcessing"},
+                                       {"single", QJsonArray{QJsonObject{{"SpecialToken", QJsonObject{{"id", "<bos>"}, {"type_id", 0}}}},
+                                                             QJsonObject{{"Sequence", QJsonObject{{"id", "A"}, {"type_id", 0}}}}}},
+                                       {"special_tokens", QJsonObject{{"<bos>", QJsonObject{{"id", "<bos>"}, {"ids", QJsonArray{2}},
+                                                                                             {"tokens", QJsonArray{"<bos>"}}}}}}}}};
 }
 
 } // namespace
@@ -406,28 +438,8 @@ private slots:
     /// TemplateProcessing post-processor. Ids as SentencePiece BPE would give them by merge rank. Before, the Split
     /// pre_tokenizer was refused, so real Gemma folders (which ship this tokenizer.json) did not tokenize.
     void gemmaTokenizerJson() {
-        QJsonObject vocab;
-        const QStringList named{"<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"};
-        for (int i = 0; i < named.size(); ++i) vocab.insert(named[i], i);
-        for (int b = 0; b < 256; ++b) vocab.insert(QStringLiteral("<0x%1>").arg(b, 2, 16, QLatin1Char('0')).toUpper().replace("<0X", "<0x"), 6 + b);
-        const QStringList pieces{"▁", "H", "e", "l", "o", "w", "r", "d", "u", "s", "ll", "He", "Hell", "Hello", "▁w", "or",
-                                 "▁wor", "ld", "▁world", "us", "use", "user"};
-        for (int i = 0; i < pieces.size(); ++i) vocab.insert(pieces[i], 262 + i);
-        const QJsonArray merges{"l l", "H e", "He ll", "Hell o", "▁ w", "o r", "▁w or", "l d", "▁wor ld", "u s", "us e", "use r"};
-        const QJsonObject root{
-            {"model", QJsonObject{{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}, {"byte_fallback", true},
-                                  {"fuse_unk", true}, {"unk_token", "<unk>"}}},
-            {"normalizer", QJsonObject{{"type", "Replace"}, {"pattern", QJsonObject{{"String", " "}}}, {"content", "▁"}}},
-            {"pre_tokenizer", QJsonObject{{"type", "Split"}, {"pattern", QJsonObject{{"String", " "}}},
-                                          {"behavior", "MergedWithPrevious"}, {"invert", false}}},
-            {"added_tokens", QJsonArray{QJsonObject{{"id", 2}, {"content", "<bos>"}, {"special", true}},
-                                        QJsonObject{{"id", 4}, {"content", "<start_of_turn>"}, {"special", true}},
-                                        QJsonObject{{"id", 5}, {"content", "<end_of_turn>"}, {"special", true}}}},
-            {"post_processor", QJsonObject{{"type", "TemplateProcessing"},
-                                           {"single", QJsonArray{QJsonObject{{"SpecialToken", QJsonObject{{"id", "<bos>"}, {"type_id", 0}}}},
-                                                                 QJsonObject{{"Sequence", QJsonObject{{"id", "A"}, {"type_id", 0}}}}}},
-                                           {"special_tokens", QJsonObject{{"<bos>", QJsonObject{{"id", "<bos>"}, {"ids", QJsonArray{2}},
-                                                                                                 {"tokens", QJsonArray{"<bos>"}}}}}}}}};
+        const QJsonObject root = gemmaTokenizerRoot();
+        const QJsonObject vocab = root.value("model").toObject().value("vocab").toObject();
         QTemporaryDir dir;
         writeFile(dir.filePath("tokenizer.json"), QJsonDocument(root).toJson());
         const auto tok = loadTokenizerFromFolder(dir.path());
@@ -447,6 +459,64 @@ private slots:
         QCOMPARE(tokenizePrompt(*tok, "Hello world", tok->addsBos()), (std::vector<int>{2, id("Hello"), id("▁world")}));
         const std::vector<int> ids{id("Hello"), id("▁world"), id("<0xC3>"), id("<0xA9>")};
         QCOMPARE(tok->decode(ids), QStringLiteral("Hello worldé"));
+    }
+
+    /// Gemma 3's tokenizer.json is Gemma 2's layout (GemmaConverter: the same BPE with byte fallback, normalizer,
+    /// pre_tokenizer and post-processor) with more added tokens: <mask>, <start_of_image>/<end_of_image>, and
+    /// <image_soft_token> at id 262 144, past the 262 144 pieces of model.vocab, which is also the vocab_size of the
+    /// 270M and 1B configs. Written here in that layout at this suite's scale (no real Gemma 3 file is available offline):
+    /// 512 pieces, the image token at 512, beside a random Gemma 3 folder whose vocab_size is 512. The folder opens (it
+    /// was refused: "the tokenizer has 513 tokens but vocab_size is 512"), encodes as Gemma 2's, the image token is one
+    /// unit when special tokens are matched, and a prompt holding it is refused by the forward pass by message. A
+    /// tokenizer larger by an ordinary piece is still refused.
+    void gemma3TokenizerJson() {
+        QJsonObject root = gemmaTokenizerRoot(512);
+        QJsonObject model = root.value("model").toObject();
+        QJsonObject vocab = model.value("vocab").toObject();
+        QJsonArray added = root.value("added_tokens").toArray();
+        for (const auto& [tokenId, content] : {std::pair{497, "<mask>"}, std::pair{498, "<start_of_image>"}, std::pair{499, "<end_of_image>"}}) {
+            vocab.remove(QStringLiteral("<unused%1>").arg(tokenId));
+            vocab.insert(content, tokenId);
+            added.append(QJsonObject{{"id", tokenId}, {"content", content}, {"special", true}});
+        }
+        added.append(QJsonObject{{"id", 512}, {"content", "<image_soft_token>"}, {"special", true}, {"normalized", false}});
+        model.insert("vocab", vocab);
+        root.insert("model", model);
+        root.insert("added_tokens", added);
+        QCOMPARE(vocab.size(), 512);
+        QTemporaryDir tokDir, dir;
+        const QString file = tokDir.filePath("tokenizer.json");
+        writeFile(file, QJsonDocument(root).toJson());
+        writeHfLlamaFolder(randomLlama(smallGemma3Spec(), 3), dir.path(), Storage::F32, file, "tokenizer.json");
+        const std::shared_ptr<const Model> m = loadModel(dir.path());
+        QCOMPARE(m->config().d_vocab, 512);
+        const Tokenizer& tok = m->tokenizer();
+        QCOMPARE(tok.vocabSize(), 513);
+        const auto id = [&](const char* piece) { return vocab.value(QString::fromUtf8(piece)).toInt(); };
+        QCOMPARE(tok.encode("Hello world"), (std::vector<int>{id("Hello"), id("▁world")}));
+        QCOMPARE(tokenizePrompt(tok, "Hello world", tok.addsBos()), (std::vector<int>{2, id("Hello"), id("▁world")}));
+        QCOMPARE(tok.tokenId("<image_soft_token>"), std::optional<int>(512));
+        const ActivationCache run = runForward(*m, tokenizePrompt(tok, "Hello world", true));
+        QCOMPARE(run.logits.cols(), Eigen::Index(512));
+        auto spm = loadTokenizerFile(file);
+        dynamic_cast<SpmTokenizer&>(*spm).setMatchSpecialTokens(true);
+        const std::vector<int> withImage = spm->encode("<start_of_turn>user\n<image_soft_token>");
+        QCOMPARE(withImage, (std::vector<int>{4, id("user"), id("<0x0A>"), 512}));
+        try {
+            runForward(*m, withImage);
+            QFAIL("a token past the embedding ran");
+        } catch (const InputError& e) {
+            QCOMPARE(QString::fromUtf8(e.what()), QStringLiteral("Token id 512 is outside the vocabulary [0, 512)."));
+        }
+        // the same folder with an ordinary piece at 512 instead: another model's vocabulary, refused as before
+        added.removeLast();
+        vocab.insert("Hellos", 512);
+        model.insert("vocab", vocab);
+        root.insert("model", model);
+        root.insert("added_tokens", added);
+        writeFile(dir.filePath("tokenizer.json"), QJsonDocument(root).toJson());
+        QCOMPARE(modelErrorOf([&] { loadModel(dir.path())->tokenizer().vocabSize(); }),
+                 QStringLiteral("config.json: the tokenizer has 513 tokens but vocab_size is 512"));
     }
 
     void llama2cFileErrors_data() {
