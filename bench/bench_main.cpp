@@ -782,7 +782,7 @@ int main(int argc, char** argv) {
     };
     withDefault(QStringLiteral("sizes"),
                 QStringLiteral("Random-weight shapes to write and run: GPT-2 small, medium, xl (F32) and llama-1b, llama-3b, "
-                               "qwen3-0.6b, gemma-2-2b (the shapes of Llama-3.2-1B/3B, Qwen3-0.6B, gemma-2-2b; BF16)."),
+                               "qwen3-0.6b, gemma-2-2b, gemma-3-1b (the shapes of Llama-3.2-1B/3B, Qwen3-0.6B, gemma-2-2b, gemma-3-1b; BF16)."),
                 QStringLiteral("list"), QStringLiteral("small"));
     p.addOption({QStringLiteral("write-models"), QStringLiteral("Only write the random checkpoints into DIR/<name> (gpt2-small, …, llama-1b) and exit."), QStringLiteral("dir")});
     withDefault(QStringLiteral("tokenizer"), QStringLiteral("Folder with GPT-2 encoder.json and vocab.bpe."), QStringLiteral("dir"),

@@ -71,7 +71,7 @@ void fill(const TensorSpec& t, float* out, unsigned seed) {
 
 std::vector<TensorSpec> llamaTensors(const LlamaShape& s) {
     const qint64 D = s.d_model, Q = qint64(s.n_heads) * s.d_head, KV = qint64(s.n_kv_heads) * s.d_head, M = s.d_mlp;
-    const bool gemma = s.family == QLatin1String("gemma2");
+    const bool gemma = s.family == QLatin1String("gemma2") || s.family == QLatin1String("gemma3");
     const TensorSpec::Fill norm = gemma ? TensorSpec::Zeros : TensorSpec::Ones; // Gemma's norms multiply by 1 + w
     std::vector<TensorSpec> t;
     t.push_back({QStringLiteral("model.embed_tokens.weight"), {s.d_vocab, D}});
@@ -82,9 +82,9 @@ std::vector<TensorSpec> llamaTensors(const LlamaShape& s) {
         t.push_back({h + QStringLiteral("self_attn.k_proj.weight"), {KV, D}});
         t.push_back({h + QStringLiteral("self_attn.v_proj.weight"), {KV, D}});
         t.push_back({h + QStringLiteral("self_attn.o_proj.weight"), {D, Q}});
-        if (s.family == QLatin1String("qwen3")) { // per-head q/k RMSNorm weights [d_head]
-            t.push_back({h + QStringLiteral("self_attn.q_norm.weight"), {s.d_head}, TensorSpec::Ones});
-            t.push_back({h + QStringLiteral("self_attn.k_norm.weight"), {s.d_head}, TensorSpec::Ones});
+        if (s.family == QLatin1String("qwen3") || s.family == QLatin1String("gemma3")) { // per-head q/k RMSNorm weights [d_head]
+            t.push_back({h + QStringLiteral("self_attn.q_norm.weight"), {s.d_head}, norm});
+            t.push_back({h + QStringLiteral("self_attn.k_norm.weight"), {s.d_head}, norm});
         }
         t.push_back({h + QStringLiteral("post_attention_layernorm.weight"), {D}, norm});
         if (gemma) {
@@ -197,7 +197,8 @@ qint64 LlamaShape::weightBytes() const {
 
 bool isLlamaShapeName(const QString& name) {
     return name == QLatin1String("llama-1b") || name == QLatin1String("1b") || name == QLatin1String("llama-3b") ||
-           name == QLatin1String("3b") || name == QLatin1String("qwen3-0.6b") || name == QLatin1String("gemma-2-2b");
+           name == QLatin1String("3b") || name == QLatin1String("qwen3-0.6b") || name == QLatin1String("gemma-2-2b") ||
+           name == QLatin1String("gemma-3-1b");
 }
 
 LlamaShape llamaShape(const QString& name) {
@@ -210,7 +211,10 @@ LlamaShape llamaShape(const QString& name) {
     if (name == QLatin1String("gemma-2-2b")) { // google/gemma-2-2b's config.json
         return {QStringLiteral("gemma-2-2b"), QStringLiteral("gemma2"), 26, 2304, 8, 4, 256, 9216, 256000, 8192, 10000.0, true};
     }
-    throw InputError(QStringLiteral("unknown Llama-family size '%1' (llama-1b, llama-3b, qwen3-0.6b, gemma-2-2b)").arg(name));
+    if (name == QLatin1String("gemma-3-1b")) { // google/gemma-3-1b-pt's config.json
+        return {QStringLiteral("gemma-3-1b"), QStringLiteral("gemma3"), 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1000000.0, true};
+    }
+    throw InputError(QStringLiteral("unknown Llama-family size '%1' (llama-1b, llama-3b, qwen3-0.6b, gemma-2-2b, gemma-3-1b)").arg(name));
 }
 
 void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString& tokenizerDir, unsigned seed) {
@@ -258,6 +262,21 @@ void writeRandomLlama(const LlamaShape& shape, const QString& dir, const QString
         config.insert("attn_logit_softcapping", 50.0);
         config.insert("final_logit_softcapping", 30.0);
         config.insert("sliding_window", 4096);
+        config.insert("bos_token_id", 2);
+        config.insert("eos_token_id", 1);
+    } else if (shape.family == QLatin1String("gemma3")) { // Gemma3TextConfig of gemma-3-1b-pt (transformers 4.x fields)
+        config.insert("model_type", "gemma3_text");
+        config.insert("architectures", QJsonArray{"Gemma3ForCausalLM"});
+        config.insert("hidden_act", "gelu_pytorch_tanh");
+        config.insert("hidden_activation", "gelu_pytorch_tanh");
+        config.insert("rope_scaling", QJsonValue::Null);
+        config.insert("rope_local_base_freq", 10000.0);
+        config.insert("rms_norm_eps", 1e-6);
+        config.insert("query_pre_attn_scalar", 256);
+        config.insert("attn_logit_softcapping", QJsonValue::Null);
+        config.insert("final_logit_softcapping", QJsonValue::Null);
+        config.insert("sliding_window", 512);
+        config.insert("sliding_window_pattern", 6);
         config.insert("bos_token_id", 2);
         config.insert("eos_token_id", 1);
     }

@@ -26,8 +26,8 @@ void writeRandomGpt2(const Gpt2Shape& shape, const QString& dir, const QString& 
 
 /// Hyper-parameters of a Llama-architecture shape (RMSNorm, RoPE, SwiGLU, grouped-query attention).
 struct LlamaShape {
-    QString name;     ///< "llama-1b", "llama-3b", "qwen3-0.6b", "gemma-2-2b"
-    QString family = QStringLiteral("llama"); ///< config.json model_type: llama, qwen3 (q/k norms) or gemma2
+    QString name;     ///< "llama-1b", "llama-3b", "qwen3-0.6b", "gemma-2-2b", "gemma-3-1b"
+    QString family = QStringLiteral("llama"); ///< config.json model_type: llama, qwen3 (q/k norms), gemma2 or gemma3 (gemma3_text)
     int n_layers = 16;
     int d_model = 2048;
     int n_heads = 32;

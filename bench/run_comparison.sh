@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs attnscope_bench and the tuned PyTorch reference on the same random-weight checkpoints (GPT-2 sizes
-# small, medium, xl; Llama-family shapes llama-1b, llama-3b, qwen3-0.6b, gemma-2-2b in BF16, which PyTorch upcasts
+# small, medium, xl; Llama-family shapes llama-1b, llama-3b, qwen3-0.6b, gemma-2-2b, gemma-3-1b in BF16, which PyTorch upcasts
 # to float32), one after the other, once for each compute kernel this CPU can run, and prints the ratios per kernel next to
 # PyTorch forced to the same instruction set (docs/performance.md). Usage:
 #   bench/run_comparison.sh [BUILD_DIR] [SIZES] [extra args for both, e.g. --seq 20,128 --runs 5]

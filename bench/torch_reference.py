@@ -174,7 +174,7 @@ class HookedGPT2:
             hook(f"blocks.{l}.attn.hook_k", k)
             hook(f"blocks.{l}.attn.hook_v", v)
             scores = self.softcap(torch.bmm(q, k.transpose(1, 2)) * self.score_scale, self.attn_cap)
-            scores = scores.masked_fill(window_mask if self.window and l % 2 == 0 else mask, float("-inf"))
+            scores = scores.masked_fill(window_mask if self.window and self.sliding[l] else mask, float("-inf"))
             hook(f"blocks.{l}.attn.hook_attn_scores", scores)
             pattern = torch.softmax(scores, dim=-1)
             hook(f"blocks.{l}.attn.hook_pattern", pattern)
@@ -299,7 +299,9 @@ class HookedLlama:
     Weights are [out, in] as nn.Linear stores them, so projections are x @ W.T. model_type qwen3 adds the per-head
     q/k RMSNorm before RoPE (modeling_qwen3.py); gemma2 is modeling_gemma2.py: (1 + w) norms, embedding · √D,
     post-attention and post-MLP norms, GeGLU tanh, query_pre_attn_scalar, attention and final soft-caps, the
-    sliding window on even layers."""
+    sliding window on even layers; gemma3_text is modeling_gemma3.py: Gemma 2's blocks without soft-caps plus (1 + w)
+    q/k norms, the window on the sliding layers (5 of every 6), RoPE base rope_local_base_freq on those and rope_theta
+    (with linear rope_scaling) on the global ones."""
 
     def __init__(self, cfg, t):
         self.cfg, self.t = cfg, t
@@ -308,11 +310,17 @@ class HookedLlama:
         self.D = cfg["hidden_size"]
         self.dh = cfg.get("head_dim") or self.D // self.H
         self.eps = cfg.get("rms_norm_eps", 1e-6)
-        self.qwen3, self.gemma = cfg["model_type"] == "qwen3", cfg["model_type"] == "gemma2"
+        self.qwen3, self.gemma3 = cfg["model_type"] == "qwen3", cfg["model_type"] == "gemma3_text"
+        self.gemma = cfg["model_type"] == "gemma2" or self.gemma3
         self.score_scale = 1.0 / math.sqrt(cfg.get("query_pre_attn_scalar", self.dh) if self.gemma else self.dh)
         self.attn_cap = cfg.get("attn_logit_softcapping") if self.gemma else None
         self.final_cap = cfg.get("final_logit_softcapping") if self.gemma else None
         self.window = cfg.get("sliding_window") if self.gemma else None
+        pattern = cfg.get("sliding_window_pattern", 6)
+        # the layers with the window: Gemma 2's even ones, Gemma 3's all but every pattern-th (layer_types when given)
+        types = cfg.get("layer_types")
+        self.sliding = [(types[l] == "sliding_attention") if types else (l % 2 == 0 if not self.gemma3 else (l + 1) % pattern != 0)
+                        for l in range(self.L)]
         self.W_U = t.get("lm_head.weight", t["model.embed_tokens.weight"])  # [V, D]
         inv = 1.0 / (cfg.get("rope_theta", 10000.0) ** (torch.arange(0, self.dh, 2, dtype=torch.float64) / self.dh))
         rs = cfg.get("rope_scaling") or {}
@@ -324,6 +332,12 @@ class HookedLlama:
             mid = (1 - smooth) * scaled / f + smooth * scaled
             inv = torch.where((wl >= old / hi) & (wl <= old / lo), mid, scaled)
         self.inv_freq = inv.float()
+        self.local_inv_freq = self.inv_freq
+        if self.gemma3:  # sliding layers: their own base, unscaled; global layers: rope_theta with linear scaling
+            base = cfg.get("rope_local_base_freq", 10000.0)
+            self.local_inv_freq = (1.0 / (base ** (torch.arange(0, self.dh, 2, dtype=torch.float64) / self.dh))).float()
+            if rs.get("rope_type", rs.get("type")) == "linear":
+                self.inv_freq = self.inv_freq / rs["factor"]
 
     def rms(self, x, w):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * ((1.0 + w) if self.gemma else w)
@@ -341,15 +355,17 @@ class HookedLlama:
         t, H, KV, dh, S, D = self.t, self.H, self.KV, self.dh, tokens.shape[0], self.D
         hook = (lambda k, v: cache.__setitem__(k, v)) if cache is not None else (lambda k, v: None)
         x = t["model.embed_tokens.weight"][tokens]
-        if self.gemma:  # Gemma2Model's normalizer, in the weights' dtype (float32 here)
+        if self.gemma:  # Gemma2Model's / Gemma3TextScaledWordEmbedding's normalizer, in the weights' dtype (float32 here)
             x = x * torch.tensor(math.sqrt(D), dtype=x.dtype)
         if torch.is_grad_enabled():  # autograd to every hook point (the backward row): retain_grad on each
             x = x.detach().requires_grad_(True)
             hook = retaining(hook)
         hook("hook_embed", x)
-        freqs = torch.outer(torch.arange(S, dtype=torch.float32), self.inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos(), emb.sin()
+        tables = []
+        for inv in (self.inv_freq, self.local_inv_freq):
+            freqs = torch.outer(torch.arange(S, dtype=torch.float32), inv)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            tables.append((emb.cos(), emb.sin()))
         mask = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
         if self.window:  # Gemma 2's even layers: query i sees keys i − window < j ≤ i
             window_mask = mask | torch.tril(torch.ones(S, S, dtype=torch.bool), -self.window)
@@ -361,7 +377,8 @@ class HookedLlama:
             q = (ln1 @ t[p + "self_attn.q_proj.weight"].T).reshape(S, H, dh).transpose(0, 1)
             k = (ln1 @ t[p + "self_attn.k_proj.weight"].T).reshape(S, KV, dh).transpose(0, 1)
             v = (ln1 @ t[p + "self_attn.v_proj.weight"].T).reshape(S, KV, dh).transpose(0, 1)
-            if self.qwen3:  # Qwen3RMSNorm over head_dim
+            cos, sin = tables[1 if self.gemma3 and self.sliding[l] else 0]
+            if self.qwen3 or self.gemma3:  # Qwen3RMSNorm / Gemma3RMSNorm (1 + w) over head_dim
                 q = self.rms(q, t[p + "self_attn.q_norm.weight"])
                 k = self.rms(k, t[p + "self_attn.k_norm.weight"])
             hook(f"blocks.{l}.attn.hook_q", q)
@@ -372,7 +389,7 @@ class HookedLlama:
             hook(f"blocks.{l}.attn.hook_rot_k", k)
             k, v = k.repeat_interleave(H // KV, dim=0), v.repeat_interleave(H // KV, dim=0)  # HF repeat_kv
             scores = self.softcap(torch.bmm(q, k.transpose(1, 2)) * self.score_scale, self.attn_cap)  # Gemma 2's cap
-            scores = scores.masked_fill(window_mask if self.window and l % 2 == 0 else mask, float("-inf"))
+            scores = scores.masked_fill(window_mask if self.window and self.sliding[l] else mask, float("-inf"))
             hook(f"blocks.{l}.attn.hook_attn_scores", scores)
             pattern = torch.softmax(scores, dim=-1)
             hook(f"blocks.{l}.attn.hook_pattern", pattern)
@@ -522,7 +539,7 @@ def bench_model(folder, seqs, lens_seqs, runs, wov, circuits_only=False, gradien
     else:
         out["open"] = time_it(runs, lambda: load_model(folder))
     print(f"\n{folder}\n  open {out['open']['median_ms']:.1f} ms", flush=True)
-    llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2")
+    llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
     m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
     n_ctx = cfg["max_position_embeddings"] if llama else cfg["n_positions"]
     V = cfg["vocab_size"]
@@ -620,7 +637,7 @@ def main():
         S0 = seqs[0] if seqs else 20
         t0 = time.perf_counter()
         cfg, t = load_model(a.model[0], mapped=True)
-        llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2")
+        llama = cfg.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
         m = HookedLlama(cfg, t) if llama else HookedGPT2(cfg, t)
         tokens = torch.from_numpy(np.random.default_rng(S0).integers(0, cfg["vocab_size"], S0))
         c = {}
