@@ -3,6 +3,7 @@
 // pass, a cancelled run resumed against an uninterrupted one, the exact count of bytes that are not UTF-8, and
 // histograms summing to the firing positions.
 
+#include "model/analysis/features/context_activations.h"
 #include "model/analysis/features/context_store.h"
 #include "model/analysis/features/corpus_windows.h"
 #include "model/analysis/features/feature_contexts.h"
@@ -82,6 +83,7 @@ private slots:
     void badUtf8BytesCountedExactly();
     void topContextsEqualBruteForce();
     void histogramsSumToFiringPositions();
+    void recomputedContextActivationsMatchStored();
     void shardsMergeToOnePass();
     void cancelledRunResumes();
     void refusesAnotherSetup();
@@ -153,6 +155,42 @@ void TestFeatureContexts::badUtf8BytesCountedExactly() {
     QCOMPARE(full_.badJsonLines, qint64(1));
     const ContextStore store(full_.db, false);
     QCOMPARE(store.meta().at(QStringLiteral("bad_utf8_bytes")), QStringLiteral("10"));
+}
+
+/// The dashboard's tinted contexts: contextActivations on a stored window gives the stored activation at the
+/// stored position, that position is the window's maximum for the feature, and another feature's column differs.
+void TestFeatureContexts::recomputedContextActivationsMatchStored() {
+    const ContextStore store(full_.db, false);
+    int checked = 0;
+    for (int f = 0; f < kDSae; ++f) {
+        const std::vector<FeatureContext> top = store.topContexts(f, kTop);
+        for (const FeatureContext& c : top) {
+            const Eigen::VectorXf a = contextActivations(*model_, sae_, c.ids, f);
+            QCOMPARE(a.size(), Eigen::Index(c.ids.size()));
+            QVERIFY2(std::abs(a(c.position) - c.activation) <= 1e-5f * std::max(1.0f, std::abs(c.activation)),
+                     qPrintable(QStringLiteral("feature %1 window %2: %3 vs stored %4").arg(f).arg(c.window).arg(a(c.position)).arg(c.activation)));
+            for (Eigen::Index p = 1; p < a.size(); ++p) QVERIFY(a(p) <= top[0].activation * (1 + 1e-5f)); // the best is the corpus max
+            ++checked;
+        }
+    }
+    QVERIFY(checked > 20);
+    // the wrong feature's column does not reproduce the record
+    const std::vector<FeatureContext> top0 = store.topContexts(0, 1);
+    QVERIFY(!top0.empty());
+    int other = -1;
+    for (int f = 1; f < kDSae && other < 0; ++f)
+        if (std::abs(contextActivations(*model_, sae_, top0[0].ids, f)(top0[0].position) - top0[0].activation) > 1e-3f) other = f;
+    QVERIFY(other > 0);
+    auto message = [&](const std::vector<int>& ids, int feature) {
+        try {
+            contextActivations(*model_, sae_, ids, feature);
+        } catch (const InputError& e) {
+            return e.message();
+        }
+        return QString();
+    };
+    QVERIFY2(message(top0[0].ids, kDSae).endsWith(QStringLiteral("feature 96 is outside [0, d_sae = 96)")), qPrintable(message(top0[0].ids, kDSae)));
+    QVERIFY2(message({}, 0).endsWith(QStringLiteral("an empty context has no activations")), qPrintable(message({}, 0)));
 }
 
 void TestFeatureContexts::topContextsEqualBruteForce() {
