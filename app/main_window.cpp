@@ -123,6 +123,10 @@ MainWindow::MainWindow(QWidget* parent, Mode mode) : QMainWindow(parent), deskto
     };
     features_ = new FeaturesPanel;
     addPanel(features_);
+    connect(features_, &FeaturesPanel::promptRequested, this, [this](const QString& prompt) {
+        setPrompt(prompt);
+        runPrompt();
+    });
     connect(features_, &FeaturesPanel::dictionaryRequested, this, [this, openFor](const QString& path) {
         openFor(path, [&](std::shared_ptr<const DictionarySet> set, const QString& error) { features_->setDictionaries(std::move(set), path, error); });
     });

@@ -4,6 +4,7 @@
 // folder that is no dictionary says why; feature labels (a layer,feature,label CSV) appear beside the firing features and
 // over the card, at the layer the SAE reads only.
 
+#include "model/analysis/features/context_activations.h"
 #include "model/analysis/features/context_store.h"
 #include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_intervention.h"
@@ -18,9 +19,14 @@
 #include "support/dictionary_fixtures.h"
 #include "support/reference_forward64.h"
 #include "support/test_paths.h"
+#include "views/features/feature_dashboard.h"
 #include "views/features/features_panel.h"
+#include "views/figures/chart_figure.h"
+#include "views/figures/figure_actions.h"
 
+#include <QImage>
 #include <QLabel>
+#include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -35,7 +41,9 @@ private slots:
     void tablesShowTheRun();
     void featureCard();
     void steeringWritesTheEditedContinuation();
-    void cardShowsCorpusContexts();
+    void dashboardWithoutDatabase();
+    void dashboardShowsCorpusContexts();
+    void dashboardBarsAreTheReadout();
     void badFolderSaysWhy();
     void labelsBesideFeatures();
 
@@ -76,7 +84,8 @@ void TestGuiFeatures::initTestCase() {
 }
 
 void TestGuiFeatures::tablesShowTheRun() {
-    const auto tables = panel_->findChildren<QTableWidget*>();
+    QList<QTableWidget*> tables = panel_->findChildren<QTableWidget*>();
+    tables.removeAll(panel_->dashboard()->contextsTable());
     QCOMPARE(tables.size(), 2);
     QTableWidget* positions = tables[0]->columnCount() == 4 ? tables[0] : tables[1]; // pos, token, firing, ‖x − x̂‖²
     QTableWidget* firing = tables[0]->columnCount() == 4 ? tables[1] : tables[0];    // feature, activation
@@ -132,10 +141,16 @@ void TestGuiFeatures::steeringWritesTheEditedContinuation() {
     QVERIFY2(out->text().contains(clean) && out->text().contains(steered), qPrintable(out->text()));
 }
 
-void TestGuiFeatures::cardShowsCorpusContexts() {
+void TestGuiFeatures::dashboardWithoutDatabase() {
+    FeatureDashboard* d = panel_->dashboard();
+    QVERIFY(!d->hintLabel()->isHidden());
+    QVERIFY(d->hintLabel()->text().contains(QStringLiteral("--sae %1 --feature-contexts CORPUS").arg(set_->coders[0].path)));
+    QVERIFY(!d->histogramFigure()->hasFigureData());
+    QCOMPARE(d->contextsTable()->rowCount(), 0);
+}
+
+void TestGuiFeatures::dashboardShowsCorpusContexts() {
     const int f = panel_->selectedFeature();
-    QVERIFY(labelContaining(QStringLiteral("No corpus contexts yet")));
-    // a contexts database beside the dictionary: the card lists the feature's best contexts, the token marked
     QFile corpus(tmp_.filePath(QStringLiteral("corpus.txt")));
     QVERIFY(corpus.open(QIODevice::WriteOnly));
     corpus.write("In the beginning God created the heaven and the earth.\nAnd the earth was without form, and void.\n"
@@ -145,14 +160,92 @@ void TestGuiFeatures::cardShowsCorpusContexts() {
     o.corpus = corpus.fileName();
     o.modelLabel = QStringLiteral("demo");
     o.top = 3;
+    o.windowTokens = 16;
     runFeatureContexts(*model_, set_->coders[0], o);
-    const std::vector<FeatureContext> top = ContextStore(defaultContextsDb(set_->coders[0], 0, 1), false).topContexts(f, 3);
+    const ContextStore store(defaultContextsDb(set_->coders[0], 0, 1), false);
+    const std::vector<FeatureContext> top = store.topContexts(f, 5);
     QVERIFY(!top.empty());
     panel_->selectFeature(f);
-    QLabel* card = labelContaining(QStringLiteral("<b>Top contexts</b>"));
-    QVERIFY(card);
-    QCOMPARE(card->text().count(QStringLiteral("background-color: rgba(255,140,0,0.9)")), int(top.size()));
-    QVERIFY(card->text().contains(QString::number(double(top[0].activation), 'f', 2)));
+    panel_->waitForIdle();
+    QCoreApplication::processEvents();
+    FeatureDashboard* d = panel_->dashboard();
+    QVERIFY(d->hintLabel()->isHidden());
+    // the histogram's bars are the database's counts, bin by bin
+    const auto [firing, counts] = store.histogram(f);
+    QVERIFY(firing > 0);
+    auto* bars = qobject_cast<QCPBars*>(d->histogramFigure()->plot()->plottable(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->data()->size(), int(counts.size()));
+    for (int b = 0; b < int(counts.size()); ++b) {
+        QCOMPARE(bars->data()->at(b)->key, double(b));
+        QCOMPARE(bars->data()->at(b)->value, double(counts[size_t(b)]));
+    }
+    const qint64 positions = contextsSummary(store).positions;
+    QCOMPARE(d->firingLabel()->property("fraction").toDouble(), double(firing) / double(positions));
+    QVERIFY2(d->firingLabel()->text().contains(QStringLiteral("Fires on %1 of %2 tokens").arg(firing).arg(positions)), qPrintable(d->firingLabel()->text()));
+    // the contexts: the library's recomputed activations, the stored value in the first column, tints a / max
+    QCOMPARE(int(d->contexts().size()), int(top.size()));
+    QCOMPARE(d->contextsTable()->rowCount(), int(top.size()));
+    float max = 0;
+    for (size_t i = 0; i < top.size(); ++i) {
+        const Eigen::VectorXf a = contextActivations(*model_, set_->coders[0], top[i].ids, f);
+        QCOMPARE(d->contexts()[i].activations.size(), a.size());
+        for (Eigen::Index p = 0; p < a.size(); ++p) QCOMPARE(d->contexts()[i].activations(p), a(p));
+        QVERIFY(std::abs(a(top[i].position) - top[i].activation) <= 1e-5f * std::max(1.0f, top[i].activation));
+        QCOMPARE(d->contextsTable()->item(int(i), 0)->data(Qt::UserRole).toDouble(), double(top[i].activation));
+        max = std::max(max, a.maxCoeff());
+    }
+    auto* first = qobject_cast<QLabel*>(d->contextsTable()->cellWidget(0, 1));
+    QVERIFY(first);
+    const Eigen::VectorXf a0 = contextActivations(*model_, set_->coders[0], top[0].ids, f);
+    const QString tint = QStringLiteral("rgba(255,140,0,%1)\" title=\"%2\"><b>").arg(std::clamp(double(a0(top[0].position) / max), 0.0, 1.0), 0, 'f', 2)
+                             .arg(double(a0(top[0].position)), 0, 'f', 3);
+    QVERIFY2(first->text().contains(tint), qPrintable(first->text() + QStringLiteral(" lacks ") + tint));
+    // clicking a context asks for its text (without BOS) as the prompt
+    QSignalSpy spy(panel_.get(), &FeaturesPanel::promptRequested);
+    QTableWidget* t = d->contextsTable();
+    QTest::mouseClick(t->viewport(), Qt::LeftButton, {}, t->visualItemRect(t->item(0, 0)).center());
+    QCOMPARE(spy.count(), 1);
+    QCOMPARE(spy.at(0).at(0).toString(), model_->tokenizer().decode(std::vector<int>(top[0].ids.begin() + 1, top[0].ids.end())));
+    // the histogram exports as a PNG of the figure's size at scale 2
+    const QString png = tmp_.filePath(QStringLiteral("histogram.png"));
+    QCOMPARE(d->histogramFigure()->figureActions()->exportTo(png, 2.0), QString());
+    const QImage image(png);
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), d->histogramFigure()->figureSize() * 2);
+    QVERIFY(QFileInfo(png).size() > 1000);
+}
+
+void TestGuiFeatures::dashboardBarsAreTheReadout() {
+    const int f = panel_->selectedFeature();
+    const FeatureReadout r = readFeature(*model_, set_->coders[0], f, 8);
+    QCustomPlot* plot = panel_->dashboard()->logitsFigure()->plot();
+    QCOMPARE(plot->plottableCount(), 2);
+    auto* up = qobject_cast<QCPBars*>(plot->plottable(0));
+    auto* down = qobject_cast<QCPBars*>(plot->plottable(1));
+    QVERIFY(up && down);
+    QCOMPARE(up->keyAxis(), plot->yAxis); // horizontal bars
+    QCOMPARE(up->data()->size(), int(r.decoderTop.size()));
+    QCOMPARE(down->data()->size(), int(r.decoderBottom.size()));
+    const int n = int(r.decoderTop.size() + r.decoderBottom.size());
+    auto ticker = qSharedPointerCast<QCPAxisTickerText>(plot->yAxis->ticker());
+    auto valuesOf = [](QCPBars* bars) {
+        QMap<double, double> m;
+        for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it) m.insert(it->key, it->value);
+        return m;
+    };
+    const QMap<double, double> upValues = valuesOf(up), downValues = valuesOf(down);
+    for (int i = 0; i < int(r.decoderTop.size()); ++i) { // sorted by key ascending: the top row (largest) is last
+        const double key = n - 1 - i;
+        QVERIFY(upValues.contains(key));
+        QCOMPARE(upValues.value(key), double(r.decoderTop[size_t(i)].score));
+        QCOMPARE(ticker->ticks().value(key), tokenLabels(model_->tokenizer(), {r.decoderTop[size_t(i)].id}).value(0));
+    }
+    for (int i = 0; i < int(r.decoderBottom.size()); ++i) { // the most negative at the bottom (key 0)
+        QVERIFY(downValues.contains(double(i)));
+        QCOMPARE(downValues.value(double(i)), double(r.decoderBottom[size_t(i)].score));
+    }
+    QVERIFY(r.decoderTop[0].score > 0 && r.decoderBottom[0].score < 0);
 }
 
 void TestGuiFeatures::badFolderSaysWhy() {

@@ -2,14 +2,17 @@
 
 #include "model/analysis/common/top_tokens.h"
 #include "model/analysis/embedding_space/logit_lens.h"
+#include "model/analysis/features/context_activations.h"
 #include "model/analysis/features/context_store.h"
 #include "model/analysis/features/feature_contexts.h"
 #include "model/analysis/features/feature_intervention.h"
 #include "model/core/errors.h"
 #include "model/transformer/generate.h"
 #include "model/transformer/prompt.h"
+#include "views/features/feature_dashboard.h"
 
 #include <QComboBox>
+#include <QDateTime>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -58,7 +61,8 @@ QString number(double v) { return std::isfinite(v) ? QString::number(v, 'f', 4) 
 FeaturesPanel::FeaturesPanel(QWidget* parent)
     : AnalysisPanel(parent),
       tool_(QString(), tr("Open a dictionary (an SAE or transcoder) and run a prompt to see its features.")),
-      steerTool_(tr("Steer and generate"), tr("Adds α·W_dec[f] at every position and writes 12 tokens, with and without.")) {
+      steerTool_(tr("Steer and generate"), tr("Adds α·W_dec[f] at every position and writes 12 tokens, with and without.")),
+      contextsTool_(QString(), QString()) {
     dictionary_ = new QComboBox;
     dictionary_->setMinimumContentsLength(24);
     dictionary_->setToolTip(tr("The dictionary: an SAELens folder, Gemma Scope params.npz, a circuit-tracer set or Llama Scope folder"));
@@ -78,9 +82,8 @@ FeaturesPanel::FeaturesPanel(QWidget* parent)
     firing_->horizontalHeader()->setStretchLastSection(true);
     card_ = textLine(tr("Click a feature to read it."));
     card_->setTextFormat(Qt::RichText);
-    activationText_ = new QLabel;
-    activationText_->setTextFormat(Qt::RichText);
-    activationText_->setWordWrap(true);
+    dashboard_ = new FeatureDashboard;
+    activationText_ = dashboard_->promptStrip();
     alpha_ = new QDoubleSpinBox;
     alpha_->setRange(-1000, 1000);
     alpha_->setValue(8);
@@ -93,13 +96,12 @@ FeaturesPanel::FeaturesPanel(QWidget* parent)
     auto* cardPane = new QWidget;
     auto* cardLayout = new QVBoxLayout(cardPane);
     cardLayout->setContentsMargins(0, 0, 0, 0);
-    cardLayout->addWidget(activationText_);
+    cardLayout->addWidget(dashboard_, 1);
     cardLayout->addWidget(card_);
     cardLayout->addLayout(steerTool_.controlRow({alpha_}));
     cardLayout->addWidget(steerTool_.statusLabel());
     cardLayout->addWidget(steered_);
-    cardLayout->addStretch(1);
-    layout->addWidget(splitPanes(Qt::Horizontal, {{positions_, 2}, {firing_, 2}, {cardPane, 3}}), 1);
+    layout->addWidget(splitPanes(Qt::Horizontal, {{positions_, 2}, {firing_, 1}, {cardPane, 3}}), 1);
 
     connect(open_, &QPushButton::clicked, this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a dictionary folder (SAELens, circuit-tracer, Llama Scope, Gemma Scope)"));
@@ -117,8 +119,10 @@ FeaturesPanel::FeaturesPanel(QWidget* parent)
     connect(firing_, &QTableWidget::currentCellChanged, this, [this](int row) {
         if (row >= 0 && firing_->item(row, 0)) selectFeature(firing_->item(row, 0)->data(Qt::UserRole).toInt());
     });
+    connect(dashboard_, &FeatureDashboard::promptRequested, this, &FeaturesPanel::promptRequested);
     connect(&steerTool_, &BackgroundTool::runRequested, this, [this] { steer(alpha_->value()); });
     tool_.setFailedHandler([this](const QString& m) { summary_->setText(m); });
+    contextsTool_.setFailedHandler([this](const QString& m) { dashboard_->setContextsStatus(m); });
 }
 
 void FeaturesPanel::setKnownDictionaries(const QStringList& paths) {
@@ -150,6 +154,7 @@ void FeaturesPanel::setDictionaries(std::shared_ptr<const DictionarySet> set, co
     layer_->setEnabled(n > 1);
     layer_->blockSignals(false);
     feature_ = -1;
+    corpusShown_.clear();
     run();
 }
 
@@ -161,6 +166,7 @@ void FeaturesPanel::setContext(std::shared_ptr<const Model> model, std::shared_p
     tool_.newContext();
     steerTool_.newContext();
     steered_->clear();
+    corpusShown_.clear();
     run();
 }
 
@@ -259,13 +265,7 @@ void FeaturesPanel::showFeature() {
     // the activation across the prompt as coloured text: orange, as strong as the activation is against its maximum
     const Eigen::VectorXf acts = run_->f.col(feature_);
     const float maxAct = std::max(acts.maxCoeff(), 1e-12f);
-    QString html;
-    for (int p = 0; p < int(acts.size()); ++p) {
-        const double a = std::clamp(double(acts(p) / maxAct), 0.0, 1.0);
-        const QString tip = QString::number(double(acts(p)), 'f', 3);
-        html += QStringLiteral("<span style=\"background-color: rgba(255,140,0,%1)\" title=\"%2\">%3</span>")
-                    .arg(a, 0, 'f', 2).arg(tip, labels_.value(p).toHtmlEscaped());
-    }
+    const QString html = FeatureDashboard::tintedTokens(labels_, acts, maxAct);
     const QString label = featureLabel(feature_);
     activationText_->setText(tr("<b>Feature %1</b>%2 across the prompt (max %3):<br>%4")
                                  .arg(feature_)
@@ -273,6 +273,12 @@ void FeaturesPanel::showFeature() {
                                  .arg(double(maxAct), 0, 'f', 3)
                                  .arg(html));
     const FeatureReadout r = readFeature(*model_, *sae, feature_, 8);
+    auto texts = [&](const std::vector<ScoredToken>& tokens) {
+        QStringList out;
+        for (const ScoredToken& t : tokens) out << tokenLabels(model_->tokenizer(), {t.id}).value(0);
+        return out;
+    };
+    dashboard_->setLogits(texts(r.decoderTop), r.decoderTop, texts(r.decoderBottom), r.decoderBottom);
     QString text;
     if (!r.decoderTop.empty())
         text += tr("<b>Writes</b> (W_dec[f] through ln_final's gain and W_U) — promotes: %1<br>suppresses: %2<br>")
@@ -291,31 +297,49 @@ void FeaturesPanel::showFeature() {
         text += tr("<b>Direct logit attribution</b> at position %1 to the prediction %2: %3")
                     .arg(p).arg(tokenLabels(model_->tokenizer(), {target}).value(0).toHtmlEscaped()).arg(dla, 0, 'f', 4);
     }
-    // its top contexts over a corpus, when a contexts database sits beside the dictionary (attnscope --feature-contexts)
-    const QString db = sae->path.startsWith(QLatin1Char(':')) ? QString() : defaultContextsDb(*sae, 0, 1);
-    if (!db.isEmpty() && QFileInfo::exists(db)) {
-        try {
-            const ContextStore store(db, false);
-            const std::vector<FeatureContext> top = store.topContexts(feature_, 5);
-            text += tr("<br><b>Top contexts</b> in the corpus of %1:").arg(QFileInfo(db).fileName().toHtmlEscaped());
-            if (top.empty()) text += tr(" none (the feature never fired there)");
-            for (const FeatureContext& c : top) {
-                const int from = std::max(0, c.position - 12), to = std::min(int(c.ids.size()), c.position + 4);
-                QString line;
-                for (int i = from; i < to; ++i) {
-                    const QString t = tokenLabels(model_->tokenizer(), {c.ids[size_t(i)]}).value(0).toHtmlEscaped();
-                    line += i == c.position ? QStringLiteral("<span style=\"background-color: rgba(255,140,0,0.9)\"><b>%1</b></span>").arg(t) : t;
-                }
-                text += QStringLiteral("<br>%1 &nbsp; …%2…").arg(double(c.activation), 0, 'f', 2).arg(line);
-            }
-        } catch (const InputError& e) {
-            text += tr("<br>Top contexts: %1").arg(e.message().toHtmlEscaped());
-        }
-    } else if (!db.isEmpty()) {
-        text += tr("<br>No corpus contexts yet: <tt>attnscope --model … --sae %1 --feature-contexts CORPUS</tt> writes them beside the "
-                   "dictionary.").arg(sae->path.toHtmlEscaped());
-    }
     card_->setText(text);
+    showCorpus(*sae);
+}
+
+void FeaturesPanel::showCorpus(const SparseCoder& sae) {
+    // its histogram and top contexts over a corpus, when a contexts database sits beside the dictionary
+    // (attnscope --feature-contexts); the contexts' per-token activations are recomputed off the GUI thread
+    const QString db = sae.path.startsWith(QLatin1Char(':')) ? QString() : defaultContextsDb(sae, 0, 1);
+    const QString key = QStringLiteral("%1\n%2\n%3\n%4").arg(db, QFileInfo(db).lastModified().toString(Qt::ISODateWithMs), sae.hookIn).arg(feature_);
+    if (key == corpusShown_) return; // the same feature of the same database: the contexts need no second forward
+    corpusShown_ = key;
+    contextsTool_.discard();
+    if (db.isEmpty() || !QFileInfo::exists(db)) {
+        dashboard_->setNoDatabase(
+            tr("No corpus contexts yet: <tt>attnscope --model … --sae %1 --feature-contexts CORPUS</tt> writes them (a histogram and "
+               "the top contexts of every feature) beside the dictionary; the dashboard then shows them here.")
+                .arg(db.isEmpty() ? tr("FOLDER (a copy of this bundled dictionary)") : sae.path.toHtmlEscaped()));
+        return;
+    }
+    std::vector<FeatureContext> top;
+    try {
+        const ContextStore store(db, false);
+        const auto [firing, counts] = store.histogram(feature_);
+        dashboard_->setHistogram(counts, firing, contextsSummary(store).positions, QFileInfo(db).fileName());
+        top = store.topContexts(feature_, 5);
+    } catch (const InputError& e) {
+        dashboard_->setNoDatabase(tr("Top contexts: %1").arg(e.message().toHtmlEscaped()));
+        return;
+    }
+    dashboard_->setContextsStatus(tr("Recomputing the contexts' activations …"));
+    contextsTool_.start([this, model = model_, set = set_, coder = &sae, top, feature = feature_](const BackgroundTask::Context&) {
+        std::vector<DashboardContext> contexts;
+        for (const FeatureContext& c : top) {
+            DashboardContext d;
+            d.tokens = tokenLabels(model->tokenizer(), c.ids);
+            d.activations = contextActivations(*model, *coder, c.ids, feature);
+            d.position = c.position;
+            d.stored = c.activation;
+            d.prompt = model->tokenizer().decode(std::vector<int>(c.ids.begin() + 1, c.ids.end()));
+            contexts.push_back(std::move(d));
+        }
+        return std::function<void()>([this, contexts] { dashboard_->setContexts(contexts); });
+    });
 }
 
 void FeaturesPanel::steer(double alpha) {
@@ -365,6 +389,7 @@ void FeaturesPanel::restoreState(const QJsonObject& state, QStringList* problems
 void FeaturesPanel::waitForIdle() {
     tool_.waitForIdle();
     steerTool_.waitForIdle();
+    contextsTool_.waitForIdle();
 }
 
 } // namespace attnscope

@@ -26,6 +26,8 @@ class QTableWidget;
 
 namespace attnscope {
 
+class FeatureDashboard;
+
 class FeaturesPanel : public AnalysisPanel {
     Q_OBJECT
 public:
@@ -53,15 +55,20 @@ public:
     QString featureLabel(int feature) const;
     /// Starts the steering job with α (the tests and the Steer button).
     void steer(double alpha);
+    /// The chosen feature's dashboard (histogram, contexts, promoted / suppressed tokens).
+    FeatureDashboard* dashboard() const { return dashboard_; }
 
 signals:
     /// Ask the window to open the dictionaries at `path`.
     void dictionaryRequested(const QString& path);
+    /// Ask the window to run `prompt` (a corpus context clicked in the dashboard).
+    void promptRequested(const QString& prompt);
 
 private:
     void run();
     void showRun();
     void showFeature();
+    void showCorpus(const SparseCoder& sae);
     const SparseCoder* coder() const;
 
     std::shared_ptr<const Model> model_;
@@ -77,6 +84,9 @@ private:
 
     BackgroundTool tool_;
     BackgroundTool steerTool_;
+    BackgroundTool contextsTool_;
+    QString corpusShown_; ///< the database, its modification time and the feature the dashboard shows
+    FeatureDashboard* dashboard_ = nullptr;
     QComboBox* dictionary_ = nullptr;
     QPushButton* open_ = nullptr;
     QSpinBox* layer_ = nullptr;
