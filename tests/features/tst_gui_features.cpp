@@ -218,7 +218,7 @@ void TestGuiFeatures::dashboardShowsCorpusContexts() {
 
 void TestGuiFeatures::dashboardBarsAreTheReadout() {
     const int f = panel_->selectedFeature();
-    const FeatureReadout r = readFeature(*model_, set_->coders[0], f, 8);
+    const FeatureReadout r = readFeature(*model_, set_->coders[0], f, FeatureDashboard::kBarsPerSide);
     QCustomPlot* plot = panel_->dashboard()->logitsFigure()->plot();
     QCOMPARE(plot->plottableCount(), 2);
     auto* up = qobject_cast<QCPBars*>(plot->plottable(0));
@@ -282,6 +282,8 @@ void TestGuiFeatures::labelsBesideFeatures() {
     QVERIFY(labelContaining(QStringLiteral("<b>Feature %1</b> — <i>reads, at L1: #%1</i> across the prompt").arg(f)));
     // the feature column and the activations stay readable at the default size: not cut to nothing by the label column
     QVERIFY(firing->columnWidth(1) >= firing->fontMetrics().horizontalAdvance(firing->item(0, 1)->text()));
+    QCoreApplication::processEvents(); // the header lays its sections out after the rows changed
+    QVERIFY2(firing->horizontalHeader()->length() <= firing->viewport()->width(), qPrintable(QStringLiteral("%1 %2 %3 %4 %5").arg(firing->horizontalHeader()->length()).arg(firing->viewport()->width()).arg(firing->columnWidth(0)).arg(firing->columnWidth(1)).arg(firing->columnWidth(2)))); // no column cut off behind a scroll bar
     panel_->setFeatureLabels(nullptr);
     QCOMPARE(firing->item(0, 2)->text(), QString());
     QVERIFY(labelContaining(QStringLiteral("<b>Feature %1</b> across the prompt").arg(f)));

@@ -52,7 +52,7 @@ FeatureDashboard::FeatureDashboard(QWidget* parent) : QWidget(parent) {
     firing_ = richLabel();
     hint_ = richLabel();
     hint_->hide();
-    histogramPlot_ = plot(150);
+    histogramPlot_ = plot(170);
     histogram_ = new ChartFigure(histogramPlot_, QStringLiteral("feature_histogram"),
                                  tr("No contexts database: see above how to make one."));
     histogram_->setValues([this] {
@@ -62,7 +62,7 @@ FeatureDashboard::FeatureDashboard(QWidget* parent) : QWidget(parent) {
         return t;
     });
     histogramPlot_->setToolTip(histogramConvention());
-    logitsPlot_ = plot(150);
+    logitsPlot_ = plot(170);
     logits_ = new ChartFigure(logitsPlot_, QStringLiteral("feature_logits"), tr("This dictionary writes no direction W_U reads."));
     logits_->setValues([this] {
         ValueTable t;
@@ -91,8 +91,8 @@ FeatureDashboard::FeatureDashboard(QWidget* parent) : QWidget(parent) {
     grid->addWidget(firing_, 0, 0);
     grid->addWidget(histogramPlot_, 1, 0);
     grid->addWidget(logitsPlot_, 0, 1, 2, 1);
-    grid->setColumnStretch(0, 3);
-    grid->setColumnStretch(1, 2);
+    grid->setColumnStretch(0, 1);
+    grid->setColumnStretch(1, 1);
     layout->addLayout(grid, 2);
     layout->addWidget(contextsTable_, 2);
 }
@@ -174,8 +174,10 @@ void FeatureDashboard::setContexts(const std::vector<DashboardContext>& contexts
     contextsTable_->resizeRowsToContents();
 }
 
-void FeatureDashboard::setLogits(const QStringList& promotedTokens, const std::vector<ScoredToken>& promoted,
-                                 const QStringList& suppressedTokens, const std::vector<ScoredToken>& suppressed) {
+void FeatureDashboard::setLogits(const QStringList& promotedTokens, const std::vector<ScoredToken>& allPromoted,
+                                 const QStringList& suppressedTokens, const std::vector<ScoredToken>& allSuppressed) {
+    const std::vector<ScoredToken> promoted(allPromoted.begin(), allPromoted.begin() + std::min<size_t>(allPromoted.size(), kBarsPerSide));
+    const std::vector<ScoredToken> suppressed(allSuppressed.begin(), allSuppressed.begin() + std::min<size_t>(allSuppressed.size(), kBarsPerSide));
     logitsPlot_->clearPlottables();
     logitTokens_.clear();
     logitScores_.clear();
@@ -210,7 +212,7 @@ void FeatureDashboard::setLogits(const QStringList& promotedTokens, const std::v
     }
     logitsPlot_->yAxis->setTicker(ticker);
     logitsPlot_->yAxis->setSubTicks(false);
-    logitsPlot_->xAxis->setLabel(tr("W_dec[f] · ln_final gain · W_U"));
+    logitsPlot_->xAxis->setLabel(tr("W_U · W_dec[f]"));
     logits_->setHasData(true);
     logits_->restyle();
     logits_->setHomeRanges(QCPRange(-extent * 1.1, extent * 1.1), QCPRange(-0.7, n - 0.3));

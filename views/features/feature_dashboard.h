@@ -33,6 +33,8 @@ class FeatureDashboard : public QWidget {
     Q_OBJECT
 public:
     explicit FeatureDashboard(QWidget* parent = nullptr);
+    /// Bars shown per side (promoted, suppressed): what fits readably at 1280 × 800.
+    static constexpr int kBarsPerSide = 6;
 
     /// The tinted strip of the prompt's tokens (the panel writes it, with the feature's label, as its header).
     QLabel* promptStrip() const { return strip_; }
@@ -43,7 +45,8 @@ public:
     /// The top contexts (empty: none fired).
     void setContexts(const std::vector<DashboardContext>& contexts);
     void setContextsStatus(const QString& text);
-    /// Promoted (largest first) and suppressed (most negative first) tokens with their scores.
+    /// Promoted (largest first) and suppressed (most negative first) tokens with their scores; the first
+    /// kBarsPerSide of each are drawn.
     void setLogits(const QStringList& promotedTokens, const std::vector<ScoredToken>& promoted, const QStringList& suppressedTokens,
                    const std::vector<ScoredToken>& suppressed);
 

@@ -79,7 +79,14 @@ FeaturesPanel::FeaturesPanel(QWidget* parent)
     summary_ = textLine();
     positions_ = table({tr("pos"), tr("token"), tr("firing"), tr("‖x − x̂‖²")});
     firing_ = table({tr("feature"), tr("activation"), tr("label")});
-    firing_->horizontalHeader()->setStretchLastSection(true);
+    // feature and activation fit their contents; the label takes what is left (elided, whole in its tooltip)
+    firing_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    firing_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    firing_->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
+    firing_->horizontalHeader()->setStretchLastSection(false); // its minimum would be the default section size
+    firing_->horizontalHeader()->setMinimumSectionSize(24);
+    firing_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    firing_->setMinimumWidth(firing_->fontMetrics().horizontalAdvance(QStringLiteral("feature activation label")) + 36);
     card_ = textLine(tr("Click a feature to read it."));
     card_->setTextFormat(Qt::RichText);
     dashboard_ = new FeatureDashboard;
