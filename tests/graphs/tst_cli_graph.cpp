@@ -525,7 +525,7 @@ void TestCliGraph::openGraphBadInvocations() {
          QStringLiteral("--export with --open-graph is a figure file, FIG.png, FIG.svg or FIG.pdf, got '%1'").arg(tmp_.filePath(QStringLiteral("fig.txt")))},
         {{"--open-graph", file, "--model", "demo", "--dump-json", tmp_.filePath(QStringLiteral("x.json"))},
          QStringLiteral("--open-graph FILE needs no model: it takes --dump-json, --graph-json, --export FIG.png|svg|pdf (with --width, "
-                        "--height, --scale), --screenshot graphs --out FILE.png and --force, not --model")},
+                        "--height, --scale), --screenshot graphs --out FILE.png, --feature-labels and --force, not --model")},
     };
     for (const auto& [args, message] : cases) {
         const CliRun r = runCli(attnscope::test::attnscopeExe(), args);
