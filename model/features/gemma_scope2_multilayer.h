@@ -29,9 +29,4 @@ namespace attnscope {
 DictionarySet readGemmaScope2MultiLayer(const std::vector<QString>& files, const std::vector<std::pair<QString, QString>>& hooks,
                                         bool crosscoder);
 
-/// The crosscoder's reconstruction of each of its layers from the features of every one: x̂_m = Σ_k f_k·W_dec_k[:, m, :]
-/// + b_dec_m, [pos, d_in] for each m. `features[k]` = encodeFeatures(set.coders[k], x_k) [pos, d_sae]. Throws
-/// InputError unless `set` is a crosscoder and `features` has one matrix per layer of the same positions.
-std::vector<Matrix> crosscoderReconstruction(const DictionarySet& set, const std::vector<Matrix>& features);
-
 } // namespace attnscope

@@ -7,6 +7,7 @@
 
 #include "model/analysis/graphs/replacement_model.h"
 #include "model/core/errors.h"
+#include "model/features/crosscoder_reconstruction.h"
 #include "model/features/dictionary_set.h"
 #include "model/features/gemma_scope2_layout.h"
 #include "model/features/gemma_scope2_multilayer.h"
