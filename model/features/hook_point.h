@@ -51,7 +51,7 @@ std::optional<HookPoint> parseHookName(const QString& name, int defaultLayer = -
 HookPoint requireHook(const ModelConfig& cfg, const QString& name, int width, const QString& fileLabel, int defaultLayer = -1);
 
 /// The activation at `hook` in a cache [pos, width] (a copy; recomputes a residuals-only layer).
-Matrix hookActivation(const ActivationCache& cache, const HookPoint& hook); // defined in hook_activation.cpp
+Matrix hookActivation(const ActivationCache& cache, const HookPoint& hook);
 
 /// True when a forward pass can replace the activation at this hook (residual streams, attention and MLP
 /// outputs, z): addHookEdit accepts it.
