@@ -40,7 +40,7 @@ DictionarySet singleDictionary(SparseCoder sae, const QString& path);
 DictionarySet openDictionaries(const QString& path, const QString& hookOverride = {});
 
 /// Throws InputError "PATH: a crosscoder …" for a crosscoder: its features at one layer reconstruct every one of its
-/// layers, which a view of one dictionary on one hook (the Features tab, --sae) cannot show; crosscoderReconstruction (crosscoder_reconstruction.h)
+/// layers, which a view of one dictionary on one hook (the Features tab, --sae) cannot show; crosscoderReconstruction
 /// (gemma_scope2_multilayer.h) computes it.
 void requireOneHookPerDictionary(const DictionarySet& set);
 
